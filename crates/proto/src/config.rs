@@ -1,0 +1,166 @@
+//! Connection configuration.
+
+use crate::cc::CcConfig;
+use crate::sched::SchedulerConfig;
+use crate::scheme::SchemeConfig;
+use crate::time::Duration;
+
+/// Everything a connection is built from. Both endpoints of a connection use the same
+/// configuration (the simulator and the UDP driver both arrange that).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConnectionConfig {
+    /// Connection identifier carried in every header.
+    pub conn_id: u32,
+    /// Largest stream payload per packet, bytes (the MSS).
+    pub mss: usize,
+    /// Receive buffer, bytes: bounds out-of-order plus unread data and the flow-control limit.
+    pub recv_buffer: usize,
+    /// Send buffer, bytes: bounds unacknowledged written data.
+    pub send_buffer: usize,
+    /// Recovery/coding scheme.
+    pub scheme: SchemeConfig,
+    /// Congestion controller.
+    pub cc: CcConfig,
+    /// Path scheduler.
+    pub scheduler: SchedulerConfig,
+    /// Initial congestion window, packets (RFC 6928 default 10).
+    pub initial_window: u64,
+    /// Retransmission timeout before the first RTT sample (RFC 6298: 1 s).
+    pub initial_rto: Duration,
+    /// Lower bound of the retransmission timeout (Linux: 200 ms).
+    pub min_rto: Duration,
+    /// Upper bound of the retransmission timeout (RFC 6298 allows 60 s).
+    pub max_rto: Duration,
+    /// Packets acknowledged above an outstanding one before it is declared lost.
+    pub loss_threshold: u64,
+    /// Acknowledge every this many ack-eliciting packets (2 = delayed ACKs).
+    pub ack_every: u32,
+    /// Longest a lone packet waits for its acknowledgement.
+    pub max_ack_delay: Duration,
+    /// Most SACK ranges per ACK frame.
+    pub max_ack_ranges: usize,
+    /// Most paths a receiver accepts.
+    pub max_paths: usize,
+    /// Seed of the connection's deterministic generator.
+    pub seed: u64,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            conn_id: 1,
+            mss: 1400,
+            recv_buffer: 2 << 20,
+            send_buffer: 4 << 20,
+            scheme: SchemeConfig::default(),
+            cc: CcConfig::default(),
+            scheduler: SchedulerConfig::default(),
+            initial_window: 10,
+            initial_rto: Duration::from_secs(1),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(60),
+            loss_threshold: 3,
+            ack_every: 2,
+            max_ack_delay: Duration::from_millis(25),
+            max_ack_ranges: 32,
+            max_paths: 8,
+            seed: 0,
+        }
+    }
+}
+
+/// A configuration that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid connection configuration: `{field}` {reason}")]
+pub struct ConfigError {
+    /// The offending field.
+    pub field: &'static str,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// Bytes a datagram adds around `mss` payload bytes at most: header (15), DATA frame header
+/// (11), STREAM_END frame (9), checksum (4), and slack for scheme frames.
+pub const DATAGRAM_OVERHEAD: usize = 48;
+
+impl ConnectionConfig {
+    /// Largest datagram this configuration produces.
+    pub fn max_datagram(&self) -> usize {
+        self.mss + DATAGRAM_OVERHEAD
+    }
+
+    /// Checks the configuration for `paths` paths.
+    pub fn validate(&self, paths: usize) -> Result<(), ConfigError> {
+        let bad = |field, reason: String| Err(ConfigError { field, reason });
+        if !(64..=65_000).contains(&self.mss) {
+            return bad(
+                "mss",
+                format!("is {} but must be within 64..=65000", self.mss),
+            );
+        }
+        if self.recv_buffer < self.mss {
+            return bad(
+                "recv_buffer",
+                format!(
+                    "is {} but must hold at least one MSS ({})",
+                    self.recv_buffer, self.mss
+                ),
+            );
+        }
+        if self.send_buffer < self.mss {
+            return bad(
+                "send_buffer",
+                format!(
+                    "is {} but must hold at least one MSS ({})",
+                    self.send_buffer, self.mss
+                ),
+            );
+        }
+        if self.initial_window == 0 {
+            return bad("initial_window", "must be at least 1 packet".into());
+        }
+        if self.loss_threshold == 0 {
+            return bad("loss_threshold", "must be at least 1".into());
+        }
+        if self.ack_every == 0 {
+            return bad("ack_every", "must be at least 1".into());
+        }
+        if self.max_ack_ranges == 0 {
+            return bad("max_ack_ranges", "must be at least 1".into());
+        }
+        if self.min_rto.as_nanos() == 0 || self.min_rto > self.max_rto {
+            return bad(
+                "min_rto",
+                format!(
+                    "is {} but must be > 0 and <= max_rto ({})",
+                    self.min_rto, self.max_rto
+                ),
+            );
+        }
+        if self.initial_rto.as_nanos() == 0 {
+            return bad("initial_rto", "must be > 0".into());
+        }
+        if !(1..=255).contains(&self.max_paths) {
+            return bad("max_paths", "must be within 1..=255".into());
+        }
+        if paths > self.max_paths {
+            return bad(
+                "max_paths",
+                format!("is {} but {} paths were given", self.max_paths, paths),
+            );
+        }
+        if let Some(max) = self.scheme.max_paths() {
+            if paths > max {
+                return bad(
+                    "scheme",
+                    format!(
+                        "`{}` uses at most {max} path(s), {paths} given",
+                        self.scheme.name()
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}

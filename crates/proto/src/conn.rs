@@ -1,0 +1,926 @@
+//! The connection: a sans-IO state machine.
+//!
+//! Call order (as quinn-proto): feed inputs — [`Connection::handle_datagram`],
+//! [`Connection::handle_timeout`], [`Connection::write`], [`Connection::read`],
+//! [`Connection::close`] — then drain [`Connection::poll_transmit`] until `None`, then ask
+//! [`Connection::poll_timeout`] when to call `handle_timeout` next, then drain
+//! [`Connection::poll_event`]. Nothing here reads a clock or touches a socket.
+
+use crate::buffer::{RecvBuffer, SendBuffer};
+use crate::cc::{AckEvent, CongestionControl, Window};
+use crate::config::{ConfigError, ConnectionConfig};
+use crate::path::{Path, PathStats, PathView, RttEstimator, SentState};
+use crate::sched::Scheduler;
+use crate::scheme::{
+    Action, LossKind, PacketTag, RecvCtx, SchemeError, SchemeReceiver, SchemeSender, SchemeStats,
+    SendCtx,
+};
+use crate::time::{Duration, Instant};
+use crate::wire::{self, AckFrame, Frame, FrameIter, Header, PacketWriter, WireError};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use std::collections::VecDeque;
+
+/// A datagram to send: `len` bytes at the start of the buffer given to `poll_transmit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    /// Path to send it on.
+    pub path: usize,
+    /// Datagram length.
+    pub len: usize,
+}
+
+/// Something the application should know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// Receiver: the application has read the whole stream.
+    StreamFinished,
+    /// Sender: every byte written before `close` has been acknowledged.
+    AllAcked,
+    /// The peer closed the connection.
+    Closed {
+        /// The peer's reason code.
+        code: u64,
+    },
+}
+
+/// What an accepted datagram was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// The path it belongs to (from its header): drivers route that path's replies back to
+    /// where the datagram came from.
+    pub path: usize,
+    /// False if its packet number had been seen before (a network duplicate).
+    pub fresh: bool,
+}
+
+/// Why a datagram was dropped. The connection is unaffected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DatagramError {
+    /// Malformed or corrupted.
+    #[error("malformed datagram: {0}")]
+    Wire(#[from] WireError),
+    /// Addressed to another connection.
+    #[error("datagram for connection {got}, this is {expected}")]
+    WrongConnection {
+        /// This connection's id.
+        expected: u32,
+        /// The header's id.
+        got: u32,
+    },
+    /// A path id beyond `max_paths`.
+    #[error("path {0} exceeds the configured maximum")]
+    UnknownPath(usize),
+    /// Well-formed frames with impossible contents (acknowledging unsent packets, data
+    /// beyond the stream end, ...).
+    #[error("protocol violation: {0}")]
+    Protocol(&'static str),
+}
+
+/// Connection-level counters.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ConnectionStats {
+    /// Per-path counters.
+    pub paths: Vec<PathStats>,
+    /// Scheme counters.
+    pub scheme: SchemeStats,
+    /// Datagrams dropped as malformed or corrupted.
+    pub malformed: u64,
+    /// Datagrams dropped for other reasons (wrong connection, unknown path, violations).
+    pub rejected: u64,
+    /// Stream bytes accepted from the application.
+    pub bytes_written: u64,
+    /// Stream bytes delivered to the application.
+    pub bytes_read: u64,
+    /// Stream bytes that arrived beyond the receive window and were dropped.
+    pub window_drops: u64,
+    /// Highest receive-buffer occupancy seen (bytes).
+    pub max_buffer_occupancy: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamEnd {
+    Open,
+    Pending,
+    InFlight,
+    Acked,
+}
+
+/// One endpoint of a multipath connection.
+#[derive(Debug)]
+pub struct Connection {
+    cfg: ConnectionConfig,
+    max_datagram: usize,
+    paths: Vec<Path>,
+    views: Vec<PathView>,
+    send_buf: SendBuffer,
+    recv_buf: RecvBuffer,
+    tx: Box<dyn SchemeSender>,
+    rx: Box<dyn SchemeReceiver>,
+    cc: Box<dyn CongestionControl>,
+    sched: Box<dyn Scheduler>,
+    rng: ChaCha8Rng,
+    actions: Vec<Action>,
+    recovered: Vec<(usize, u64)>,
+    candidates: Vec<usize>,
+    lost: Vec<(usize, PacketTag, LossKind)>,
+    scheme_stats: SchemeStats,
+    stats: ConnectionStats,
+    // Sending direction.
+    peer_data_ack: u64,
+    peer_max_data: u64,
+    final_size: Option<u64>,
+    stream_end: StreamEnd,
+    all_acked: bool,
+    persist: Option<Instant>,
+    persist_backoff: u32,
+    ping_due: bool,
+    close_due: Option<u64>,
+    // Receiving direction.
+    advertised_max_data: u64,
+    window_update: bool,
+    last_rx_path: usize,
+    finished: bool,
+    occupancy_since: Option<Instant>,
+    occupancy_last: Option<Instant>,
+    occupancy_integral: f64,
+    events: VecDeque<Event>,
+}
+
+/// Builds a [`SendCtx`] from the connection's fields (a macro so the borrow checker sees
+/// disjoint fields).
+macro_rules! send_ctx {
+    ($s:ident, $now:expr) => {
+        SendCtx {
+            now: $now,
+            paths: &$s.views,
+            send_buf: &$s.send_buf,
+            data_ack: $s.peer_data_ack,
+            max_data: $s.peer_max_data,
+            segment_size: $s.cfg.mss,
+            final_size: $s.final_size,
+            actions: &mut $s.actions,
+            stats: &mut $s.scheme_stats,
+            rng: &mut $s.rng,
+        }
+    };
+}
+
+impl Connection {
+    /// A connection over `paths` paths (a receiver may pass 0 and learn paths from packets).
+    pub fn new(cfg: ConnectionConfig, paths: usize) -> Result<Self, ConfigError> {
+        cfg.validate(paths)?;
+        let (tx, rx) = cfg.scheme.build();
+        let mut c = Connection {
+            max_datagram: cfg.max_datagram(),
+            paths: Vec::new(),
+            views: Vec::new(),
+            send_buf: SendBuffer::new(cfg.send_buffer),
+            recv_buf: RecvBuffer::new(cfg.recv_buffer),
+            tx,
+            rx,
+            cc: cfg.cc.build(),
+            sched: cfg.scheduler.build(),
+            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            actions: Vec::new(),
+            recovered: Vec::new(),
+            candidates: Vec::new(),
+            lost: Vec::new(),
+            scheme_stats: SchemeStats::default(),
+            stats: ConnectionStats::default(),
+            peer_data_ack: 0,
+            // Both ends share the configuration, so the peer's initial window is known.
+            peer_max_data: cfg.recv_buffer as u64,
+            final_size: None,
+            stream_end: StreamEnd::Open,
+            all_acked: false,
+            persist: None,
+            persist_backoff: 0,
+            ping_due: false,
+            close_due: None,
+            advertised_max_data: cfg.recv_buffer as u64,
+            window_update: false,
+            last_rx_path: 0,
+            finished: false,
+            occupancy_since: None,
+            occupancy_last: None,
+            occupancy_integral: 0.0,
+            events: VecDeque::new(),
+            cfg,
+        };
+        for _ in 0..paths {
+            c.add_path();
+        }
+        Ok(c)
+    }
+
+    fn add_path(&mut self) {
+        let id = self.paths.len();
+        let mss = self.max_datagram as u64;
+        let w = self.cc.initial_window(mss, self.cfg.initial_window);
+        let rtt = RttEstimator::new(self.cfg.initial_rto, self.cfg.min_rto, self.cfg.max_rto);
+        let mut p = Path::new(id, mss, w.cwnd, rtt, self.cfg.loss_threshold);
+        p.ssthresh = w.ssthresh;
+        self.views.push(p.view());
+        self.paths.push(p);
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.cfg
+    }
+
+    /// Number of paths.
+    pub fn path_count(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// A read-only view of path `i`.
+    pub fn path(&self, i: usize) -> Option<PathView> {
+        self.paths.get(i).map(Path::view)
+    }
+
+    /// Stops using path `i` for new packets (its outstanding packets still count).
+    pub fn set_path_active(&mut self, i: usize, active: bool) {
+        if let Some(p) = self.paths.get_mut(i) {
+            p.active = active;
+        }
+    }
+
+    fn refresh_views(&mut self) {
+        for (v, p) in self.views.iter_mut().zip(&self.paths) {
+            *v = p.view();
+        }
+    }
+
+    // ------------------------------------------------------------------ application side
+
+    /// Appends stream bytes; returns how many fit in the send buffer (0 after `close`).
+    pub fn write(&mut self, data: &[u8]) -> usize {
+        if self.final_size.is_some() {
+            return 0;
+        }
+        let n = self.send_buf.write(data);
+        self.stats.bytes_written += n as u64;
+        n
+    }
+
+    /// Free space in the send buffer (0 after `close`).
+    pub fn write_capacity(&self) -> usize {
+        if self.final_size.is_some() {
+            0
+        } else {
+            self.send_buf.free()
+        }
+    }
+
+    /// Ends the stream after the bytes written so far.
+    pub fn close(&mut self) {
+        if self.final_size.is_none() {
+            self.final_size = Some(self.send_buf.end());
+            self.stream_end = StreamEnd::Pending;
+        }
+    }
+
+    /// Sends a CLOSE frame on every path at the next `poll_transmit` (fire and forget).
+    pub fn close_connection(&mut self, code: u64) {
+        self.close_due = Some(code);
+    }
+
+    /// In-order bytes ready to read.
+    pub fn readable(&self) -> u64 {
+        self.recv_buf.readable()
+    }
+
+    /// Reads in-order stream bytes into `dst`.
+    pub fn read(&mut self, dst: &mut [u8]) -> usize {
+        let n = self.recv_buf.read(dst);
+        self.after_read(n as u64);
+        n
+    }
+
+    /// Passes up to `max` in-order bytes to `f` without copying; returns how many.
+    pub fn read_with(&mut self, max: u64, f: impl FnMut(&[u8])) -> u64 {
+        let n = self.recv_buf.read_with(max, f);
+        self.after_read(n);
+        n
+    }
+
+    fn after_read(&mut self, n: u64) {
+        self.stats.bytes_read += n;
+        let cap = self.recv_buf.capacity();
+        let threshold = (cap / 4).max(2 * self.cfg.mss as u64);
+        if self.recv_buf.max_data() >= self.advertised_max_data + threshold {
+            self.window_update = true;
+        }
+        if !self.finished && self.recv_buf.is_finished() {
+            self.finished = true;
+            self.events.push_back(Event::StreamFinished);
+        }
+    }
+
+    /// True once the whole stream was read.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// True once everything written before `close` was acknowledged.
+    pub fn is_all_acked(&self) -> bool {
+        self.all_acked
+    }
+
+    /// Receive-buffer occupancy now (bytes held: out of order plus unread).
+    pub fn buffer_occupancy(&self) -> u64 {
+        self.recv_buf.held()
+    }
+
+    /// Time-weighted mean receive-buffer occupancy from the first datagram to `now`
+    /// (sampled at datagram arrivals, where occupancy changes).
+    pub fn mean_buffer_occupancy(&self, now: Instant) -> f64 {
+        let (Some(t0), Some(last)) = (self.occupancy_since, self.occupancy_last) else {
+            return 0.0;
+        };
+        let held = self.recv_buf.held() as f64;
+        let span = (now - t0).as_nanos() as f64;
+        if span == 0.0 {
+            held
+        } else {
+            (self.occupancy_integral + held * (now - last).as_nanos() as f64) / span
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ConnectionStats {
+        let mut s = self.stats.clone();
+        s.window_drops = self.recv_buf.dropped();
+        s.paths = self.paths.iter().map(|p| p.stats).collect();
+        s.scheme = self.scheme_stats.clone();
+        s
+    }
+
+    /// Next event, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    // ------------------------------------------------------------------ network input
+
+    /// Processes one received datagram.
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        data: &[u8],
+    ) -> Result<Received, DatagramError> {
+        let (hdr, payload) = match wire::parse_packet(data) {
+            Ok(x) => x,
+            Err(e) => {
+                self.stats.malformed += 1;
+                return Err(e.into());
+            }
+        };
+        let res = self.handle_packet(now, hdr, payload);
+        if let Err(e) = &res {
+            match e {
+                DatagramError::Wire(_) => self.stats.malformed += 1,
+                _ => self.stats.rejected += 1,
+            }
+        }
+        res
+    }
+
+    fn handle_packet(
+        &mut self,
+        now: Instant,
+        hdr: Header,
+        payload: &[u8],
+    ) -> Result<Received, DatagramError> {
+        if hdr.conn_id != self.cfg.conn_id {
+            return Err(DatagramError::WrongConnection {
+                expected: self.cfg.conn_id,
+                got: hdr.conn_id,
+            });
+        }
+        let p = usize::from(hdr.path);
+        if p >= self.cfg.max_paths {
+            return Err(DatagramError::UnknownPath(p));
+        }
+        // Validate every frame before acting on any, so a bad frame cannot leave a packet
+        // half-processed.
+        let mut eliciting = false;
+        for f in FrameIter::new(payload) {
+            let f = f?;
+            if let Frame::Ack(a) = &f {
+                let ap = usize::from(a.path);
+                if ap >= self.paths.len() || a.largest >= self.paths[ap].next_pn {
+                    return Err(DatagramError::Protocol("ACK of a packet never sent"));
+                }
+                if a.data_ack > self.send_buf.end() {
+                    return Err(DatagramError::Protocol(
+                        "data ACK beyond the stream written",
+                    ));
+                }
+            }
+            eliciting |= f.is_ack_eliciting();
+        }
+        while self.paths.len() <= p {
+            self.add_path();
+        }
+        self.integrate_occupancy(now);
+        let fresh = self.paths[p].on_received(hdr.pn);
+        self.last_rx_path = p;
+        if fresh {
+            let out_of_order = self.paths[p].largest_received.is_some_and(|l| l != hdr.pn)
+                || self.paths[p].received.len() > 1;
+            let mut urgent = false;
+            for f in FrameIter::new(payload) {
+                let Ok(f) = f else { continue };
+                urgent |= self.handle_frame(now, p, hdr.pn, &f)?;
+            }
+            for (rp, pn) in std::mem::take(&mut self.recovered) {
+                if let Some(path) = self.paths.get_mut(rp) {
+                    path.received.insert(pn..pn + 1);
+                }
+            }
+            if eliciting {
+                let ack_every = self.cfg.ack_every;
+                let delay = self.cfg.max_ack_delay;
+                let path = &mut self.paths[p];
+                path.unacked_eliciting += 1;
+                if path.unacked_eliciting >= ack_every || out_of_order || urgent {
+                    path.ack_now = true;
+                } else if path.ack_deadline.is_none() {
+                    path.ack_deadline = Some(now + delay);
+                }
+            }
+            let held = self.recv_buf.held();
+            self.stats.max_buffer_occupancy = self.stats.max_buffer_occupancy.max(held);
+        } else if eliciting {
+            // A duplicate: the ACK that covered it may have been lost.
+            self.paths[p].ack_now = true;
+        }
+        let max = self.cfg.max_ack_ranges;
+        self.paths[p].prune_received(max);
+        Ok(Received { path: p, fresh })
+    }
+
+    /// Returns true if the frame asks for an immediate acknowledgement.
+    fn handle_frame(
+        &mut self,
+        now: Instant,
+        p: usize,
+        pn: u64,
+        f: &Frame<'_>,
+    ) -> Result<bool, DatagramError> {
+        match f {
+            Frame::Padding(_) => Ok(false),
+            Frame::Ping => Ok(true),
+            Frame::Ack(a) => {
+                self.on_ack_frame(now, a);
+                Ok(false)
+            }
+            Frame::StreamEnd { final_size } => {
+                if !self.recv_buf.set_final_size(*final_size) {
+                    return Err(DatagramError::Protocol("inconsistent stream end"));
+                }
+                Ok(true)
+            }
+            Frame::Close { code } => {
+                self.events.push_back(Event::Closed { code: *code });
+                Ok(false)
+            }
+            Frame::Feedback(_) => self.feedback(now, f).map(|_| false),
+            Frame::Scheme { kind, .. } if *kind >= 0x80 => self.feedback(now, f).map(|_| false),
+            Frame::Data { .. } | Frame::Symbol(_) | Frame::Scheme { .. } => {
+                let mut ctx = RecvCtx {
+                    now,
+                    path: p,
+                    pn,
+                    recv_buf: &mut self.recv_buf,
+                    stats: &mut self.scheme_stats,
+                    recovered: &mut self.recovered,
+                };
+                let res = self.rx.on_frame(&mut ctx, f);
+                match res {
+                    Ok(()) => Ok(false),
+                    // A scheme rejection drops that frame only; it is counted by the scheme.
+                    Err(
+                        SchemeError::Unexpected | SchemeError::Unknown(_) | SchemeError::Invalid(_),
+                    ) => Ok(false),
+                }
+            }
+        }
+    }
+
+    fn feedback(&mut self, now: Instant, f: &Frame<'_>) -> Result<(), DatagramError> {
+        self.refresh_views();
+        let mut ctx = send_ctx!(self, now);
+        // Rejections are counted in the scheme statistics; the packet stays valid.
+        let _ = self.tx.on_feedback(&mut ctx, f);
+        self.apply_actions();
+        Ok(())
+    }
+
+    fn on_ack_frame(&mut self, now: Instant, a: &AckFrame<'_>) {
+        let p = usize::from(a.path);
+        self.refresh_views();
+        // Connection level: flow control and the cumulative acknowledgement.
+        if a.max_data > self.peer_max_data {
+            self.peer_max_data = a.max_data;
+            self.persist_backoff = 0;
+        }
+        if a.data_ack > self.peer_data_ack {
+            self.peer_data_ack = a.data_ack;
+            self.send_buf.release_to(a.data_ack);
+            self.persist_backoff = 0;
+            let mut ctx = send_ctx!(self, now);
+            self.tx.on_data_ack(&mut ctx);
+            self.check_all_acked();
+        }
+        // Path level: newly acknowledged packets.
+        let mut cc_bytes = 0u64;
+        let mut newly_largest: Option<(u64, Instant)> = None;
+        let mut any = false;
+        for r in a.ranges() {
+            let path = &self.paths[p];
+            let lo = r.start.max(path.sent_base);
+            let hi = r.end.min(path.next_pn);
+            if hi <= path.sent_base {
+                break;
+            }
+            for pn in (lo..hi).rev() {
+                let path = &mut self.paths[p];
+                let Some(sp) = path.settle(pn, SentState::Acked) else {
+                    continue;
+                };
+                any = true;
+                path.stats.packets_acked += 1;
+                path.loss.on_acked(1);
+                if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
+                    cc_bytes += u64::from(sp.size);
+                }
+                if newly_largest.is_none_or(|(l, _)| pn > l) {
+                    newly_largest = Some((pn, sp.time_sent));
+                }
+                if sp.stream_end && self.stream_end == StreamEnd::InFlight {
+                    self.stream_end = StreamEnd::Acked;
+                }
+                if let Some(tag) = sp.tag {
+                    let mut ctx = send_ctx!(self, now);
+                    self.tx.on_acked(&mut ctx, p, tag);
+                }
+            }
+        }
+        let path = &mut self.paths[p];
+        path.largest_acked = Some(path.largest_acked.map_or(a.largest, |l| l.max(a.largest)));
+        let mut rtt_sample = None;
+        if let Some((pn, sent)) = newly_largest {
+            if pn == a.largest {
+                let sample = now - sent;
+                path.rtt.update(sample);
+                rtt_sample = Some(sample);
+            }
+        }
+        if any {
+            path.rtt.reset_backoff();
+            path.rto_deadline = (path.packets_in_flight > 0).then(|| now + path.rtt.rto());
+        }
+        path.trim_front();
+        // Window growth, then loss detection (RFC 9002 order).
+        if cc_bytes > 0 {
+            self.refresh_views();
+            let ev = AckEvent {
+                now,
+                bytes_acked: cc_bytes,
+                rtt_sample,
+            };
+            let w = self.cc.on_ack(p, &ev, &self.views);
+            self.apply_window(p, w);
+        }
+        self.detect_losses(now, p);
+        self.apply_actions();
+    }
+
+    fn detect_losses(&mut self, now: Instant, p: usize) {
+        let path = &mut self.paths[p];
+        let Some(largest) = path.largest_acked else {
+            return;
+        };
+        let thr = path.loss_threshold;
+        let mut congestion = false;
+        loop {
+            path.trim_front();
+            let pn = path.sent_base;
+            if path.sent.is_empty() || pn + thr > largest {
+                break;
+            }
+            let Some(sp) = path.settle(pn, SentState::Lost) else {
+                break;
+            };
+            path.stats.packets_lost += 1;
+            path.loss.on_lost();
+            if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
+                congestion = true;
+            }
+            if sp.stream_end && self.stream_end == StreamEnd::InFlight {
+                self.stream_end = StreamEnd::Pending;
+            }
+            if let Some(tag) = sp.tag {
+                self.lost.push((p, tag, LossKind::Threshold));
+            }
+        }
+        if congestion {
+            let path = &mut self.paths[p];
+            path.recovery_start = Some(now);
+            path.stats.congestion_events += 1;
+            self.refresh_views();
+            let w = self.cc.on_congestion_event(p, now, &self.views);
+            self.apply_window(p, w);
+        }
+        self.report_lost(now);
+    }
+
+    fn report_lost(&mut self, now: Instant) {
+        if self.lost.is_empty() {
+            return;
+        }
+        self.refresh_views();
+        let lost = std::mem::take(&mut self.lost);
+        for &(p, tag, kind) in &lost {
+            let mut ctx = send_ctx!(self, now);
+            self.tx.on_lost(&mut ctx, p, tag, kind);
+        }
+        self.lost = lost;
+        self.lost.clear();
+    }
+
+    fn on_rto(&mut self, now: Instant, p: usize) {
+        let path = &mut self.paths[p];
+        path.stats.rto_count += 1;
+        for i in 0..path.sent.len() {
+            let pn = path.sent_base + i as u64;
+            if let Some(sp) = path.settle(pn, SentState::Lost) {
+                path.stats.packets_lost += 1;
+                path.loss.on_lost();
+                if sp.stream_end && self.stream_end == StreamEnd::InFlight {
+                    self.stream_end = StreamEnd::Pending;
+                }
+                if let Some(tag) = sp.tag {
+                    self.lost.push((p, tag, LossKind::Timeout));
+                }
+            }
+        }
+        path.trim_front();
+        path.rto_deadline = None;
+        self.refresh_views();
+        let w = self.cc.on_timeout(p, now, &self.views);
+        let path = &mut self.paths[p];
+        path.recovery_start = Some(now);
+        path.stats.congestion_events += 1;
+        path.rtt.back_off();
+        self.apply_window(p, w);
+        self.report_lost(now);
+        self.apply_actions();
+    }
+
+    fn apply_window(&mut self, p: usize, w: Window) {
+        let path = &mut self.paths[p];
+        path.cwnd = w.cwnd.max(path.mss);
+        path.ssthresh = w.ssthresh.max(2 * path.mss);
+        self.views[p] = path.view();
+    }
+
+    fn apply_actions(&mut self) {
+        for a in std::mem::take(&mut self.actions) {
+            match a {
+                Action::Penalize { path } => {
+                    if let Some(pp) = self.paths.get_mut(path) {
+                        let half = (pp.cwnd / 2).max(pp.mss);
+                        pp.cwnd = half;
+                        pp.ssthresh = half.max(2 * pp.mss);
+                    }
+                }
+                Action::SetLossThreshold { path, packets } => {
+                    if let Some(pp) = self.paths.get_mut(path) {
+                        pp.loss_threshold = packets.max(1);
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_all_acked(&mut self) {
+        if !self.all_acked && self.final_size == Some(self.peer_data_ack) {
+            self.all_acked = true;
+            self.events.push_back(Event::AllAcked);
+        }
+    }
+
+    fn integrate_occupancy(&mut self, now: Instant) {
+        let held = self.recv_buf.held() as f64;
+        match self.occupancy_last {
+            Some(last) => self.occupancy_integral += held * (now - last).as_nanos() as f64,
+            None => self.occupancy_since = Some(now),
+        }
+        self.occupancy_last = Some(now);
+    }
+
+    // ------------------------------------------------------------------ timers
+
+    /// Processes expired timers.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for p in 0..self.paths.len() {
+            if self.paths[p].rto_deadline.is_some_and(|t| t <= now) {
+                self.on_rto(now, p);
+            }
+            let path = &mut self.paths[p];
+            if path.ack_deadline.is_some_and(|t| t <= now) {
+                path.ack_deadline = None;
+                path.ack_now = true;
+            }
+        }
+        if self.persist.is_some_and(|t| t <= now) {
+            self.persist = None;
+            self.persist_backoff = (self.persist_backoff + 1).min(16);
+            self.ping_due = true;
+        }
+    }
+
+    /// When `handle_timeout` must be called next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = self.persist;
+        for p in &self.paths {
+            for d in [p.rto_deadline, p.ack_deadline].into_iter().flatten() {
+                t = Some(t.map_or(d, |x| x.min(d)));
+            }
+        }
+        t
+    }
+
+    // ------------------------------------------------------------------ network output
+
+    /// Writes the next datagram to send into `buf` (at least `max_datagram` bytes long).
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if let Some(t) = self.transmit_control(now, buf) {
+            return Some(t);
+        }
+        if let Some(t) = self.transmit_data(now, buf) {
+            return Some(t);
+        }
+        self.arm_persist(now);
+        None
+    }
+
+    /// Largest datagram `poll_transmit` writes.
+    pub fn max_datagram(&self) -> usize {
+        self.max_datagram
+    }
+
+    fn transmit_control(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        // ACKs, each on the path whose packets it acknowledges.
+        for p in 0..self.paths.len() {
+            let due = self.paths[p].ack_now || (self.window_update && p == self.last_rx_path);
+            if !due || self.paths[p].received.is_empty() {
+                continue;
+            }
+            let pn = self.paths[p].take_pn();
+            let hdr = self.header(p, pn);
+            let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
+            let max_data = self.recv_buf.max_data();
+            let ok = w
+                .push_ack(
+                    p as u8,
+                    &self.paths[p].received,
+                    self.cfg.max_ack_ranges,
+                    self.recv_buf.contiguous_end(),
+                    max_data,
+                )
+                .ok()?;
+            debug_assert!(ok);
+            self.rx.write_feedback(now, p, &mut w);
+            let len = w.finish();
+            let path = &mut self.paths[p];
+            path.ack_now = false;
+            path.ack_deadline = None;
+            path.unacked_eliciting = 0;
+            path.on_sent(pn, now, len, false, None, false);
+            self.advertised_max_data = max_data;
+            self.window_update = false;
+            return Some(Transmit { path: p, len });
+        }
+        if let Some(code) = self.close_due.take() {
+            for p in 0..self.paths.len() {
+                let pn = self.paths[p].take_pn();
+                let hdr = self.header(p, pn);
+                let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
+                w.push(&Frame::Close { code }).ok()?;
+                let len = w.finish();
+                self.paths[p].on_sent(pn, now, len, false, None, false);
+                if p + 1 < self.paths.len() {
+                    self.close_due = Some(code);
+                }
+                return Some(Transmit { path: p, len });
+            }
+        }
+        if self.ping_due {
+            self.ping_due = false;
+            let p = self.best_path()?;
+            let pn = self.paths[p].take_pn();
+            let hdr = self.header(p, pn);
+            let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
+            w.push(&Frame::Ping).ok()?;
+            let len = w.finish();
+            self.paths[p].on_sent(pn, now, len, true, None, false);
+            return Some(Transmit { path: p, len });
+        }
+        None
+    }
+
+    fn transmit_data(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        self.candidates.clear();
+        for p in &self.paths {
+            if p.active && p.bytes_in_flight < p.cwnd {
+                self.candidates.push(p.id);
+            }
+        }
+        if self.candidates.is_empty() {
+            return None;
+        }
+        self.refresh_views();
+        let mut cands = std::mem::take(&mut self.candidates);
+        self.sched.rank(&self.views, &mut cands);
+        let mut result = None;
+        for &p in &cands {
+            let pn = self.paths[p].next_pn;
+            let hdr = self.header(p, pn);
+            let Ok(mut w) = PacketWriter::new(buf, self.max_datagram, hdr) else {
+                break;
+            };
+            let with_end = self.stream_end == StreamEnd::Pending;
+            if with_end {
+                let fs = self.final_size.unwrap_or(0);
+                if w.push(&Frame::StreamEnd { final_size: fs }).is_err() {
+                    continue;
+                }
+            }
+            let tag = {
+                let mut ctx = send_ctx!(self, now);
+                self.tx.poll_packet(&mut ctx, p, &mut w)
+            };
+            if tag.is_none() && !with_end {
+                continue;
+            }
+            let len = w.finish();
+            let path = &mut self.paths[p];
+            let pn = path.take_pn();
+            path.on_sent(pn, now, len, true, tag, with_end);
+            if with_end {
+                self.stream_end = StreamEnd::InFlight;
+            }
+            self.views[p] = self.paths[p].view();
+            self.cc.on_packet_sent(p, now, len as u64, &self.views);
+            self.sched.on_sent(p);
+            self.apply_actions();
+            result = Some(Transmit { path: p, len });
+            break;
+        }
+        self.candidates = cands;
+        if result.is_some() {
+            self.persist = None;
+        }
+        result
+    }
+
+    fn best_path(&self) -> Option<usize> {
+        self.paths
+            .iter()
+            .filter(|p| p.active)
+            .min_by_key(|p| (p.rtt.srtt().unwrap_or(Duration::MAX), p.id))
+            .map(|p| p.id)
+    }
+
+    /// With data outstanding and nothing in flight on any path (flow control closed, or a
+    /// window update lost), probe the peer after an RTO (the persist timer of RFC 9293).
+    fn arm_persist(&mut self, now: Instant) {
+        let idle = self.paths.iter().all(|p| p.packets_in_flight == 0);
+        let pending =
+            self.peer_data_ack < self.send_buf.end() || self.stream_end == StreamEnd::Pending;
+        if !(idle && pending) {
+            self.persist = None;
+            return;
+        }
+        if self.persist.is_none() {
+            if let Some(p) = self.best_path() {
+                let rto = self.paths[p].rtt.base_rto();
+                self.persist = Some(now + rto.saturating_mul(1 << self.persist_backoff));
+            }
+        }
+    }
+
+    fn header(&self, p: usize, pn: u64) -> Header {
+        Header {
+            conn_id: self.cfg.conn_id,
+            path: p as u8,
+            pn,
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! Paths: unreliable, congestion-controlled packet channels.
+//!
+//! Each path numbers its packets and never reuses a number (as QUIC), acknowledges with SACK
+//! ranges, estimates RTT (RFC 6298), and detects loss by packet threshold or timeout. What a
+//! lost packet carried, and whether it is re-sent, is the scheme's business.
+
+mod rtt;
+
+pub use rtt::RttEstimator;
+
+use crate::ranges::RangeSet;
+use crate::scheme::PacketTag;
+use crate::time::{Duration, Instant};
+use std::collections::VecDeque;
+
+/// A read-only snapshot of one path, given to congestion controllers, schedulers and schemes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathView {
+    /// Path index.
+    pub id: usize,
+    /// False once the path was closed.
+    pub active: bool,
+    /// Maximum datagram size counted by the window (bytes).
+    pub mss: u64,
+    /// Congestion window (bytes).
+    pub cwnd: u64,
+    /// Slow-start threshold (bytes).
+    pub ssthresh: u64,
+    /// Bytes sent and neither acknowledged nor declared lost.
+    pub bytes_in_flight: u64,
+    /// Packets sent and neither acknowledged nor declared lost.
+    pub packets_in_flight: u64,
+    /// Smoothed RTT, once measured.
+    pub srtt: Option<Duration>,
+    /// Smallest RTT seen.
+    pub min_rtt: Option<Duration>,
+    /// Most recent RTT sample.
+    pub latest_rtt: Option<Duration>,
+    /// Current retransmission timeout (with backoff).
+    pub rto: Duration,
+    /// Smoothed loss-rate estimate (see [`LossEstimator`]).
+    pub loss_rate: f64,
+    /// In fast recovery (a congestion event within the last window).
+    pub in_recovery: bool,
+    /// Send time of the oldest packet in flight.
+    pub oldest_unacked_sent: Option<Instant>,
+    /// Loss-detection packet threshold.
+    pub loss_threshold: u64,
+}
+
+impl PathView {
+    /// Free congestion-window space in bytes.
+    pub fn window_space(&self) -> u64 {
+        self.cwnd.saturating_sub(self.bytes_in_flight)
+    }
+    /// SRTT, or the RTO as a pessimistic stand-in before the first sample.
+    pub fn rtt_or_rto(&self) -> Duration {
+        self.srtt.unwrap_or(self.rto)
+    }
+}
+
+/// Loss-rate estimator: an exponentially weighted average of per-packet outcomes
+/// (1 = lost, 0 = acknowledged) with weight 1/`window`, so it tracks roughly the last
+/// `window` packets. It starts at 0 (optimistic, as a fresh TCP).
+#[derive(Debug, Clone, Copy)]
+pub struct LossEstimator {
+    rate: f64,
+    weight: f64,
+}
+
+impl LossEstimator {
+    /// Averages over about `window` packets.
+    pub fn new(window: u32) -> Self {
+        LossEstimator {
+            rate: 0.0,
+            weight: 1.0 / f64::from(window.max(1)),
+        }
+    }
+    /// Records acknowledged packets.
+    pub fn on_acked(&mut self, n: u64) {
+        for _ in 0..n.min(4096) {
+            self.rate -= self.weight * self.rate;
+        }
+    }
+    /// Records one lost packet.
+    pub fn on_lost(&mut self) {
+        self.rate += self.weight * (1.0 - self.rate);
+    }
+    /// Current estimate in [0, 1].
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+}
+
+/// Counters per path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PathStats {
+    /// Datagrams sent (all kinds).
+    pub packets_sent: u64,
+    /// Bytes sent (all datagrams).
+    pub bytes_sent: u64,
+    /// Ack-eliciting packets acknowledged.
+    pub packets_acked: u64,
+    /// Ack-eliciting packets declared lost (threshold or timeout).
+    pub packets_lost: u64,
+    /// Retransmission timeouts.
+    pub rto_count: u64,
+    /// Congestion events (window reductions).
+    pub congestion_events: u64,
+    /// Datagrams received on this path.
+    pub packets_received: u64,
+    /// Duplicate datagrams received (already seen packet numbers).
+    pub duplicates_received: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SentState {
+    Outstanding,
+    Acked,
+    Lost,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SentPacket {
+    pub(crate) time_sent: Instant,
+    pub(crate) size: u32,
+    pub(crate) tag: Option<PacketTag>,
+    pub(crate) stream_end: bool,
+    pub(crate) state: SentState,
+}
+
+/// All state of one path at one endpoint.
+#[derive(Debug, Clone)]
+pub struct Path {
+    pub(crate) id: usize,
+    pub(crate) active: bool,
+    pub(crate) mss: u64,
+    // --- sending side ---
+    pub(crate) next_pn: u64,
+    /// Ack-eliciting packets from `sent_base` upward (packet numbers of non-eliciting packets
+    /// are recorded too, already in the `Acked` state, to keep indexing O(1)).
+    pub(crate) sent: VecDeque<SentPacket>,
+    pub(crate) sent_base: u64,
+    pub(crate) bytes_in_flight: u64,
+    pub(crate) packets_in_flight: u64,
+    pub(crate) largest_acked: Option<u64>,
+    pub(crate) rtt: RttEstimator,
+    pub(crate) cwnd: u64,
+    pub(crate) ssthresh: u64,
+    pub(crate) recovery_start: Option<Instant>,
+    pub(crate) rto_deadline: Option<Instant>,
+    pub(crate) loss_threshold: u64,
+    pub(crate) loss: LossEstimator,
+    pub(crate) stats: PathStats,
+    // --- receiving side ---
+    pub(crate) received: RangeSet,
+    pub(crate) largest_received: Option<u64>,
+    pub(crate) unacked_eliciting: u32,
+    pub(crate) ack_deadline: Option<Instant>,
+    pub(crate) ack_now: bool,
+}
+
+impl Path {
+    pub(crate) fn new(id: usize, mss: u64, cwnd: u64, rtt: RttEstimator, thr: u64) -> Self {
+        Path {
+            id,
+            active: true,
+            mss,
+            next_pn: 0,
+            sent: VecDeque::new(),
+            sent_base: 0,
+            bytes_in_flight: 0,
+            packets_in_flight: 0,
+            largest_acked: None,
+            rtt,
+            cwnd,
+            ssthresh: u64::MAX,
+            recovery_start: None,
+            rto_deadline: None,
+            loss_threshold: thr,
+            loss: LossEstimator::new(100),
+            stats: PathStats::default(),
+            received: RangeSet::new(),
+            largest_received: None,
+            unacked_eliciting: 0,
+            ack_deadline: None,
+            ack_now: false,
+        }
+    }
+
+    /// The read-only view.
+    pub fn view(&self) -> PathView {
+        PathView {
+            id: self.id,
+            active: self.active,
+            mss: self.mss,
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+            bytes_in_flight: self.bytes_in_flight,
+            packets_in_flight: self.packets_in_flight,
+            srtt: self.rtt.srtt(),
+            min_rtt: self.rtt.min_rtt(),
+            latest_rtt: self.rtt.latest(),
+            rto: self.rtt.rto(),
+            loss_rate: self.loss.rate(),
+            in_recovery: self.recovery_start.is_some()
+                && self
+                    .oldest_outstanding_sent()
+                    .is_some_and(|t| self.recovery_start.is_some_and(|r| t <= r)),
+            oldest_unacked_sent: self.oldest_outstanding_sent(),
+            loss_threshold: self.loss_threshold,
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &PathStats {
+        &self.stats
+    }
+
+    /// Allocates the next packet number.
+    pub(crate) fn take_pn(&mut self) -> u64 {
+        let pn = self.next_pn;
+        self.next_pn += 1;
+        pn
+    }
+
+    /// Records a sent packet (after `take_pn`).
+    pub(crate) fn on_sent(
+        &mut self,
+        pn: u64,
+        now: Instant,
+        size: usize,
+        eliciting: bool,
+        tag: Option<PacketTag>,
+        stream_end: bool,
+    ) {
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += size as u64;
+        if !eliciting {
+            if self.sent.is_empty() {
+                self.sent_base = pn + 1;
+            } else {
+                self.push_sent(pn, now, 0, None, false, SentState::Acked);
+            }
+            return;
+        }
+        if self.sent.is_empty() {
+            self.sent_base = pn;
+        }
+        self.push_sent(
+            pn,
+            now,
+            size as u32,
+            tag,
+            stream_end,
+            SentState::Outstanding,
+        );
+        self.bytes_in_flight += size as u64;
+        self.packets_in_flight += 1;
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
+    fn push_sent(
+        &mut self,
+        pn: u64,
+        now: Instant,
+        size: u32,
+        tag: Option<PacketTag>,
+        stream_end: bool,
+        state: SentState,
+    ) {
+        debug_assert_eq!(pn, self.sent_base + self.sent.len() as u64);
+        self.sent.push_back(SentPacket {
+            time_sent: now,
+            size,
+            tag,
+            stream_end,
+            state,
+        });
+    }
+
+    pub(crate) fn oldest_outstanding_sent(&self) -> Option<Instant> {
+        self.sent
+            .iter()
+            .find(|p| p.state == SentState::Outstanding)
+            .map(|p| p.time_sent)
+    }
+
+    /// Drops settled packets from the front of the window.
+    pub(crate) fn trim_front(&mut self) {
+        while let Some(p) = self.sent.front() {
+            if p.state == SentState::Outstanding {
+                break;
+            }
+            self.sent.pop_front();
+            self.sent_base += 1;
+        }
+    }
+
+    /// Marks `pn` as settled (acked or lost), updating in-flight counters. Returns the packet
+    /// if it was outstanding.
+    pub(crate) fn settle(&mut self, pn: u64, state: SentState) -> Option<SentPacket> {
+        let idx = pn.checked_sub(self.sent_base)? as usize;
+        let p = self.sent.get_mut(idx)?;
+        if p.state != SentState::Outstanding {
+            return None;
+        }
+        p.state = state;
+        let p = *p;
+        self.bytes_in_flight -= u64::from(p.size);
+        self.packets_in_flight -= 1;
+        Some(p)
+    }
+
+    /// Records a received packet number; returns false for a duplicate (or one too old to
+    /// tell, below the tracked window).
+    pub(crate) fn on_received(&mut self, pn: u64) -> bool {
+        self.stats.packets_received += 1;
+        if self.received.contains(pn) || self.received.min().is_some_and(|m| pn < m) {
+            self.stats.duplicates_received += 1;
+            return false;
+        }
+        self.received.insert(pn..pn + 1);
+        self.largest_received = Some(self.largest_received.map_or(pn, |l| l.max(pn)));
+        true
+    }
+
+    /// Bounds the SACK state to the newest `max` ranges.
+    pub(crate) fn prune_received(&mut self, max: usize) {
+        while self.received.len() > max {
+            self.received.pop_first();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_estimator_tracks_rate() {
+        let mut e = LossEstimator::new(100);
+        for i in 0..100_000u64 {
+            if i % 50 == 0 {
+                e.on_lost();
+            } else {
+                e.on_acked(1);
+            }
+        }
+        assert!((e.rate() - 0.02).abs() < 0.01, "{}", e.rate());
+    }
+}

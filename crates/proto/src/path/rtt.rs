@@ -1,0 +1,136 @@
+//! RTT estimation and retransmission timeout, RFC 6298.
+
+use crate::time::Duration;
+
+/// SRTT/RTTVAR estimator with RTO computation and exponential backoff (RFC 6298 §2, §5).
+#[derive(Debug, Clone)]
+pub struct RttEstimator {
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    min_rtt: Option<Duration>,
+    latest: Option<Duration>,
+    initial_rto: Duration,
+    min_rto: Duration,
+    max_rto: Duration,
+    backoff: u32,
+}
+
+/// Clock granularity G of RFC 6298 §2 (the simulator is exact; 1 ms matches common stacks).
+const GRANULARITY: Duration = Duration::from_millis(1);
+
+impl RttEstimator {
+    /// A fresh estimator: RTO = `initial_rto` until the first sample (RFC 6298 §2.1).
+    pub fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
+        RttEstimator {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            min_rtt: None,
+            latest: None,
+            initial_rto,
+            min_rto,
+            max_rto,
+            backoff: 0,
+        }
+    }
+
+    /// Feeds one RTT measurement.
+    pub fn update(&mut self, r: Duration) {
+        self.latest = Some(r);
+        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        match self.srtt {
+            None => {
+                // §2.2: SRTT <- R, RTTVAR <- R/2.
+                self.srtt = Some(r);
+                self.rttvar = Duration::from_nanos(r.as_nanos() / 2);
+            }
+            Some(s) => {
+                // §2.3 with alpha = 1/8, beta = 1/4.
+                let diff = s.as_nanos().abs_diff(r.as_nanos());
+                self.rttvar = Duration::from_nanos((3 * self.rttvar.as_nanos() + diff) / 4);
+                self.srtt = Some(Duration::from_nanos((7 * s.as_nanos() + r.as_nanos()) / 8));
+            }
+        }
+    }
+
+    /// Smoothed RTT, once measured.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt
+    }
+    /// Smallest RTT seen.
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.min_rtt
+    }
+    /// Most recent sample.
+    pub fn latest(&self) -> Option<Duration> {
+        self.latest
+    }
+    /// RTT variation.
+    pub fn rttvar(&self) -> Duration {
+        self.rttvar
+    }
+
+    /// RTO without backoff: max(min, SRTT + max(G, 4·RTTVAR)) (§2.2–2.4), capped at max.
+    pub fn base_rto(&self) -> Duration {
+        let rto = match self.srtt {
+            None => self.initial_rto,
+            Some(s) => s + GRANULARITY.max(self.rttvar.saturating_mul(4)),
+        };
+        rto.max(self.min_rto).min(self.max_rto)
+    }
+
+    /// RTO including exponential backoff (§5.5), capped at the maximum.
+    pub fn rto(&self) -> Duration {
+        let b = self.base_rto();
+        b.saturating_mul(1u64 << self.backoff.min(30))
+            .min(self.max_rto.max(b))
+    }
+
+    /// Doubles the timer after an expiry (§5.5).
+    pub fn back_off(&mut self) {
+        self.backoff = (self.backoff + 1).min(30);
+    }
+
+    /// Clears backoff after new data is acknowledged (§5.7).
+    pub fn reset_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
+    /// Current backoff exponent.
+    pub fn backoff(&self) -> u32 {
+        self.backoff
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc6298_numbers() {
+        let ms = Duration::from_millis;
+        let mut e = RttEstimator::new(ms(1000), ms(200), ms(60_000));
+        assert_eq!(e.rto(), ms(1000));
+        e.update(ms(100));
+        assert_eq!(e.srtt(), Some(ms(100)));
+        assert_eq!(e.rttvar(), ms(50));
+        // 100 + 4*50 = 300 ms.
+        assert_eq!(e.rto(), ms(300));
+        e.update(ms(200));
+        // RTTVAR = 3/4*50 + 1/4*100 = 62.5; SRTT = 7/8*100 + 1/8*200 = 112.5.
+        assert_eq!(e.rttvar(), Duration::from_micros(62_500));
+        assert_eq!(e.srtt(), Some(Duration::from_micros(112_500)));
+        assert_eq!(e.rto(), Duration::from_micros(362_500));
+        e.back_off();
+        e.back_off();
+        assert_eq!(e.rto(), Duration::from_micros(1_450_000));
+        for _ in 0..20 {
+            e.back_off();
+        }
+        assert_eq!(e.rto(), ms(60_000));
+        e.reset_backoff();
+        // Minimum RTO applies to tiny RTTs.
+        let mut f = RttEstimator::new(ms(1000), ms(200), ms(60_000));
+        f.update(ms(1));
+        assert_eq!(f.rto(), ms(200));
+    }
+}

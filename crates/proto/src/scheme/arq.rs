@@ -1,0 +1,265 @@
+//! ARQ schemes: `tcp` (one path) and `mptcp` (IETF-MPTCP as the FMTCP paper's baseline).
+//!
+//! Data-sequence mapping: every DATA frame carries its stream offset (the data sequence
+//! number); the path packet number plays the subflow sequence number. A loss re-queues the
+//! segment on the path that lost it (the baseline behaviour that lets a lossy path hold the
+//! receive window hostage). Optionally, as in Raiciu et al., "How Hard Can It Be? Designing
+//! and Implementing a Deployable Multipath TCP", NSDI 2012, §4.2:
+//! - *opportunistic reinjection*: a path with window space that cannot send new data because
+//!   the receive window is full re-sends the segment at the left edge of the window, if
+//!   another path carried it and it is not yet acknowledged;
+//! - *penalisation*: the path that holds that segment has its window halved (at most once per
+//!   its RTT);
+//! - data of a path whose retransmission timer expired is also offered to the other paths
+//!   (Linux MPTCP reinjects on subflow RTO).
+
+use super::{
+    Action, LossKind, PacketTag, RecvCtx, SchemeError, SchemeReceiver, SchemeSender, SendCtx,
+};
+use crate::time::Instant;
+use crate::wire::{Frame, PacketWriter};
+use std::collections::VecDeque;
+
+/// Options of the `mptcp` scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ArqConfig {
+    /// Opportunistic reinjection of the segment blocking the receive window, and reinjection
+    /// of a timed-out path's data on the other paths.
+    pub reinject: bool,
+    /// Halve the window of the path holding the blocking segment.
+    pub penalize: bool,
+}
+
+impl Default for ArqConfig {
+    fn default() -> Self {
+        ArqConfig {
+            reinject: true,
+            penalize: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Seg {
+    offset: u64,
+    len: u32,
+    /// Path that carried it first.
+    path: u8,
+    /// Acknowledged on some path (it is in the peer's receive buffer).
+    acked: bool,
+    /// Bit per path it was opportunistically reinjected on.
+    reinjected: u32,
+}
+
+/// Sending half of `tcp`/`mptcp`.
+#[derive(Debug)]
+pub struct ArqSender {
+    name: &'static str,
+    cfg: ArqConfig,
+    next_offset: u64,
+    segs: VecDeque<Seg>,
+    retx: Vec<VecDeque<(u64, u32)>>,
+    timed_out: VecDeque<(u64, u32, usize)>,
+    last_penalty: Vec<Option<Instant>>,
+}
+
+impl ArqSender {
+    /// A sender registered as `name`.
+    pub fn new(name: &'static str, cfg: ArqConfig) -> Self {
+        ArqSender {
+            name,
+            cfg,
+            next_offset: 0,
+            segs: VecDeque::new(),
+            retx: Vec::new(),
+            timed_out: VecDeque::new(),
+            last_penalty: Vec::new(),
+        }
+    }
+
+    fn ensure_paths(&mut self, n: usize) {
+        if self.retx.len() < n {
+            self.retx.resize_with(n, VecDeque::new);
+            self.last_penalty.resize(n, None);
+        }
+    }
+
+    fn seg_index(&self, offset: u64) -> Option<usize> {
+        let i = self.segs.partition_point(|s| s.offset < offset);
+        (i < self.segs.len() && self.segs[i].offset == offset).then_some(i)
+    }
+
+    /// Writes `[offset, offset+len)` (trimmed to what the peer lacks and what fits); returns
+    /// the tag, or `None` if nothing of it is still needed.
+    fn emit(
+        ctx: &mut SendCtx<'_>,
+        pkt: &mut PacketWriter<'_>,
+        offset: u64,
+        len: u32,
+    ) -> Option<(PacketTag, u32)> {
+        let end = offset + u64::from(len);
+        let start = offset.max(ctx.data_ack);
+        if start >= end {
+            return None;
+        }
+        let room = pkt.data_room(start).min(ctx.segment_size);
+        let n = ((end - start) as usize).min(room);
+        if n == 0 {
+            return None;
+        }
+        let buf = ctx.send_buf;
+        pkt.push_data_with(start, n, |dst| {
+            let ok = buf.copy_out(start, dst);
+            debug_assert!(ok, "segment outside the send buffer");
+        })
+        .ok()?;
+        Some((
+            PacketTag {
+                a: start,
+                b: n as u64,
+            },
+            n as u32,
+        ))
+    }
+
+    fn serve_queue(
+        queue: &mut VecDeque<(u64, u32)>,
+        ctx: &mut SendCtx<'_>,
+        pkt: &mut PacketWriter<'_>,
+    ) -> Option<PacketTag> {
+        while let Some((off, len)) = queue.pop_front() {
+            if off + u64::from(len) <= ctx.data_ack {
+                continue;
+            }
+            let (tag, n) = Self::emit(ctx, pkt, off, len)?;
+            let sent_end = tag.a + u64::from(n);
+            let end = off + u64::from(len);
+            if sent_end < end {
+                queue.push_front((sent_end, (end - sent_end) as u32));
+            }
+            return Some(tag);
+        }
+        None
+    }
+}
+
+impl SchemeSender for ArqSender {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn poll_packet(
+        &mut self,
+        ctx: &mut SendCtx<'_>,
+        path: usize,
+        pkt: &mut PacketWriter<'_>,
+    ) -> Option<PacketTag> {
+        self.ensure_paths(ctx.paths.len());
+        // 1. Data this path lost goes back on this path.
+        if let Some(tag) = Self::serve_queue(&mut self.retx[path], ctx, pkt) {
+            ctx.stats.count_retransmission(path, tag.b);
+            return Some(tag);
+        }
+        // 2. Data stranded on a path whose timer expired, offered to the others.
+        if let Some(i) = self.timed_out.iter().position(|&(_, _, from)| from != path) {
+            let (off, len, _) = self.timed_out.remove(i).unwrap_or_default();
+            let mut q = VecDeque::from([(off, len)]);
+            if let Some(tag) = Self::serve_queue(&mut q, ctx, pkt) {
+                ctx.stats.count_retransmission(path, tag.b);
+                ctx.stats.reinjected_bytes += tag.b;
+                return Some(tag);
+            }
+        }
+        // 3. New data, within the receive window.
+        let limit = ctx.send_buf.end().min(ctx.max_data);
+        if self.next_offset < limit {
+            let len = (limit - self.next_offset).min(u64::from(u32::MAX)) as u32;
+            let (tag, n) = Self::emit(ctx, pkt, self.next_offset, len)?;
+            self.segs.push_back(Seg {
+                offset: tag.a,
+                len: n,
+                path: path as u8,
+                acked: false,
+                reinjected: 0,
+            });
+            self.next_offset = tag.a + u64::from(n);
+            return Some(tag);
+        }
+        // 4. Blocked by the receive window: reinject the segment at its left edge.
+        let blocked = self.next_offset >= ctx.max_data && ctx.send_buf.end() > self.next_offset;
+        if !(self.cfg.reinject && blocked) {
+            return None;
+        }
+        let head = *self.segs.front()?;
+        let bit = 1u32 << (path % 32);
+        if usize::from(head.path) == path || head.acked || head.reinjected & bit != 0 {
+            return None;
+        }
+        let (tag, _) = Self::emit(ctx, pkt, head.offset, head.len)?;
+        if let Some(s) = self.segs.front_mut() {
+            s.reinjected |= bit;
+        }
+        ctx.stats.count_retransmission(path, tag.b);
+        ctx.stats.reinjected_bytes += tag.b;
+        let slow = usize::from(head.path);
+        if self.cfg.penalize && slow < ctx.paths.len() {
+            let rtt = ctx.paths[slow].rtt_or_rto();
+            let due = self.last_penalty[slow].is_none_or(|t| ctx.now >= t + rtt);
+            if due {
+                self.last_penalty[slow] = Some(ctx.now);
+                ctx.actions.push(Action::Penalize { path: slow });
+                ctx.stats.penalizations += 1;
+            }
+        }
+        Some(tag)
+    }
+
+    fn on_acked(&mut self, _ctx: &mut SendCtx<'_>, _path: usize, tag: PacketTag) {
+        if let Some(i) = self.seg_index(tag.a) {
+            self.segs[i].acked = true;
+        }
+    }
+
+    fn on_lost(&mut self, ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag, kind: LossKind) {
+        self.ensure_paths(ctx.paths.len());
+        if tag.a + tag.b <= ctx.data_ack {
+            return;
+        }
+        let len = tag.b as u32;
+        self.retx[path].push_back((tag.a, len));
+        if kind == LossKind::Timeout && self.cfg.reinject && ctx.paths.len() > 1 {
+            self.timed_out.push_back((tag.a, len, path));
+        }
+    }
+
+    fn on_data_ack(&mut self, ctx: &mut SendCtx<'_>) {
+        while let Some(s) = self.segs.front() {
+            if s.offset + u64::from(s.len) > ctx.data_ack {
+                break;
+            }
+            self.segs.pop_front();
+        }
+        let ack = ctx.data_ack;
+        self.timed_out.retain(|&(o, l, _)| o + u64::from(l) > ack);
+    }
+}
+
+/// Receiving half of `tcp`/`mptcp`: DATA frames go to the receive buffer at their offsets.
+#[derive(Debug, Default)]
+pub struct ArqReceiver;
+
+impl SchemeReceiver for ArqReceiver {
+    fn on_frame(&mut self, ctx: &mut RecvCtx<'_>, frame: &Frame<'_>) -> Result<(), SchemeError> {
+        match frame {
+            Frame::Data { offset, data } => {
+                ctx.recv_buf.insert(*offset, data);
+                Ok(())
+            }
+            _ => {
+                ctx.stats.rejected_frames += 1;
+                Err(SchemeError::Unexpected)
+            }
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! Recovery and coding schemes: what is sent, and how the receiver rebuilds the stream.
+//!
+//! A scheme has a sending half ([`SchemeSender`]) and a receiving half ([`SchemeReceiver`]).
+//! The engine owns paths, windows, timers, the send buffer and the receive buffer; the scheme
+//! decides the contents of each packet a path may send, learns which of its packets were
+//! acknowledged or lost, and on the receiving side turns frames into stream bytes. This is
+//! enough for every scheme of the design table:
+//! - ARQ (`tcp`, `mptcp`, `cmt-sctp`): DATA frames, re-queued on loss on a path the scheme
+//!   chooses; reinjection and penalisation through [`Action`]s.
+//! - Coded (`fmtcp`, `hmtp`, `nc-mptcp`): SYMBOL frames built from send-buffer blocks, decoder
+//!   feedback in FEEDBACK frames written by the receiver into every ACK packet
+//!   ([`SchemeReceiver::write_feedback`]) and read by the sender
+//!   ([`SchemeSender::on_feedback`]); the receiver inserts decoded blocks into the receive
+//!   buffer at their stream offsets.
+//! - Per-path FEC (`dfec`): SCHEME frames carry parity; a packet recovered at the receiver is
+//!   reported with [`RecvCtx::mark_recovered`] so the path acknowledges it (no congestion
+//!   signal), and [`Action::SetLossThreshold`] sets the duplicate-ACK threshold to the FEC
+//!   block size.
+
+mod arq;
+
+pub use arq::{ArqConfig, ArqReceiver, ArqSender};
+
+use crate::buffer::{RecvBuffer, SendBuffer};
+use crate::path::PathView;
+use crate::time::Instant;
+use crate::wire::{Frame, PacketWriter};
+
+/// What a scheme remembers about one packet it filled; handed back on ack or loss. The
+/// meaning of the two words is the scheme's (e.g. ARQ: stream offset and length).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacketTag {
+    /// First word.
+    pub a: u64,
+    /// Second word.
+    pub b: u64,
+}
+
+/// How a loss was detected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossKind {
+    /// `loss_threshold` later packets on the path were acknowledged.
+    Threshold,
+    /// The path's retransmission timer expired.
+    Timeout,
+}
+
+/// Requests from a scheme to the engine, applied after the call returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Halve the path's window and set ssthresh to it (MPTCP penalisation, Raiciu et al.
+    /// NSDI 2012 §4.2).
+    Penalize {
+        /// The path to penalise.
+        path: usize,
+    },
+    /// Change the path's packet-threshold loss detection.
+    SetLossThreshold {
+        /// The path.
+        path: usize,
+        /// Packets; at least 1.
+        packets: u64,
+    },
+}
+
+/// Counters a scheme keeps; reported in results.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SchemeStats {
+    /// Stream bytes re-sent per path (ARQ retransmissions and reinjections).
+    pub retransmitted_bytes: Vec<u64>,
+    /// Packets that carried re-sent data, per path.
+    pub retransmitted_packets: Vec<u64>,
+    /// Bytes reinjected onto another path than the one that first carried them.
+    pub reinjected_bytes: u64,
+    /// Penalisations requested.
+    pub penalizations: u64,
+    /// Frames the receiving half rejected (unknown blocks, out-of-range ids, bad sizes).
+    pub rejected_frames: u64,
+}
+
+impl SchemeStats {
+    /// Adds a retransmission of `bytes` on `path`.
+    pub fn count_retransmission(&mut self, path: usize, bytes: u64) {
+        if self.retransmitted_bytes.len() <= path {
+            self.retransmitted_bytes.resize(path + 1, 0);
+            self.retransmitted_packets.resize(path + 1, 0);
+        }
+        self.retransmitted_bytes[path] += bytes;
+        self.retransmitted_packets[path] += 1;
+    }
+}
+
+/// What the sending half may see and do during a call.
+#[derive(Debug)]
+pub struct SendCtx<'a> {
+    /// Current time.
+    pub now: Instant,
+    /// Every path.
+    pub paths: &'a [PathView],
+    /// Stream bytes from the peer's cumulative acknowledgement to the end of what was written.
+    pub send_buf: &'a SendBuffer,
+    /// The peer holds every stream byte below this offset.
+    pub data_ack: u64,
+    /// The peer's flow-control limit: no stream byte at or beyond it may be sent.
+    pub max_data: u64,
+    /// Largest stream payload per packet (the MSS of the configuration).
+    pub segment_size: usize,
+    /// Set once the application closed the stream: its total length.
+    pub final_size: Option<u64>,
+    /// Requests to the engine.
+    pub actions: &'a mut Vec<Action>,
+    /// Counters.
+    pub stats: &'a mut SchemeStats,
+    /// Deterministic randomness (seeded per connection).
+    pub rng: &'a mut rand_chacha::ChaCha8Rng,
+}
+
+/// The sending half of a scheme.
+pub trait SchemeSender: Send + std::fmt::Debug {
+    /// Registry name.
+    fn name(&self) -> &'static str;
+
+    /// `path` has window space: write frames into `pkt` and return a tag, or `None` if there
+    /// is nothing to send on this path now (the engine then offers another path).
+    fn poll_packet(
+        &mut self,
+        ctx: &mut SendCtx<'_>,
+        path: usize,
+        pkt: &mut PacketWriter<'_>,
+    ) -> Option<PacketTag>;
+
+    /// A packet this scheme filled on `path` was acknowledged.
+    fn on_acked(&mut self, ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag);
+
+    /// A packet this scheme filled on `path` was declared lost.
+    fn on_lost(&mut self, ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag, kind: LossKind);
+
+    /// The peer's cumulative acknowledgement (`ctx.data_ack`) advanced.
+    fn on_data_ack(&mut self, _ctx: &mut SendCtx<'_>) {}
+
+    /// A FEEDBACK or SCHEME frame arrived from the peer's receiving half.
+    fn on_feedback(
+        &mut self,
+        ctx: &mut SendCtx<'_>,
+        _frame: &Frame<'_>,
+    ) -> Result<(), SchemeError> {
+        ctx.stats.rejected_frames += 1;
+        Err(SchemeError::Unexpected)
+    }
+}
+
+/// What the receiving half may see and do while handling a frame.
+#[derive(Debug)]
+pub struct RecvCtx<'a> {
+    /// Current time.
+    pub now: Instant,
+    /// Path the frame arrived on.
+    pub path: usize,
+    /// Packet number that carried it.
+    pub pn: u64,
+    /// The receive buffer: insert stream bytes at their offsets.
+    pub recv_buf: &'a mut RecvBuffer,
+    /// Counters.
+    pub stats: &'a mut SchemeStats,
+    pub(crate) recovered: &'a mut Vec<(usize, u64)>,
+}
+
+impl RecvCtx<'_> {
+    /// Reports that packet `pn` of `path`, lost in the network, was recovered by coding: the
+    /// path acknowledges it as if it had arrived (dFEC: no congestion signal for a repaired
+    /// loss).
+    pub fn mark_recovered(&mut self, path: usize, pn: u64) {
+        self.recovered.push((path, pn));
+    }
+}
+
+/// The receiving half of a scheme.
+pub trait SchemeReceiver: Send + std::fmt::Debug {
+    /// A payload frame (DATA, SYMBOL, SCHEME) arrived.
+    fn on_frame(&mut self, ctx: &mut RecvCtx<'_>, frame: &Frame<'_>) -> Result<(), SchemeError>;
+
+    /// Append decoder feedback to an ACK packet being built for `path` (frames that do not
+    /// fit are simply left out).
+    fn write_feedback(&mut self, _now: Instant, _path: usize, _pkt: &mut PacketWriter<'_>) {}
+}
+
+/// Why a scheme refused a frame. The frame is dropped and counted; the connection goes on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemeError {
+    /// This scheme does not use this kind of frame.
+    #[error("frame kind not used by this scheme")]
+    Unexpected,
+    /// The frame refers to something that does not exist (unknown or finished block, id out
+    /// of range).
+    #[error("frame refers to unknown state: {0}")]
+    Unknown(&'static str),
+    /// The frame is well-formed on the wire but its contents are inconsistent.
+    #[error("invalid frame contents: {0}")]
+    Invalid(&'static str),
+}
+
+/// Schemes selectable by name (`scheme = "..."` in scenario files).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SchemeConfig {
+    /// Single-path TCP-like ARQ (one path only).
+    Tcp,
+    /// IETF-MPTCP-like ARQ over all paths.
+    Mptcp(ArqConfig),
+}
+
+impl Default for SchemeConfig {
+    fn default() -> Self {
+        SchemeConfig::Mptcp(ArqConfig::default())
+    }
+}
+
+impl SchemeConfig {
+    /// Every accepted name.
+    pub const NAMES: &'static [&'static str] = &["tcp", "mptcp"];
+
+    /// Registry name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchemeConfig::Tcp => "tcp",
+            SchemeConfig::Mptcp(_) => "mptcp",
+        }
+    }
+
+    /// Most paths the scheme can use (`None`: any number).
+    pub fn max_paths(&self) -> Option<usize> {
+        match self {
+            SchemeConfig::Tcp => Some(1),
+            SchemeConfig::Mptcp(_) => None,
+        }
+    }
+
+    /// Builds both halves.
+    pub fn build(&self) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
+        match self {
+            SchemeConfig::Tcp => (
+                Box::new(ArqSender::new(
+                    "tcp",
+                    ArqConfig {
+                        reinject: false,
+                        penalize: false,
+                    },
+                )),
+                Box::new(ArqReceiver),
+            ),
+            SchemeConfig::Mptcp(c) => {
+                (Box::new(ArqSender::new("mptcp", *c)), Box::new(ArqReceiver))
+            }
+        }
+    }
+}

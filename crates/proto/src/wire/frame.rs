@@ -1,0 +1,476 @@
+//! Frames: the typed contents of a packet.
+//!
+//! | type | frame | body |
+//! |---|---|---|
+//! | 0x00 | PADDING | (a run of zero bytes) |
+//! | 0x01 | PING | — |
+//! | 0x02 | ACK | path, largest, first range, range count, (gap, length)*, data ack, max data |
+//! | 0x03 | DATA | offset, length, bytes |
+//! | 0x04 | STREAM_END | final size |
+//! | 0x05 | CLOSE | code |
+//! | 0x06 | SYMBOL | block, symbol id, coding (0 plain, 1 seed, 2 coefficients), payload |
+//! | 0x07 | FEEDBACK | block, count, flags |
+//! | 0x08 | SCHEME | kind, length-prefixed body (scheme-private) |
+
+use super::{check_varint, varint_len, Reader, WireError, Writer};
+use crate::ranges::RangeSet;
+use std::ops::Range;
+
+const PADDING: u8 = 0x00;
+const PING: u8 = 0x01;
+const ACK: u8 = 0x02;
+const DATA: u8 = 0x03;
+const STREAM_END: u8 = 0x04;
+const CLOSE: u8 = 0x05;
+const SYMBOL: u8 = 0x06;
+const FEEDBACK: u8 = 0x07;
+const SCHEME: u8 = 0x08;
+
+/// One frame, borrowing its payload from the datagram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// `n` bytes of padding.
+    Padding(usize),
+    /// Asks for an acknowledgement (keep-alive, window probe).
+    Ping,
+    /// Acknowledgement of one path's packets plus connection-level state.
+    Ack(AckFrame<'a>),
+    /// Stream bytes at a data-sequence offset.
+    Data {
+        /// Stream offset of the first byte (the data sequence number).
+        offset: u64,
+        /// The bytes.
+        data: &'a [u8],
+    },
+    /// The stream ends at `final_size` bytes.
+    StreamEnd {
+        /// Total stream length.
+        final_size: u64,
+    },
+    /// The sender is done with the connection.
+    Close {
+        /// Application-defined reason (0 = normal).
+        code: u64,
+    },
+    /// An encoded symbol of a coded scheme.
+    Symbol(SymbolFrame<'a>),
+    /// Decoder feedback of a coded scheme (receiver → sender).
+    Feedback(FeedbackFrame),
+    /// A scheme-private frame; the scheme parses `body` itself.
+    Scheme {
+        /// Scheme-defined sub-type.
+        kind: u64,
+        /// Opaque body.
+        body: &'a [u8],
+    },
+}
+
+/// An ACK frame. Ranges are kept encoded (validated at parse time) and decoded on iteration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckFrame<'a> {
+    /// The path whose packet numbers are acknowledged.
+    pub path: u8,
+    /// Largest packet number acknowledged.
+    pub largest: u64,
+    /// Connection-level cumulative acknowledgement: every stream byte below is received.
+    pub data_ack: u64,
+    /// Flow-control limit: the sender may not send stream bytes at or beyond this offset.
+    pub max_data: u64,
+    first_range: u64,
+    range_count: u64,
+    encoded_ranges: &'a [u8],
+}
+
+impl<'a> AckFrame<'a> {
+    /// Acknowledged packet-number ranges, highest first.
+    pub fn ranges(&self) -> AckRanges<'a> {
+        AckRanges {
+            r: Reader::new(self.encoded_ranges),
+            next: Some(self.largest - self.first_range..self.largest + 1),
+            left: self.range_count,
+        }
+    }
+}
+
+/// Iterator over the ranges of an [`AckFrame`], highest first.
+#[derive(Debug, Clone)]
+pub struct AckRanges<'a> {
+    r: Reader<'a>,
+    next: Option<Range<u64>>,
+    left: u64,
+}
+
+impl Iterator for AckRanges<'_> {
+    type Item = Range<u64>;
+    fn next(&mut self) -> Option<Range<u64>> {
+        let cur = self.next.take()?;
+        if self.left > 0 {
+            self.left -= 1;
+            // Validated at parse time: neither read can fail nor underflow.
+            let gap = self.r.varint("ack gap").unwrap_or(0);
+            let len = self.r.varint("ack range").unwrap_or(0);
+            let hi = cur.start.saturating_sub(gap + 2);
+            self.next = Some(hi.saturating_sub(len)..hi + 1);
+        }
+        Some(cur)
+    }
+}
+
+/// How a symbol was combined from source symbols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coding<'a> {
+    /// Nothing extra: the scheme derives everything from (block, symbol id).
+    Plain,
+    /// Coefficients (or degree/neighbours) regenerate from this seed.
+    Seed(u64),
+    /// Explicit coefficients, one byte per source symbol.
+    Coefficients(&'a [u8]),
+}
+
+/// An encoded symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SymbolFrame<'a> {
+    /// Block (or generation) number.
+    pub block: u64,
+    /// Encoding symbol id within the block (RFC 6330 ESI for RaptorQ).
+    pub id: u32,
+    /// Coding information.
+    pub coding: Coding<'a>,
+    /// Symbol bytes.
+    pub data: &'a [u8],
+}
+
+/// Decoder feedback for one block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedbackFrame {
+    /// Block (or generation) number.
+    pub block: u64,
+    /// Symbols received, or rank, as the scheme defines.
+    pub count: u64,
+    /// The block is decoded.
+    pub decoded: bool,
+}
+
+impl Frame<'_> {
+    /// True if the receiver must acknowledge a packet carrying this frame.
+    pub fn is_ack_eliciting(&self) -> bool {
+        !matches!(
+            self,
+            Frame::Padding(_) | Frame::Ack(_) | Frame::Close { .. }
+        )
+    }
+
+    /// Bytes this frame takes on the wire.
+    pub fn encoded_len(&self) -> Result<usize, WireError> {
+        Ok(match self {
+            Frame::Padding(n) => *n,
+            Frame::Ping => 1,
+            Frame::Ack(a) => {
+                1 + 1
+                    + varint_len(check_varint(a.largest)?)
+                    + varint_len(a.first_range)
+                    + varint_len(a.range_count)
+                    + a.encoded_ranges.len()
+                    + varint_len(check_varint(a.data_ack)?)
+                    + varint_len(check_varint(a.max_data)?)
+            }
+            Frame::Data { offset, data } => data_header_len(*offset, data.len())? + data.len(),
+            Frame::StreamEnd { final_size } => 1 + varint_len(check_varint(*final_size)?),
+            Frame::Close { code } => 1 + varint_len(check_varint(*code)?),
+            Frame::Symbol(s) => {
+                let coding = match s.coding {
+                    Coding::Plain => 1,
+                    Coding::Seed(seed) => 1 + varint_len(check_varint(seed)?),
+                    Coding::Coefficients(c) => 1 + varint_len(c.len() as u64) + c.len(),
+                };
+                1 + varint_len(check_varint(s.block)?)
+                    + varint_len(u64::from(s.id))
+                    + coding
+                    + varint_len(s.data.len() as u64)
+                    + s.data.len()
+            }
+            Frame::Feedback(f) => {
+                1 + varint_len(check_varint(f.block)?) + varint_len(check_varint(f.count)?) + 1
+            }
+            Frame::Scheme { kind, body } => {
+                1 + varint_len(check_varint(*kind)?) + varint_len(body.len() as u64) + body.len()
+            }
+        })
+    }
+
+    /// Writes the frame; the caller has checked `encoded_len` against the space left.
+    pub(crate) fn emit(&self, w: &mut Writer<'_>) {
+        match self {
+            Frame::Padding(n) => {
+                for _ in 0..*n {
+                    w.u8(PADDING);
+                }
+            }
+            Frame::Ping => w.u8(PING),
+            Frame::Ack(a) => {
+                w.u8(ACK);
+                w.u8(a.path);
+                w.varint(a.largest);
+                w.varint(a.first_range);
+                w.varint(a.range_count);
+                w.bytes(a.encoded_ranges);
+                w.varint(a.data_ack);
+                w.varint(a.max_data);
+            }
+            Frame::Data { offset, data } => {
+                emit_data_header(w, *offset, data.len());
+                w.bytes(data);
+            }
+            Frame::StreamEnd { final_size } => {
+                w.u8(STREAM_END);
+                w.varint(*final_size);
+            }
+            Frame::Close { code } => {
+                w.u8(CLOSE);
+                w.varint(*code);
+            }
+            Frame::Symbol(s) => {
+                w.u8(SYMBOL);
+                w.varint(s.block);
+                w.varint(u64::from(s.id));
+                match s.coding {
+                    Coding::Plain => w.u8(0),
+                    Coding::Seed(seed) => {
+                        w.u8(1);
+                        w.varint(seed);
+                    }
+                    Coding::Coefficients(c) => {
+                        w.u8(2);
+                        w.varint(c.len() as u64);
+                        w.bytes(c);
+                    }
+                }
+                w.varint(s.data.len() as u64);
+                w.bytes(s.data);
+            }
+            Frame::Feedback(f) => {
+                w.u8(FEEDBACK);
+                w.varint(f.block);
+                w.varint(f.count);
+                w.u8(u8::from(f.decoded));
+            }
+            Frame::Scheme { kind, body } => {
+                w.u8(SCHEME);
+                w.varint(*kind);
+                w.varint(body.len() as u64);
+                w.bytes(body);
+            }
+        }
+    }
+}
+
+pub(crate) fn data_header_len(offset: u64, len: usize) -> Result<usize, WireError> {
+    Ok(1 + varint_len(check_varint(offset)?) + varint_len(len as u64))
+}
+
+pub(crate) fn emit_data_header(w: &mut Writer<'_>, offset: u64, len: usize) {
+    w.u8(DATA);
+    w.varint(offset);
+    w.varint(len as u64);
+}
+
+/// Writes an ACK frame for `ranges` (at most `max_ranges` of the highest ranges) into `out`,
+/// returning its length, or `None` if `ranges` is empty or `out` is too small.
+pub(crate) fn encode_ack(
+    out: &mut [u8],
+    path: u8,
+    ranges: &RangeSet,
+    max_ranges: usize,
+    data_ack: u64,
+    max_data: u64,
+) -> Result<Option<usize>, WireError> {
+    let mut it = ranges.iter().rev();
+    let Some(first) = it.next() else {
+        return Ok(None);
+    };
+    let largest = check_varint(first.end - 1)?;
+    check_varint(data_ack)?;
+    check_varint(max_data)?;
+    let first_range = first.end - 1 - first.start;
+    let rest: Vec<_> = it.take(max_ranges.saturating_sub(1)).collect();
+    let mut need = 2
+        + varint_len(largest)
+        + varint_len(first_range)
+        + varint_len(rest.len() as u64)
+        + varint_len(data_ack)
+        + varint_len(max_data);
+    let mut prev_start = first.start;
+    for r in &rest {
+        let gap = prev_start - r.end - 1;
+        let len = r.end - 1 - r.start;
+        need += varint_len(gap) + varint_len(len);
+        prev_start = r.start;
+    }
+    if need > out.len() {
+        return Ok(None);
+    }
+    let mut w = Writer { buf: out, pos: 0 };
+    w.u8(ACK);
+    w.u8(path);
+    w.varint(largest);
+    w.varint(first_range);
+    w.varint(rest.len() as u64);
+    let mut prev_start = first.start;
+    for r in &rest {
+        // QUIC encoding (RFC 9000 §19.3.1): gap = previous smallest - this largest - 2.
+        w.varint(prev_start - r.end - 1);
+        w.varint(r.end - 1 - r.start);
+        prev_start = r.start;
+    }
+    w.varint(data_ack);
+    w.varint(max_data);
+    Ok(Some(w.pos))
+}
+
+/// Iterator over the frames of a packet body; stops at the first error.
+#[derive(Debug, Clone)]
+pub struct FrameIter<'a> {
+    r: Reader<'a>,
+    failed: bool,
+}
+
+impl<'a> FrameIter<'a> {
+    /// Iterates the frames in `payload` (as returned by [`super::parse_packet`]).
+    pub fn new(payload: &'a [u8]) -> Self {
+        FrameIter {
+            r: Reader::new(payload),
+            failed: false,
+        }
+    }
+
+    fn parse_one(&mut self) -> Result<Frame<'a>, WireError> {
+        let r = &mut self.r;
+        let ty = r.u8("frame type")?;
+        Ok(match ty {
+            PADDING => {
+                let mut n = 1;
+                while let Some(0) = r.clone().u8("").ok() {
+                    r.u8("padding")?;
+                    n += 1;
+                }
+                Frame::Padding(n)
+            }
+            PING => Frame::Ping,
+            ACK => {
+                let path = r.u8("ack path")?;
+                let largest = r.varint("ack largest")?;
+                let first_range = r.varint("ack first range")?;
+                if first_range > largest {
+                    return Err(WireError::Invalid {
+                        field: "ack first range",
+                        reason: "reaches below packet number 0",
+                    });
+                }
+                let range_count = r.varint("ack range count")?;
+                let start = r.clone();
+                let mut smallest = largest - first_range;
+                for _ in 0..range_count {
+                    let gap = r.varint("ack gap")?;
+                    let len = r.varint("ack range")?;
+                    let hi = smallest
+                        .checked_sub(gap)
+                        .and_then(|v| v.checked_sub(2))
+                        .ok_or(WireError::Invalid {
+                            field: "ack gap",
+                            reason: "reaches below packet number 0",
+                        })?;
+                    smallest = hi.checked_sub(len).ok_or(WireError::Invalid {
+                        field: "ack range",
+                        reason: "reaches below packet number 0",
+                    })?;
+                }
+                let used = start.remaining() - r.remaining();
+                let encoded_ranges = start.clone().bytes(used, "ack ranges")?;
+                let data_ack = r.varint("ack data ack")?;
+                let max_data = r.varint("ack max data")?;
+                Frame::Ack(AckFrame {
+                    path,
+                    largest,
+                    data_ack,
+                    max_data,
+                    first_range,
+                    range_count,
+                    encoded_ranges,
+                })
+            }
+            DATA => {
+                let offset = r.varint("data offset")?;
+                let data = r.length_prefixed("data payload")?;
+                if offset.checked_add(data.len() as u64).is_none() {
+                    return Err(WireError::Invalid {
+                        field: "data offset",
+                        reason: "offset + length overflows",
+                    });
+                }
+                Frame::Data { offset, data }
+            }
+            STREAM_END => Frame::StreamEnd {
+                final_size: r.varint("final size")?,
+            },
+            CLOSE => Frame::Close {
+                code: r.varint("close code")?,
+            },
+            SYMBOL => {
+                let block = r.varint("symbol block")?;
+                let id = r.varint_u32("symbol id")?;
+                let coding = match r.u8("symbol coding")? {
+                    0 => Coding::Plain,
+                    1 => Coding::Seed(r.varint("symbol seed")?),
+                    2 => Coding::Coefficients(r.length_prefixed("symbol coefficients")?),
+                    _ => {
+                        return Err(WireError::Invalid {
+                            field: "symbol coding",
+                            reason: "unknown coding kind",
+                        })
+                    }
+                };
+                let data = r.length_prefixed("symbol payload")?;
+                Frame::Symbol(SymbolFrame {
+                    block,
+                    id,
+                    coding,
+                    data,
+                })
+            }
+            FEEDBACK => {
+                let block = r.varint("feedback block")?;
+                let count = r.varint("feedback count")?;
+                let flags = r.u8("feedback flags")?;
+                if flags > 1 {
+                    return Err(WireError::Invalid {
+                        field: "feedback flags",
+                        reason: "unknown flag bits",
+                    });
+                }
+                Frame::Feedback(FeedbackFrame {
+                    block,
+                    count,
+                    decoded: flags == 1,
+                })
+            }
+            SCHEME => {
+                let kind = r.varint("scheme kind")?;
+                let body = r.length_prefixed("scheme body")?;
+                Frame::Scheme { kind, body }
+            }
+            other => return Err(WireError::UnknownFrame(u64::from(other))),
+        })
+    }
+}
+
+impl<'a> Iterator for FrameIter<'a> {
+    type Item = Result<Frame<'a>, WireError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.r.is_empty() {
+            return None;
+        }
+        let res = self.parse_one();
+        self.failed = res.is_err();
+        Some(res)
+    }
+}

@@ -1,0 +1,220 @@
+//! Packet header and trailer.
+//!
+//! ```text
+//! +--------+---------+-----------------+---------+--------------------+-----------+
+//! | 0x54   | version | connection id   | path id | packet number      | frames... | CRC-32 |
+//! | 1 byte | 1 byte  | 4 bytes (BE)    | 1 byte  | varint (1-8 bytes) |           | 4 (BE) |
+//! +--------+---------+-----------------+---------+--------------------+-----------+
+//! ```
+//! The CRC-32 (IEEE) covers every byte before it, so a datagram corrupted anywhere is rejected.
+
+use super::frame::{self, Frame};
+use super::{check_varint, varint_len, Reader, WireError, Writer};
+use crate::ranges::RangeSet;
+
+/// First byte of every datagram ('T').
+pub const MAGIC: u8 = 0x54;
+/// The only version spoken.
+pub const VERSION: u8 = 1;
+/// Length of the CRC-32 trailer.
+pub const CHECKSUM_LEN: usize = 4;
+/// Longest possible header.
+pub const MAX_HEADER_LEN: usize = 2 + 4 + 1 + 8;
+const MIN_LEN: usize = 2 + 4 + 1 + 1 + CHECKSUM_LEN;
+
+/// The fixed part of every packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Connection identifier chosen by the sender.
+    pub conn_id: u32,
+    /// Path the packet was sent on (its packet-number space).
+    pub path: u8,
+    /// Packet number within the path; never reused.
+    pub pn: u64,
+}
+
+impl Header {
+    /// Encoded length.
+    pub fn len(&self) -> usize {
+        7 + varint_len(self.pn)
+    }
+    /// Never true; present for API symmetry with `len`.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+/// Validates a datagram (length, marker, version, checksum) and returns its header and the
+/// frame bytes. Iterate the frames with [`crate::wire::FrameIter`].
+pub fn parse_packet(datagram: &[u8]) -> Result<(Header, &[u8]), WireError> {
+    if datagram.len() < MIN_LEN {
+        return Err(WireError::TooShort {
+            len: datagram.len(),
+            min: MIN_LEN,
+        });
+    }
+    if datagram[0] != MAGIC {
+        return Err(WireError::BadMagic(datagram[0]));
+    }
+    if datagram[1] != VERSION {
+        return Err(WireError::UnsupportedVersion(datagram[1]));
+    }
+    let body_len = datagram.len() - CHECKSUM_LEN;
+    let (body, trailer) = datagram.split_at(body_len);
+    let expected = u32::from_be_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+    if crc32fast::hash(body) != expected {
+        return Err(WireError::Checksum);
+    }
+    let mut r = Reader::new(body);
+    r.bytes(2, "marker")?;
+    let conn_id = r.u32("connection id")?;
+    let path = r.u8("path id")?;
+    let pn = r.varint("packet number")?;
+    let hlen = body.len() - r.remaining();
+    Ok((Header { conn_id, path, pn }, &body[hlen..]))
+}
+
+/// Builds one packet in a caller-provided buffer: header first, then frames, then
+/// [`finish`](PacketWriter::finish) appends the checksum.
+#[derive(Debug)]
+pub struct PacketWriter<'a> {
+    w: Writer<'a>,
+    limit: usize,
+    frames: usize,
+    ack_eliciting: bool,
+}
+
+impl<'a> PacketWriter<'a> {
+    /// Starts a packet of at most `max_len` bytes (and at most `buf.len()`).
+    pub fn new(buf: &'a mut [u8], max_len: usize, header: Header) -> Result<Self, WireError> {
+        let limit = max_len.min(buf.len());
+        check_varint(header.pn)?;
+        let need = header.len() + CHECKSUM_LEN + 1;
+        if limit < need {
+            return Err(WireError::NoSpace {
+                needed: need,
+                available: limit,
+            });
+        }
+        let mut w = Writer { buf, pos: 0 };
+        w.u8(MAGIC);
+        w.u8(VERSION);
+        w.u32(header.conn_id);
+        w.u8(header.path);
+        w.varint(header.pn);
+        Ok(PacketWriter {
+            w,
+            limit,
+            frames: 0,
+            ack_eliciting: false,
+        })
+    }
+
+    /// Bytes still available for frames.
+    pub fn remaining(&self) -> usize {
+        self.limit - CHECKSUM_LEN - self.w.pos
+    }
+
+    /// Number of frames written so far.
+    pub fn frame_count(&self) -> usize {
+        self.frames
+    }
+
+    /// True if a frame that requires acknowledgement was written.
+    pub fn is_ack_eliciting(&self) -> bool {
+        self.ack_eliciting
+    }
+
+    /// Appends `frame`, or fails without writing anything if it does not fit.
+    pub fn push(&mut self, f: &Frame<'_>) -> Result<(), WireError> {
+        let needed = f.encoded_len()?;
+        self.reserve(needed)?;
+        f.emit(&mut self.w);
+        self.note(f.is_ack_eliciting());
+        Ok(())
+    }
+
+    /// Appends a DATA frame whose `len` payload bytes are written by `fill` directly into the
+    /// packet (no intermediate copy).
+    pub fn push_data_with(
+        &mut self,
+        offset: u64,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), WireError> {
+        let needed = frame::data_header_len(offset, len)? + len;
+        self.reserve(needed)?;
+        frame::emit_data_header(&mut self.w, offset, len);
+        let start = self.w.pos;
+        fill(&mut self.w.buf[start..start + len]);
+        self.w.pos += len;
+        self.note(true);
+        Ok(())
+    }
+
+    /// Largest DATA payload that fits at `offset` in the space left (0 if none).
+    pub fn data_room(&self, offset: u64) -> usize {
+        let fixed = 1 + varint_len(offset);
+        let Some(base) = self.remaining().checked_sub(fixed) else {
+            return 0;
+        };
+        for l in [1usize, 2, 4, 8] {
+            if let Some(r) = base.checked_sub(l) {
+                if varint_len(r as u64) <= l {
+                    return r;
+                }
+            }
+        }
+        0
+    }
+
+    /// Appends an ACK frame for the highest `max_ranges` ranges of `ranges`. Returns `false`
+    /// (writing nothing) if `ranges` is empty or the frame does not fit.
+    pub fn push_ack(
+        &mut self,
+        path: u8,
+        ranges: &RangeSet,
+        max_ranges: usize,
+        data_ack: u64,
+        max_data: u64,
+    ) -> Result<bool, WireError> {
+        let start = self.w.pos;
+        let end = start + self.remaining();
+        match frame::encode_ack(
+            &mut self.w.buf[start..end],
+            path,
+            ranges,
+            max_ranges,
+            data_ack,
+            max_data,
+        )? {
+            Some(n) => {
+                self.w.pos += n;
+                self.note(false);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Appends the checksum and returns the datagram length.
+    pub fn finish(mut self) -> usize {
+        let crc = crc32fast::hash(&self.w.buf[..self.w.pos]);
+        self.w.u32(crc);
+        self.w.pos
+    }
+
+    fn reserve(&self, needed: usize) -> Result<(), WireError> {
+        let available = self.remaining();
+        if needed > available {
+            Err(WireError::NoSpace { needed, available })
+        } else {
+            Ok(())
+        }
+    }
+
+    fn note(&mut self, eliciting: bool) {
+        self.frames += 1;
+        self.ack_eliciting |= eliciting;
+    }
+}
