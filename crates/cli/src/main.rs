@@ -1,1 +1,36 @@
-fn main() {}
+//! `tributary`: run experiments on the simulator, transfer files over real UDP paths.
+
+mod net_cmds;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "tributary", version, about = "Coded multipath transport and its laboratory")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Send a file over one or more real UDP paths.
+    Send(net_cmds::SendArgs),
+    /// Receive a file on one or more UDP addresses.
+    Recv(net_cmds::RecvArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let res = match cli.cmd {
+        Cmd::Send(a) => net_cmds::send(a),
+        Cmd::Recv(a) => net_cmds::recv(a),
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
