@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "tributary", version, about = "Coded multipath transport and its laboratory")]
+#[command(
+    name = "tributary",
+    version,
+    about = "Coded multipath transport and its laboratory"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

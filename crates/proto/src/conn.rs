@@ -554,6 +554,7 @@ impl Connection {
                 };
                 any = true;
                 path.stats.packets_acked += 1;
+                path.stats.bytes_acked += u64::from(sp.size);
                 path.loss.on_acked(1);
                 if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
                     cc_bytes += u64::from(sp.size);

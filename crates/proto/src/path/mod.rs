@@ -101,6 +101,8 @@ pub struct PathStats {
     pub bytes_sent: u64,
     /// Ack-eliciting packets acknowledged.
     pub packets_acked: u64,
+    /// Bytes of acknowledged packets (whole datagrams).
+    pub bytes_acked: u64,
     /// Ack-eliciting packets declared lost (threshold or timeout).
     pub packets_lost: u64,
     /// Retransmission timeouts.

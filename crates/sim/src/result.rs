@@ -1,0 +1,80 @@
+//! What a run reports.
+
+use crate::link::LinkStats;
+
+/// Per-path results of a flow (summed over the flow's connections for per-path flows).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PathResult {
+    /// Acknowledged datagram bytes on this path over the flow's lifetime, Mbit/s.
+    pub throughput_mbps: f64,
+    /// Ack-eliciting and other datagrams sent by the sender.
+    pub packets_sent: u64,
+    /// Packets declared lost by the sender.
+    pub packets_lost: u64,
+    /// `packets_lost / packets_sent`.
+    pub loss_rate: f64,
+    /// Stream bytes re-sent on this path.
+    pub retransmitted_bytes: u64,
+    /// Retransmission timeouts.
+    pub rto_count: u64,
+    /// Final smoothed RTT, ms.
+    pub srtt_ms: Option<f64>,
+    /// Final congestion window, bytes.
+    pub cwnd_bytes: u64,
+}
+
+/// Results of one flow.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FlowResult {
+    /// Flow name.
+    pub name: String,
+    /// Stream bytes delivered in order to the receiving application.
+    pub bytes_delivered: u64,
+    /// `bytes_delivered` over the flow's active time (start → completion or end of run),
+    /// Mbit/s.
+    pub goodput_mbps: f64,
+    /// Seconds from start to the last byte read, for finite flows that finished.
+    pub completion_s: Option<f64>,
+    /// Per path.
+    pub paths: Vec<PathResult>,
+    /// Time-weighted mean receive-buffer occupancy, bytes (summed over connections).
+    pub buffer_mean_bytes: f64,
+    /// Largest receive-buffer occupancy seen, bytes (largest over connections).
+    pub buffer_max_bytes: u64,
+    /// Datagrams the endpoints dropped as malformed or corrupted.
+    pub malformed_dropped: u64,
+    /// Stream bytes dropped for arriving beyond the receive window.
+    pub window_drops: u64,
+    /// Opportunistic reinjections (bytes) and penalisations.
+    pub reinjected_bytes: u64,
+    /// Penalisations.
+    pub penalizations: u64,
+    /// (time s, goodput Mbit/s over the preceding interval), if sampling was asked for.
+    pub series: Vec<[f64; 2]>,
+}
+
+/// Counters of one link.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LinkResult {
+    /// Link name.
+    pub name: String,
+    /// Data direction.
+    pub forward: LinkStats,
+    /// ACK direction.
+    pub reverse: LinkStats,
+}
+
+/// Everything a run reports.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SimResult {
+    /// Simulated seconds.
+    pub sim_seconds: f64,
+    /// Per flow, in configuration order.
+    pub flows: Vec<FlowResult>,
+    /// Per link, in configuration order.
+    pub links: Vec<LinkResult>,
+    /// Events processed.
+    pub events: u64,
+    /// Datagrams delivered to receiving endpoints (the data direction).
+    pub data_packets_delivered: u64,
+}
