@@ -53,6 +53,20 @@ impl SendBuffer {
         self.end += n as u64;
         n
     }
+    /// Appends `n` bytes (at most the free space) written in place by `fill`, which is called
+    /// once or twice (the ring may wrap) with consecutive slices. Returns the bytes appended.
+    pub fn write_with(&mut self, n: usize, mut fill: impl FnMut(&mut [u8])) -> usize {
+        let n = n.min(self.free());
+        let cap = self.ring.len();
+        let start = (self.end % cap as u64) as usize;
+        let first = n.min(cap - start);
+        fill(&mut self.ring[start..start + first]);
+        if n > first {
+            fill(&mut self.ring[..n - first]);
+        }
+        self.end += n as u64;
+        n
+    }
     /// Copies the bytes at `[offset, offset + dst.len())` into `dst`. Returns false (copying
     /// nothing) if that range is not held.
     pub fn copy_out(&self, offset: u64, dst: &mut [u8]) -> bool {

@@ -265,6 +265,17 @@ impl Connection {
         n
     }
 
+    /// Appends up to `n` stream bytes produced in place by `fill` (called with one or two
+    /// consecutive slices); returns how many were appended (0 after `close`).
+    pub fn write_with(&mut self, n: usize, fill: impl FnMut(&mut [u8])) -> usize {
+        if self.final_size.is_some() {
+            return 0;
+        }
+        let n = self.send_buf.write_with(n, fill);
+        self.stats.bytes_written += n as u64;
+        n
+    }
+
     /// Free space in the send buffer (0 after `close`).
     pub fn write_capacity(&self) -> usize {
         if self.final_size.is_some() {
@@ -488,6 +499,12 @@ impl Connection {
                 self.events.push_back(Event::Closed { code: *code });
                 Ok(false)
             }
+            Frame::AckFloor { path, floor } => {
+                if let Some(pp) = self.paths.get_mut(usize::from(*path)) {
+                    pp.raise_floor(*floor);
+                }
+                Ok(false)
+            }
             Frame::Feedback(_) => self.feedback(now, f).map(|_| false),
             Frame::Scheme { kind, .. } if *kind >= 0x80 => self.feedback(now, f).map(|_| false),
             Frame::Data { .. } | Frame::Symbol(_) | Frame::Scheme { .. } => {
@@ -538,6 +555,10 @@ impl Connection {
         }
         // Path level: newly acknowledged packets.
         let mut cc_bytes = 0u64;
+        let lowest_reported = a.ranges().last().map_or(0, |r| r.start);
+        if lowest_reported < self.paths[p].sent_base {
+            self.paths[p].floor_due = true;
+        }
         let mut newly_largest: Option<(u64, Instant)> = None;
         let mut any = false;
         for r in a.ranges() {
@@ -856,6 +877,17 @@ impl Connection {
             let Ok(mut w) = PacketWriter::new(buf, self.max_datagram, hdr) else {
                 break;
             };
+            if self.paths[p].floor_due {
+                let floor = self.paths[p].sent_base;
+                if w.push(&Frame::AckFloor {
+                    path: p as u8,
+                    floor,
+                })
+                .is_ok()
+                {
+                    self.paths[p].floor_due = false;
+                }
+            }
             let with_end = self.stream_end == StreamEnd::Pending;
             if with_end {
                 let fs = self.final_size.unwrap_or(0);

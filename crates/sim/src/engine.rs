@@ -42,8 +42,8 @@ enum Ev {
     LinkHead(u32),
     /// A packet travelling outside its link's FIFO (reordered) arrives.
     Loose { slot: u32, route: u32, hop: u8 },
-    /// An endpoint's timer (stale if `gen` moved on).
-    Timer { ep: u32, gen: u32 },
+    /// An endpoint's timer check (stale unless it is the endpoint's earliest scheduled one).
+    Timer(u32),
     /// A flow's application starts.
     Start(u32),
     /// A timed link change.
@@ -82,8 +82,10 @@ struct Endpoint {
     role: Role,
     flow: u32,
     routes: Vec<u32>,
-    timer: Option<Instant>,
-    gen: u32,
+    /// Time of the earliest live timer event in the heap. Deadlines that move later (an RTO
+    /// restarted by every ACK) push nothing: the earlier event fires, finds the deadline not
+    /// yet due, and re-arms — one heap push per expiry instead of one per ACK.
+    scheduled: Option<Instant>,
     started: bool,
     finished: bool,
     read_rate_bps: Option<u64>,
@@ -119,7 +121,7 @@ pub struct Simulator {
     slab: Vec<Vec<u8>>,
     lens: Vec<u32>,
     free: Vec<u32>,
-    scratch: Vec<u8>,
+    slot_size: usize,
     events: u64,
     data_delivered: u64,
     open_finite: usize,
@@ -166,7 +168,12 @@ impl Simulator {
             slab: Vec::new(),
             lens: Vec::new(),
             free: Vec::new(),
-            scratch: vec![0; 64 * 1024],
+            slot_size: cfg
+                .flows
+                .iter()
+                .map(|f| f.conn.max_datagram())
+                .max()
+                .unwrap_or(1500),
             events: 0,
             data_delivered: 0,
             open_finite: 0,
@@ -221,8 +228,7 @@ impl Simulator {
                 role: Role::Sender { src, limit },
                 flow: fi as u32,
                 routes: s_routes,
-                timer: None,
-                gen: 0,
+                scheduled: None,
                 started: false,
                 finished: false,
                 read_rate_bps: None,
@@ -234,8 +240,7 @@ impl Simulator {
                 },
                 flow: fi as u32,
                 routes: r_routes,
-                timer: None,
-                gen: 0,
+                scheduled: None,
                 started: true,
                 finished: false,
                 read_rate_bps: f.read_rate_bps,
@@ -314,13 +319,15 @@ impl Simulator {
                 self.arrived(p.slot, p.route, p.hop);
             }
             Ev::Loose { slot, route, hop } => self.arrived(slot, route, hop),
-            Ev::Timer { ep, gen } => {
+            Ev::Timer(ep) => {
                 let e = &mut self.eps[ep as usize];
-                if e.gen != gen {
+                if e.scheduled != Some(self.now) {
                     return;
                 }
-                e.timer = None;
-                e.conn.handle_timeout(self.now);
+                e.scheduled = None;
+                if e.conn.poll_timeout().is_some_and(|t| t <= self.now) {
+                    e.conn.handle_timeout(self.now);
+                }
                 self.pump(ep);
             }
             Ev::Start(fi) => {
@@ -403,7 +410,7 @@ impl Simulator {
         if let Some(s) = self.free.pop() {
             return s;
         }
-        self.slab.push(vec![0; 65_536 + 64]);
+        self.slab.push(vec![0; self.slot_size]);
         self.lens.push(0);
         (self.slab.len() - 1) as u32
     }
@@ -484,20 +491,16 @@ impl Simulator {
         {
             let e = &mut self.eps[ep as usize];
             match &mut e.role {
-                Role::Sender { src, limit } if e.started => loop {
-                    let cap = e.conn.write_capacity();
+                Role::Sender { src, limit } if e.started => {
                     let left = limit.map_or(u64::MAX, |l| l - src.written());
-                    let n = (cap as u64).min(left).min(self.scratch.len() as u64) as usize;
-                    if n == 0 {
-                        if left == 0 {
-                            e.conn.close();
-                        }
-                        break;
+                    let n = (e.conn.write_capacity() as u64).min(left) as usize;
+                    if n > 0 {
+                        e.conn.write_with(n, |dst| src.produce(dst));
                     }
-                    src.produce(&mut self.scratch[..n]);
-                    let w = e.conn.write(&self.scratch[..n]);
-                    debug_assert_eq!(w, n);
-                },
+                    if limit.is_some_and(|l| src.written() == l) {
+                        e.conn.close();
+                    }
+                }
                 Role::Receiver { sink } if e.read_rate_bps.is_none() => {
                     e.conn.read_with(u64::MAX, |s| sink.consume(s));
                 }
@@ -526,13 +529,11 @@ impl Simulator {
             }
         }
         let e = &mut self.eps[ep as usize];
-        let t = e.conn.poll_timeout();
-        if t != e.timer {
-            e.timer = t;
-            e.gen = e.gen.wrapping_add(1);
-            let gen = e.gen;
-            if let Some(t) = t {
-                self.push(t.max(now), Ev::Timer { ep, gen });
+        if let Some(t) = e.conn.poll_timeout() {
+            let t = t.max(now);
+            if e.scheduled.is_none_or(|s| t < s) {
+                e.scheduled = Some(t);
+                self.push(t, Ev::Timer(ep));
             }
         }
     }

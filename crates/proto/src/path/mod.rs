@@ -156,6 +156,10 @@ pub struct Path {
     pub(crate) stats: PathStats,
     // --- receiving side ---
     pub(crate) received: RangeSet,
+    /// Packet numbers below this are no longer tracked (settled per the sender, or pruned).
+    pub(crate) rx_floor: u64,
+    /// The peer's ACKs still report packets below our lowest outstanding one.
+    pub(crate) floor_due: bool,
     pub(crate) largest_received: Option<u64>,
     pub(crate) unacked_eliciting: u32,
     pub(crate) ack_deadline: Option<Instant>,
@@ -183,6 +187,8 @@ impl Path {
             loss: LossEstimator::new(100),
             stats: PathStats::default(),
             received: RangeSet::new(),
+            rx_floor: 0,
+            floor_due: false,
             largest_received: None,
             unacked_eliciting: 0,
             ack_deadline: None,
@@ -320,7 +326,7 @@ impl Path {
     /// tell, below the tracked window).
     pub(crate) fn on_received(&mut self, pn: u64) -> bool {
         self.stats.packets_received += 1;
-        if self.received.contains(pn) || self.received.min().is_some_and(|m| pn < m) {
+        if pn < self.rx_floor || self.received.contains(pn) {
             self.stats.duplicates_received += 1;
             return false;
         }
@@ -332,7 +338,19 @@ impl Path {
     /// Bounds the SACK state to the newest `max` ranges.
     pub(crate) fn prune_received(&mut self, max: usize) {
         while self.received.len() > max {
-            self.received.pop_first();
+            if let Some(r) = self.received.pop_first() {
+                self.rx_floor = self.rx_floor.max(r.end);
+            }
+        }
+    }
+
+    /// The sender settled everything below `floor`: stop reporting it.
+    pub(crate) fn raise_floor(&mut self, floor: u64) {
+        if floor > self.rx_floor {
+            // Keep the highest range so the ACK still names the largest packet received.
+            let keep_from = self.received.max_end().map_or(floor, |e| floor.min(e - 1));
+            self.received.remove_below(keep_from);
+            self.rx_floor = keep_from;
         }
     }
 }

@@ -11,6 +11,7 @@
 //! | 0x06 | SYMBOL | block, symbol id, coding (0 plain, 1 seed, 2 coefficients), payload |
 //! | 0x07 | FEEDBACK | block, count, flags |
 //! | 0x08 | SCHEME | kind, length-prefixed body (scheme-private) |
+//! | 0x09 | ACK_FLOOR | path, packet number |
 
 use super::{check_varint, varint_len, Reader, WireError, Writer};
 use crate::ranges::RangeSet;
@@ -25,6 +26,7 @@ const CLOSE: u8 = 0x05;
 const SYMBOL: u8 = 0x06;
 const FEEDBACK: u8 = 0x07;
 const SCHEME: u8 = 0x08;
+const ACK_FLOOR: u8 = 0x09;
 
 /// One frame, borrowing its payload from the datagram.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +58,14 @@ pub enum Frame<'a> {
     Symbol(SymbolFrame<'a>),
     /// Decoder feedback of a coded scheme (receiver → sender).
     Feedback(FeedbackFrame),
+    /// Sender → receiver: every packet of `path` below `floor` is settled (acknowledged or
+    /// given up), so the receiver may stop reporting it in ACK ranges.
+    AckFloor {
+        /// The path.
+        path: u8,
+        /// Lowest packet number still of interest.
+        floor: u64,
+    },
     /// A scheme-private frame; the scheme parses `body` itself.
     Scheme {
         /// Scheme-defined sub-type.
@@ -177,6 +187,7 @@ impl Frame<'_> {
             Frame::Data { offset, data } => data_header_len(*offset, data.len())? + data.len(),
             Frame::StreamEnd { final_size } => 1 + varint_len(check_varint(*final_size)?),
             Frame::Close { code } => 1 + varint_len(check_varint(*code)?),
+            Frame::AckFloor { floor, .. } => 2 + varint_len(check_varint(*floor)?),
             Frame::Symbol(s) => {
                 let coding = match s.coding {
                     Coding::Plain => 1,
@@ -228,6 +239,11 @@ impl Frame<'_> {
             Frame::Close { code } => {
                 w.u8(CLOSE);
                 w.varint(*code);
+            }
+            Frame::AckFloor { path, floor } => {
+                w.u8(ACK_FLOOR);
+                w.u8(*path);
+                w.varint(*floor);
             }
             Frame::Symbol(s) => {
                 w.u8(SYMBOL);
@@ -284,26 +300,24 @@ pub(crate) fn encode_ack(
     data_ack: u64,
     max_data: u64,
 ) -> Result<Option<usize>, WireError> {
-    let mut it = ranges.iter().rev();
-    let Some(first) = it.next() else {
+    let Some(first) = ranges.iter().next_back() else {
         return Ok(None);
     };
     let largest = check_varint(first.end - 1)?;
     check_varint(data_ack)?;
     check_varint(max_data)?;
     let first_range = first.end - 1 - first.start;
-    let rest: Vec<_> = it.take(max_ranges.saturating_sub(1)).collect();
+    let count = ranges.len().min(max_ranges) - 1;
+    let rest = || ranges.iter().rev().skip(1).take(count);
     let mut need = 2
         + varint_len(largest)
         + varint_len(first_range)
-        + varint_len(rest.len() as u64)
+        + varint_len(count as u64)
         + varint_len(data_ack)
         + varint_len(max_data);
     let mut prev_start = first.start;
-    for r in &rest {
-        let gap = prev_start - r.end - 1;
-        let len = r.end - 1 - r.start;
-        need += varint_len(gap) + varint_len(len);
+    for r in rest() {
+        need += varint_len(prev_start - r.end - 1) + varint_len(r.end - 1 - r.start);
         prev_start = r.start;
     }
     if need > out.len() {
@@ -314,9 +328,9 @@ pub(crate) fn encode_ack(
     w.u8(path);
     w.varint(largest);
     w.varint(first_range);
-    w.varint(rest.len() as u64);
+    w.varint(count as u64);
     let mut prev_start = first.start;
-    for r in &rest {
+    for r in rest() {
         // QUIC encoding (RFC 9000 §19.3.1): gap = previous smallest - this largest - 2.
         w.varint(prev_start - r.end - 1);
         w.varint(r.end - 1 - r.start);
@@ -414,6 +428,10 @@ impl<'a> FrameIter<'a> {
             },
             CLOSE => Frame::Close {
                 code: r.varint("close code")?,
+            },
+            ACK_FLOOR => Frame::AckFloor {
+                path: r.u8("ack floor path")?,
+                floor: r.varint("ack floor")?,
             },
             SYMBOL => {
                 let block = r.varint("symbol block")?;

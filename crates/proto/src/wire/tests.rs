@@ -117,7 +117,7 @@ fn ack_ranges_round_trip_and_reject_underflow() {
 
 fn arb_frame() -> impl Strategy<Value = (u8, u64, u64, Vec<u8>, u32)> {
     (
-        0u8..8,
+        0u8..9,
         0u64..=VARINT_MAX,
         0u64..=VARINT_MAX >> 2,
         proptest::collection::vec(any::<u8>(), 0..300),
