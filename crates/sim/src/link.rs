@@ -159,7 +159,7 @@ pub struct LinkStats {
     pub random_drops: u64,
     /// Dropped because the link was down.
     pub down_drops: u64,
-    /// Delivered with a flipped bit.
+    /// Datagrams (copies included) sent on with a flipped bit.
     pub corrupted: u64,
     /// Delivered twice.
     pub duplicated: u64,
@@ -298,6 +298,10 @@ impl Link {
         if self.coin(self.params.duplicate_prob) {
             self.stats.duplicated += 1;
             fate.duplicate = true;
+            if fate.corrupt_bit.is_some() {
+                // The copy carries the same flipped bit.
+                self.stats.corrupted += 1;
+            }
         }
         if self.coin(self.params.reorder_prob) {
             self.stats.reordered += 1;

@@ -35,7 +35,12 @@ pub fn mptcp() -> SchemeConfig {
     SchemeConfig::Mptcp(ArqConfig::default())
 }
 
-pub fn flow(name: &str, paths: Vec<Vec<usize>>, conn: ConnectionConfig, kind: FlowKind) -> FlowConfig {
+pub fn flow(
+    name: &str,
+    paths: Vec<Vec<usize>>,
+    conn: ConnectionConfig,
+    kind: FlowKind,
+) -> FlowConfig {
     FlowConfig {
         name: name.into(),
         paths,

@@ -1,0 +1,388 @@
+//! Validation of the engine against models and the properties the papers start from.
+
+mod common;
+use common::*;
+use tributary_proto::cc::CcConfig;
+use tributary_proto::scheme::SchemeConfig;
+use tributary_proto::time::Duration;
+use tributary_sim::*;
+
+const MSS: f64 = 1400.0;
+
+/// Padhye et al., "Modeling TCP Throughput", SIGCOMM 1998, Eq. 30 (the full model):
+/// packets per second for loss p, round-trip time `rtt`, timeout `t0`, `b` packets per
+/// window increment, and a window limit `wmax` (packets).
+fn pftk(p: f64, rtt: f64, t0: f64, b: f64, wmax: f64) -> f64 {
+    let td = rtt * (2.0 * b * p / 3.0).sqrt();
+    let to = t0 * (3.0 * (3.0 * b * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p);
+    (wmax / rtt).min(1.0 / (td + to))
+}
+
+/// One NewReno flow on a 1 Gbit/s link (far above the loss-limited rate, so the link never
+/// queues) with Bernoulli loss `p` and round-trip propagation `rtt_ms`.
+fn tcp_run(p: f64, rtt_ms: u64, secs: u64, seed: u64) -> SimResult {
+    let l = link("l", 1_000_000_000, rtt_ms / 2, 100_000, p);
+    let c = conn(SchemeConfig::Tcp, CcConfig::NewReno, 64 << 20);
+    let cfg = sim(
+        vec![l],
+        vec![flow("f", vec![vec![0]], c, FlowKind::Multipath)],
+        secs,
+        seed,
+    );
+    run(cfg).unwrap()
+}
+
+/// Model check over loss 0.1–5 % and RTT 20–400 ms, with b = 1 (byte counting grows the
+/// window one MSS per RTT whatever the ACK frequency), T0 = max(200 ms, RTT) (the RTO of a
+/// path without queueing, floored at the minimum RTO) and no window limit (64 MiB buffer).
+/// Each point runs for about 300 loss events, mean of 2 seeds; goodput is compared with the
+/// model's rate × MSS × (1 − p).
+///
+/// Two checks (see docs/validation.md for the table):
+/// - everywhere, against PFTK's triple-duplicate approximation (their Eq. 20, the
+///   square-root law): our recovery (SACK ranges, lost retransmissions detected by packet
+///   threshold as in QUIC) rarely falls back to a timeout, so this is the regime it lives in;
+/// - against the full model (Eq. 30) wherever its timeout term is under 10 % of the time per
+///   packet, i.e. wherever Reno's timeouts — which our sender avoids — do not dominate the
+///   model. Elsewhere the full model underestimates us; the docs report by how much, and the
+///   RTO share of loss events that explains it.
+#[test]
+fn tcp_matches_padhye_model() {
+    let mut failures = Vec::new();
+    let mut report = String::new();
+    for &p in &[0.001, 0.005, 0.01, 0.02, 0.05] {
+        for &rtt_ms in &[20u64, 50, 100, 200, 400] {
+            let rtt = rtt_ms as f64 / 1e3;
+            let t0 = rtt.max(0.2);
+            let b = 1.0;
+            let full_pps = pftk(p, rtt, t0, b, f64::INFINITY);
+            let td_pps = 1.0 / (rtt * (2.0 * b * p / 3.0).sqrt());
+            let to_share = 1.0 - full_pps / td_pps;
+            let to_mbps = |pps: f64| pps * MSS * 8.0 * (1.0 - p) / 1e6;
+            let secs = ((300.0 / p / full_pps) as u64).clamp(30, 20_000);
+            let (mut got, mut rto, mut lost) = (0.0, 0u64, 0u64);
+            for seed in 1..=2 {
+                let r = tcp_run(p, rtt_ms, secs, seed);
+                got += r.flows[0].goodput_mbps / 2.0;
+                rto += r.flows[0].paths[0].rto_count;
+                lost += r.flows[0].paths[0].packets_lost;
+            }
+            let err_full = got / to_mbps(full_pps) - 1.0;
+            let err_td = got / to_mbps(td_pps) - 1.0;
+            report.push_str(&format!(
+                "| {:.1} % | {rtt_ms} | {:.3} | {:.3} | {:.3} | {:+.1} % | {:+.1} % | {:.0} % | {:.2} % |\n",
+                p * 100.0,
+                to_mbps(full_pps),
+                to_mbps(td_pps),
+                got,
+                err_full * 100.0,
+                err_td * 100.0,
+                to_share * 100.0,
+                rto as f64 / lost.max(1) as f64 * 100.0
+            ));
+            if err_td.abs() > 0.25 {
+                failures.push(format!("p={p} rtt={rtt_ms}: {err_td:+.3} vs TD model"));
+            }
+            if to_share < 0.10 && err_full.abs() > 0.25 {
+                failures.push(format!("p={p} rtt={rtt_ms}: {err_full:+.3} vs full model"));
+            }
+        }
+    }
+    eprintln!("| loss | RTT ms | PFTK full | PFTK TD | sim | vs full | vs TD | TO share of model | RTOs per loss |\n{report}");
+    assert!(failures.is_empty(), "{failures:#?}\n{report}");
+}
+
+#[test]
+fn tcp_fills_a_clean_link() {
+    // 10 Mbit/s, 100 ms RTT, 512 KiB buffer (> BDP + queue): at least 90 % of capacity.
+    let cfg = sim(
+        vec![link("l", 10_000_000, 50, 100, 0.0)],
+        vec![flow(
+            "f",
+            vec![vec![0]],
+            conn(SchemeConfig::Tcp, CcConfig::NewReno, 512 << 10),
+            FlowKind::Multipath,
+        )],
+        60,
+        1,
+    );
+    let g = run(cfg).unwrap().flows[0].goodput_mbps;
+    assert!(g >= 9.0, "goodput {g} Mbit/s");
+}
+
+#[test]
+fn mptcp_aggregates_two_clean_paths() {
+    for cc in [CcConfig::Lia, CcConfig::NewReno] {
+        let cfg = sim(
+            vec![
+                link("a", 10_000_000, 50, 100, 0.0),
+                link("b", 10_000_000, 50, 100, 0.0),
+            ],
+            vec![flow(
+                "f",
+                vec![vec![0], vec![1]],
+                conn(mptcp(), cc, 4 << 20),
+                FlowKind::Multipath,
+            )],
+            60,
+            1,
+        );
+        let g = run(cfg).unwrap().flows[0].goodput_mbps;
+        assert!(g >= 18.0, "{cc:?}: goodput {g} Mbit/s, below 90 % of 20");
+    }
+}
+
+/// The head-of-line problem: 64 KiB buffer, path 1 100 ms RTT 0.1 % loss, path 2 100 ms RTT
+/// 5 % loss. MPTCP falls below two independent TCPs and even below TCP on path 1 alone.
+#[test]
+fn mptcp_head_of_line_blocking_with_small_buffer() {
+    let links = || {
+        vec![
+            link("a", 10_000_000, 50, 100, 0.001),
+            link("b", 10_000_000, 50, 100, 0.05),
+        ]
+    };
+    let buf = 64 << 10;
+    let mut g = |scheme: SchemeConfig, kind: FlowKind, paths: Vec<Vec<usize>>| {
+        let mut sum = 0.0;
+        for seed in 1..=3 {
+            let cfg = sim(
+                links(),
+                vec![flow(
+                    "f",
+                    paths.clone(),
+                    conn(scheme.clone(), CcConfig::Lia, buf),
+                    kind,
+                )],
+                100,
+                seed,
+            );
+            sum += run(cfg).unwrap().flows[0].goodput_mbps;
+        }
+        sum / 3.0
+    };
+    let mp = g(mptcp(), FlowKind::Multipath, vec![vec![0], vec![1]]);
+    let two_tcp = g(SchemeConfig::Tcp, FlowKind::PerPath, vec![vec![0], vec![1]]);
+    let tcp1 = g(SchemeConfig::Tcp, FlowKind::Multipath, vec![vec![0]]);
+    eprintln!("mptcp {mp:.3}  2-tcp {two_tcp:.3}  tcp(path 1) {tcp1:.3} Mbit/s");
+    assert!(
+        mp < 0.8 * two_tcp,
+        "mptcp {mp} not clearly below 2-TCP {two_tcp}"
+    );
+    assert!(mp < tcp1, "mptcp {mp} not below single TCP {tcp1}");
+    // With a large buffer the problem goes away: MPTCP at least matches TCP on path 1.
+    let big = {
+        let cfg = sim(
+            links(),
+            vec![flow(
+                "f",
+                vec![vec![0], vec![1]],
+                conn(mptcp(), CcConfig::Lia, 8 << 20),
+                FlowKind::Multipath,
+            )],
+            100,
+            1,
+        );
+        run(cfg).unwrap().flows[0].goodput_mbps
+    };
+    assert!(
+        big > tcp1 * 0.95,
+        "mptcp with 8 MiB buffer {big} vs tcp {tcp1}"
+    );
+}
+
+#[test]
+fn same_seed_same_result_different_seed_different_result() {
+    let mk = |seed| {
+        let mut l2 = link("b", 8_000_000, 30, 50, 0.02);
+        l2.forward.reorder_prob = 0.01;
+        l2.forward.reorder_delay = Duration::from_millis(5);
+        l2.forward.duplicate_prob = 0.01;
+        l2.forward.corrupt_prob = 0.01;
+        sim(
+            vec![link("a", 10_000_000, 20, 100, 0.01), l2],
+            vec![flow(
+                "f",
+                vec![vec![0], vec![1]],
+                conn(mptcp(), CcConfig::Lia, 256 << 10),
+                FlowKind::Multipath,
+            )],
+            30,
+            seed,
+        )
+    };
+    let a = run(mk(7)).unwrap();
+    let b = run(mk(7)).unwrap();
+    assert_eq!(a, b);
+    let c = run(mk(8)).unwrap();
+    assert_ne!(a.flows[0].bytes_delivered, c.flows[0].bytes_delivered);
+}
+
+#[test]
+fn faults_are_survived_and_corruption_rejected() {
+    let mut l = link("a", 10_000_000, 20, 100, 0.01);
+    l.forward.corrupt_prob = 0.02;
+    l.forward.duplicate_prob = 0.02;
+    l.forward.reorder_prob = 0.02;
+    l.forward.reorder_delay = Duration::from_millis(15);
+    l.reverse.corrupt_prob = 0.02;
+    let mut f = flow(
+        "f",
+        vec![vec![0]],
+        conn(SchemeConfig::Tcp, CcConfig::NewReno, 1 << 20),
+        FlowKind::Multipath,
+    );
+    f.bytes = Some(5_000_000);
+    let r = run(sim(vec![l], vec![f], 120, 3)).unwrap();
+    let fl = &r.flows[0];
+    assert_eq!(fl.bytes_delivered, 5_000_000);
+    assert!(fl.completion_s.is_some());
+    // Corrupted datagrams were rejected by their checksum (the digest check in `run` proves
+    // none was delivered); only those still in flight when the transfer ended are missing.
+    let corrupted = r.links[0].forward.corrupted + r.links[0].reverse.corrupted;
+    assert!(corrupted > 50, "{corrupted}");
+    assert!(fl.malformed_dropped <= corrupted);
+    assert!(
+        fl.malformed_dropped + 5 >= corrupted,
+        "{} of {corrupted}",
+        fl.malformed_dropped
+    );
+}
+
+#[test]
+fn link_down_and_up_mid_transfer() {
+    let mut f = flow(
+        "f",
+        vec![vec![0], vec![1]],
+        conn(mptcp(), CcConfig::Lia, 1 << 20),
+        FlowKind::Multipath,
+    );
+    f.bytes = Some(20_000_000);
+    let mut cfg = sim(
+        vec![
+            link("a", 10_000_000, 20, 100, 0.0),
+            link("b", 10_000_000, 20, 100, 0.0),
+        ],
+        vec![f],
+        120,
+        1,
+    );
+    let down = LinkChange {
+        up: Some(false),
+        ..Default::default()
+    };
+    let up = LinkChange {
+        up: Some(true),
+        ..Default::default()
+    };
+    cfg.changes = vec![
+        TimedChange {
+            at: Duration::from_secs(2),
+            link: 1,
+            direction: Direction::Both,
+            change: down,
+        },
+        TimedChange {
+            at: Duration::from_secs(5),
+            link: 1,
+            direction: Direction::Both,
+            change: up,
+        },
+    ];
+    let r = run(cfg).unwrap();
+    let fl = &r.flows[0];
+    assert_eq!(fl.bytes_delivered, 20_000_000);
+    let t = fl.completion_s.unwrap();
+    // 20 MB over 2×10 Mbit/s takes ≈ 8.3 s; with path b down for 3 s at most ≈ 8.3 + 3 + RTO slack.
+    assert!(t > 8.0 && t < 16.0, "completion {t}");
+    assert!(r.links[1].forward.down_drops > 0);
+}
+
+#[test]
+fn loss_surge_changes_goodput_over_time() {
+    let mut f = flow(
+        "f",
+        vec![vec![0]],
+        conn(SchemeConfig::Tcp, CcConfig::NewReno, 4 << 20),
+        FlowKind::Multipath,
+    );
+    f.bytes = None;
+    let mut cfg = sim(vec![link("a", 10_000_000, 25, 100, 0.0)], vec![f], 60, 1);
+    cfg.sample_interval = Some(Duration::from_secs(1));
+    cfg.changes = vec![TimedChange {
+        at: Duration::from_secs(20),
+        link: 0,
+        direction: Direction::Forward,
+        change: LinkChange {
+            loss: Some(LossModel::Bernoulli { p: 0.1 }),
+            ..Default::default()
+        },
+    }];
+    let r = run(cfg).unwrap();
+    let s = &r.flows[0].series;
+    assert_eq!(s.len(), 60);
+    let before: f64 = s[10..20].iter().map(|x| x[1]).sum::<f64>() / 10.0;
+    let after: f64 = s[30..60].iter().map(|x| x[1]).sum::<f64>() / 30.0;
+    assert!(before > 9.0 && after < 2.0, "before {before} after {after}");
+}
+
+#[test]
+fn shared_bottleneck_is_shared_fairly() {
+    // Dumbbell: two TCP flows with private access links share one 10 Mbit/s bottleneck.
+    let links = vec![
+        link("acc1", 100_000_000, 1, 1000, 0.0),
+        link("acc2", 100_000_000, 1, 1000, 0.0),
+        link("bottleneck", 10_000_000, 20, 100, 0.0),
+    ];
+    let c = conn(SchemeConfig::Tcp, CcConfig::NewReno, 4 << 20);
+    let flows = vec![
+        flow("f1", vec![vec![0, 2]], c.clone(), FlowKind::Multipath),
+        flow("f2", vec![vec![1, 2]], c, FlowKind::Multipath),
+    ];
+    let r = run(sim(links, flows, 120, 1)).unwrap();
+    let (a, b) = (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps);
+    let jain = (a + b).powi(2) / (2.0 * (a * a + b * b));
+    assert!(a + b > 9.0, "{a} + {b}");
+    assert!(jain > 0.95, "jain {jain}: {a} vs {b}");
+}
+
+#[test]
+fn invalid_configurations_are_errors() {
+    let ok = || {
+        sim(
+            vec![link("a", 10_000_000, 20, 100, 0.0)],
+            vec![flow(
+                "f",
+                vec![vec![0]],
+                conn(SchemeConfig::Tcp, CcConfig::NewReno, 1 << 20),
+                FlowKind::Multipath,
+            )],
+            10,
+            1,
+        )
+    };
+    let mut c = ok();
+    c.flows[0].paths = vec![vec![3]];
+    assert!(run(c).unwrap_err().to_string().contains("refers to link 3"));
+    let mut c = ok();
+    c.flows[0].paths = vec![vec![0], vec![0]];
+    assert!(run(c)
+        .unwrap_err()
+        .to_string()
+        .contains("`tcp` uses at most 1 path"));
+    let mut c = ok();
+    c.links[0].forward.loss = LossModel::Bernoulli { p: 1.5 };
+    assert!(run(c)
+        .unwrap_err()
+        .to_string()
+        .contains("not a probability"));
+    let mut c = ok();
+    c.links[0].forward.rate_bps = 0;
+    assert!(run(c)
+        .unwrap_err()
+        .to_string()
+        .contains("rate must be positive"));
+    let mut c = ok();
+    c.flows[0].conn.recv_buffer = 10;
+    assert!(run(c).unwrap_err().to_string().contains("recv_buffer"));
+}
