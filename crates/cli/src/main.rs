@@ -1,5 +1,6 @@
 //! `tributary`: run experiments on the simulator, transfer files over real UDP paths.
 
+mod bench_cmd;
 mod net_cmds;
 
 use clap::{Parser, Subcommand};
@@ -22,6 +23,8 @@ enum Cmd {
     Send(net_cmds::SendArgs),
     /// Receive a file on one or more UDP addresses.
     Recv(net_cmds::RecvArgs),
+    /// Measure simulator speed (delivered packets per wall-clock second).
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +32,7 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Send(a) => net_cmds::send(a),
         Cmd::Recv(a) => net_cmds::recv(a),
+        Cmd::Bench(a) => bench_cmd::bench(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -135,7 +135,8 @@ pub struct Connection {
     persist: Option<Instant>,
     persist_backoff: u32,
     ping_due: bool,
-    close_due: Option<u64>,
+    /// CLOSE still to send: (code, next path).
+    close_due: Option<(u64, usize)>,
     // Receiving direction.
     advertised_max_data: u64,
     window_update: bool,
@@ -295,7 +296,7 @@ impl Connection {
 
     /// Sends a CLOSE frame on every path at the next `poll_transmit` (fire and forget).
     pub fn close_connection(&mut self, code: u64) {
-        self.close_due = Some(code);
+        self.close_due = Some((code, 0));
     }
 
     /// In-order bytes ready to read.
@@ -829,8 +830,8 @@ impl Connection {
             self.window_update = false;
             return Some(Transmit { path: p, len });
         }
-        if let Some(code) = self.close_due.take() {
-            for p in 0..self.paths.len() {
+        if let Some((code, p)) = self.close_due.take() {
+            if p < self.paths.len() {
                 let pn = self.paths[p].take_pn();
                 let hdr = self.header(p, pn);
                 let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
@@ -838,7 +839,7 @@ impl Connection {
                 let len = w.finish();
                 self.paths[p].on_sent(pn, now, len, false, None, false);
                 if p + 1 < self.paths.len() {
-                    self.close_due = Some(code);
+                    self.close_due = Some((code, p + 1));
                 }
                 return Some(Transmit { path: p, len });
             }

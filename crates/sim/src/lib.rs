@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod bench;
 mod config;
 mod engine;
 pub mod link;

@@ -143,7 +143,7 @@ fn mptcp_head_of_line_blocking_with_small_buffer() {
         ]
     };
     let buf = 64 << 10;
-    let mut g = |scheme: SchemeConfig, kind: FlowKind, paths: Vec<Vec<usize>>| {
+    let g = |scheme: SchemeConfig, kind: FlowKind, paths: Vec<Vec<usize>>| {
         let mut sum = 0.0;
         for seed in 1..=3 {
             let cfg = sim(

@@ -363,7 +363,7 @@ impl<'a> FrameIter<'a> {
         Ok(match ty {
             PADDING => {
                 let mut n = 1;
-                while let Some(0) = r.clone().u8("").ok() {
+                while let Ok(0) = r.clone().u8("") {
                     r.u8("padding")?;
                     n += 1;
                 }

@@ -1,0 +1,115 @@
+//! Simulator speed benchmarks (run by `tributary bench`; results in `docs/performance.md`).
+//!
+//! Speed is measured, never asserted in tests: machines are shared and noisy.
+
+use crate::config::{FlowConfig, FlowKind, LinkConfig, SimConfig};
+use crate::link::LinkParams;
+use tributary_proto::cc::CcConfig;
+use tributary_proto::scheme::{ArqConfig, SchemeConfig};
+use tributary_proto::time::Duration;
+use tributary_proto::ConnectionConfig;
+
+/// A named benchmark case.
+#[derive(Debug, Clone)]
+pub struct BenchCase {
+    /// Short name.
+    pub name: &'static str,
+    /// What it simulates.
+    pub description: &'static str,
+    /// The simulation.
+    pub config: SimConfig,
+}
+
+fn clean_link(name: &str) -> LinkConfig {
+    // 10 Mbit/s, 50 ms each way (100 ms RTT), 100-packet drop-tail queue, no loss.
+    let p = LinkParams::new(10_000_000, Duration::from_millis(50), 100);
+    LinkConfig {
+        name: name.into(),
+        forward: p.clone(),
+        reverse: p,
+    }
+}
+
+fn bulk(paths: Vec<Vec<usize>>, scheme: SchemeConfig, cc: CcConfig) -> FlowConfig {
+    FlowConfig {
+        name: "bulk".into(),
+        paths,
+        conn: ConnectionConfig {
+            scheme,
+            cc,
+            // Above bandwidth-delay product plus queue: the window, not the buffer, limits.
+            recv_buffer: 512 << 10,
+            send_buffer: 1 << 20,
+            ..ConnectionConfig::default()
+        },
+        kind: FlowKind::Multipath,
+        start: Duration::ZERO,
+        bytes: None,
+        read_rate_bps: None,
+    }
+}
+
+/// The reference cases: one `tcp` bulk flow over a 10 Mbit/s, 100 ms RTT, loss-free
+/// link for 300 simulated seconds, and the same with `mptcp` (LIA) over two such links.
+pub fn cases() -> Vec<BenchCase> {
+    let sim = |links, flow| SimConfig {
+        links,
+        flows: vec![flow],
+        changes: vec![],
+        duration: Duration::from_secs(300),
+        seed: 1,
+        header_overhead: 28,
+        sample_interval: None,
+    };
+    vec![
+        BenchCase {
+            name: "tcp-10M-100ms-300s",
+            description: "tcp bulk, 1 path 10 Mbit/s 100 ms RTT, 300 s",
+            config: sim(
+                vec![clean_link("l")],
+                bulk(vec![vec![0]], SchemeConfig::Tcp, CcConfig::NewReno),
+            ),
+        },
+        BenchCase {
+            name: "mptcp-2x10M-100ms-300s",
+            description: "mptcp (LIA) bulk, 2 paths 10 Mbit/s 100 ms RTT, 300 s",
+            config: sim(
+                vec![clean_link("a"), clean_link("b")],
+                bulk(
+                    vec![vec![0], vec![1]],
+                    SchemeConfig::Mptcp(ArqConfig::default()),
+                    CcConfig::Lia,
+                ),
+            ),
+        },
+    ]
+}
+
+/// One timed run.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Measurement {
+    /// Data packets delivered to receivers.
+    pub packets: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Wall-clock seconds.
+    pub wall_seconds: f64,
+}
+
+impl Measurement {
+    /// Delivered data packets per wall-clock second.
+    pub fn packets_per_second(&self) -> f64 {
+        self.packets as f64 / self.wall_seconds
+    }
+}
+
+/// Runs `case` once, timing it with the OS monotonic clock.
+pub fn measure(case: &BenchCase) -> Result<Measurement, crate::SimError> {
+    let t = std::time::Instant::now();
+    let r = crate::run(case.config.clone())?;
+    Ok(Measurement {
+        packets: r.data_packets_delivered,
+        events: r.events,
+        wall_seconds: t.elapsed().as_secs_f64(),
+    })
+}
