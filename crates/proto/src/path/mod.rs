@@ -198,6 +198,7 @@ impl Path {
 
     /// The read-only view.
     pub fn view(&self) -> PathView {
+        let oldest = self.oldest_outstanding_sent();
         PathView {
             id: self.id,
             active: self.active,
@@ -290,6 +291,9 @@ impl Path {
     }
 
     pub(crate) fn oldest_outstanding_sent(&self) -> Option<Instant> {
+        if self.packets_in_flight == 0 {
+            return None;
+        }
         self.sent
             .iter()
             .find(|p| p.state == SentState::Outstanding)
