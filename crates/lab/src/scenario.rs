@@ -146,7 +146,7 @@ impl Scenario {
         let points = sweep_points(&meta).map_err(invalid)?;
 
         let variant_sets: Vec<(String, Vec<(String, toml::Value)>)> = if meta.variants.is_empty() {
-            vec![("base".to_string(), Vec::new())]
+            vec![(String::new(), Vec::new())]
         } else {
             meta.variants
                 .iter()
@@ -169,10 +169,10 @@ impl Scenario {
         for (vctx, sets) in &variant_sets {
             for point in &points {
                 let mut tree = root.clone();
-                let ctx = if point.label.is_empty() {
-                    vctx.clone()
-                } else {
-                    format!("{vctx}, sweep point `{}`", point.label)
+                let ctx = match (vctx.is_empty(), point.label.is_empty()) {
+                    (_, true) => vctx.clone(),
+                    (true, false) => format!("sweep point `{}`", point.label),
+                    (false, false) => format!("{vctx}, sweep point `{}`", point.label),
                 };
                 for (k, v) in sets {
                     check_overridable(k).map_err(|e| invalid(format!("{vctx}.set.{k}: {e}")))?;
@@ -190,14 +190,15 @@ impl Scenario {
                     overrides::apply(&mut tree, k, v.clone())
                         .map_err(|e| invalid(format!("{sctx}.parameter `{k}`: {e}")))?;
                 }
-                let spec: FileSpec = typed(tree).map_err(|e| {
-                    invalid(if meta.variants.is_empty() && point.label.is_empty() {
+                let wrap = |e: String| {
+                    invalid(if ctx.is_empty() {
                         e
                     } else {
                         format!("in {ctx}: {e}")
                     })
-                })?;
-                let compiled = compile(&spec).map_err(|e| invalid(format!("in {ctx}: {e}")))?;
+                };
+                let spec: FileSpec = typed(tree).map_err(wrap)?;
+                let compiled = compile(&spec).map_err(wrap)?;
                 configs.push(compiled);
             }
         }
@@ -228,7 +229,8 @@ fn typed<T: serde::de::DeserializeOwned>(t: toml::Table) -> Result<T, String> {
     serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
-        let inner = inner.trim_end();
+        // The TOML deserializer appends its own (less precise) key path.
+        let inner = inner.split("\nin `").next().unwrap_or("").trim_end();
         if path == "." {
             inner.to_string()
         } else {
