@@ -294,7 +294,7 @@ impl LossTable {
                     }),
                     (None, None, Some(mean), Some(burst)) => {
                         let mean = mean.0;
-                        if !(burst >= 1.0) {
+                        if burst.is_nan() || burst < 1.0 {
                             return Err(format!(
                                 "burst = {burst}: mean burst length must be >= 1 packet"
                             ));

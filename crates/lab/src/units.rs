@@ -41,7 +41,7 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         _ => return Err(bad()),
     };
     let bps = (v * scale).round();
-    if bps < 1.0 || bps > 1e15 {
+    if !(1.0..=1e15).contains(&bps) {
         return Err(format!("rate \"{s}\" is out of range (1bps..1000Tbps)"));
     }
     Ok(bps as u64)
