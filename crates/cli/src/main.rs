@@ -2,6 +2,7 @@
 
 mod bench_cmd;
 mod net_cmds;
+mod run_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -19,6 +20,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Run a scenario file on the simulator and report the results.
+    Run(run_cmd::RunArgs),
     /// Send a file over one or more real UDP paths.
     Send(net_cmds::SendArgs),
     /// Receive a file on one or more UDP addresses.
@@ -30,6 +33,7 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
+        Cmd::Run(a) => run_cmd::run(a),
         Cmd::Send(a) => net_cmds::send(a),
         Cmd::Recv(a) => net_cmds::recv(a),
         Cmd::Bench(a) => bench_cmd::bench(a),

@@ -1,0 +1,211 @@
+//! End-to-end `tributary run`: JSON content, CSV, determinism across runs and thread counts,
+//! exit codes on bad input.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const TINY: &str = r#"
+name = "tiny"
+duration = "4s"
+seed = 3
+repetitions = 3
+
+[[links]]
+name = "a"
+rate = "4Mbps"
+delay = "10ms"
+loss = 0.01
+
+[[links]]
+name = "b"
+rate = "2Mbps"
+delay = "30ms"
+
+[[flows]]
+name = "f"
+paths = ["a", "b"]
+bytes = "200KB"
+buffer = "256KiB"
+
+[[flows]]
+name = "bg"
+paths = ["a"]
+scheme = "tcp"
+count = 2
+
+[[variants]]
+name = "mptcp"
+
+[[variants]]
+name = "n-tcp"
+set = { "flows.f.scheme" = "n-tcp" }
+
+[sweep]
+parameter = "links.b.loss"
+values = [0.0, "2%"]
+"#;
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("run_cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn tributary(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tributary"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn run_json(file: &str, extra: &[&str]) -> String {
+    let mut args = vec!["run", file, "--format", "json"];
+    args.extend_from_slice(extra);
+    let out = tributary(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn num(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn tiny_scenario_reports_every_run_and_a_summary() {
+    let file = tmp("tiny.toml");
+    std::fs::write(&file, TINY).unwrap();
+    let json_path = tmp("tiny.json");
+    let csv_path = tmp("tiny.csv");
+    let out = tributary(&[
+        "run",
+        file.to_str().unwrap(),
+        "--json",
+        json_path.to_str().unwrap(),
+        "--csv",
+        csv_path.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("goodput Mbit/s"), "{table}");
+    assert!(table.contains("bg (sum of 2, Jain"), "{table}");
+
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    assert_eq!(v["scenario"], "tiny");
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2 * 2 * 3);
+    // The same seed for a repetition in every variant and sweep point.
+    for r in runs {
+        let rep = r["repetition"].as_u64().unwrap() as usize;
+        assert_eq!(r["seed"], runs[rep]["seed"]);
+    }
+    assert_ne!(runs[0]["seed"], runs[1]["seed"]);
+    assert_eq!(runs[3]["variant"], "mptcp");
+    assert_eq!(runs[3]["sweep"], "loss=2%");
+    assert_eq!(runs[3]["sweep_values"]["links.b.loss"], "2%");
+    assert_eq!(runs[6]["variant"], "n-tcp");
+    let flows = runs[0]["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 3);
+    let f = &flows[0];
+    assert_eq!(f["name"], "f");
+    assert_eq!(f["bytes_delivered"], 200_000);
+    let c = num(&f["completion_s"]);
+    assert!(c > 0.1 && c < 4.0, "{c}");
+    assert!(num(&f["goodput_mbps"]) > 0.1);
+    assert_eq!(f["paths"].as_array().unwrap().len(), 2);
+    assert_eq!(f["paths"][1]["name"], "b");
+    for k in [
+        "throughput_mbps",
+        "loss_rate",
+        "retransmitted_bytes",
+        "packets_lost",
+    ] {
+        assert!(f["paths"][0].get(k).is_some(), "{k}");
+    }
+    assert!(f["buffer_max_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(flows[1]["name"], "bg#1");
+    assert!(flows[1]["completion_s"].is_null());
+
+    // Summary: 2 variants × 2 points × (f, bg#1, bg#2, bg aggregate).
+    let summary = v["summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 2 * 2 * 4);
+    let s0 = &summary[0];
+    assert_eq!(s0["variant"], "mptcp");
+    assert_eq!(s0["flow"], "f");
+    let xs: Vec<f64> = runs[..3]
+        .iter()
+        .map(|r| num(&r["flows"][0]["goodput_mbps"]))
+        .collect();
+    let mean = xs.iter().sum::<f64>() / 3.0;
+    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+    let g = &s0["goodput_mbps"];
+    assert!((num(&g["mean"]) - mean).abs() < 1e-9);
+    assert!((num(&g["ci95"]) - 4.302653 * sd / 3f64.sqrt()).abs() < 1e-6);
+    let agg = &summary[3];
+    assert_eq!(agg["flow"], "bg");
+    assert_eq!(agg["aggregate"], true);
+    let j = num(&agg["fairness"]["mean"]);
+    assert!((0.5..=1.0).contains(&j), "{j}");
+    let sum: f64 = runs[..3]
+        .iter()
+        .map(|r| num(&r["flows"][1]["goodput_mbps"]) + num(&r["flows"][2]["goodput_mbps"]))
+        .sum::<f64>()
+        / 3.0;
+    assert!((num(&agg["goodput_mbps"]["mean"]) - sum).abs() < 1e-9);
+
+    let csv = std::fs::read_to_string(&csv_path).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + 12 * 3);
+    assert!(lines[0].starts_with("variant,sweep,repetition,seed,flow,group,goodput_mbps"));
+    assert!(lines[0].contains("path2_throughput_mbps"));
+    assert!(lines[1].starts_with("mptcp,loss=0.0,0,"), "{}", lines[1]);
+}
+
+#[test]
+fn results_do_not_depend_on_threads_or_invocation() {
+    let file = tmp("det.toml");
+    std::fs::write(&file, TINY).unwrap();
+    let file = file.to_str().unwrap();
+    let one = run_json(file, &["--jobs", "1", "--repetitions", "2"]);
+    let two = run_json(file, &["--jobs", "2", "--repetitions", "2"]);
+    let again = run_json(file, &["--repetitions", "2"]);
+    assert_eq!(one, two);
+    assert_eq!(one, again);
+    let other_seed = run_json(file, &["--repetitions", "2", "--seed", "4"]);
+    assert_ne!(one, other_seed);
+}
+
+#[test]
+fn bad_input_fails_with_a_message() {
+    let out = tributary(&["run", "/nonexistent/x.toml"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot read scenario file /nonexistent/x.toml"),
+        "{err}"
+    );
+
+    let file = tmp("bad.toml");
+    std::fs::write(
+        &file,
+        TINY.replace("buffer = \"256KiB\"", "buffer = \"64 parsecs\""),
+    )
+    .unwrap();
+    let out = tributary(&["run", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "flows[0].buffer: expected a size like \"64KB\" or \"64KiB\", got \"64 parsecs\""
+        ),
+        "{err}"
+    );
+}

@@ -1,0 +1,446 @@
+//! Results: per-run records, the summary per (variant, sweep point, flow), and their
+//! renderings as JSON, CSV and a text table.
+
+use crate::scenario::Scenario;
+use crate::stats::{jain, Estimate};
+use std::fmt::Write as _;
+
+/// One path of one flow in one run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PathRecord {
+    /// Path name (from the scenario).
+    pub name: String,
+    /// Acknowledged datagram throughput, Mbit/s.
+    pub throughput_mbps: f64,
+    /// Datagrams sent.
+    pub packets_sent: u64,
+    /// Datagrams declared lost.
+    pub packets_lost: u64,
+    /// `packets_lost / packets_sent`.
+    pub loss_rate: f64,
+    /// Stream bytes re-sent on this path.
+    pub retransmitted_bytes: u64,
+    /// Retransmission timeouts.
+    pub rto_count: u64,
+    /// Final smoothed RTT, ms.
+    pub srtt_ms: Option<f64>,
+}
+
+/// One flow in one run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FlowRecord {
+    /// Flow name (`name#k` for copies).
+    pub name: String,
+    /// The `[[flows]]` entry it comes from.
+    pub group: String,
+    /// In-order goodput over the flow's active time, Mbit/s.
+    pub goodput_mbps: f64,
+    /// Bytes delivered in order to the application.
+    pub bytes_delivered: u64,
+    /// Completion time, s (finite flows that finished).
+    pub completion_s: Option<f64>,
+    /// Time-weighted mean receive-buffer occupancy, bytes.
+    pub buffer_mean_bytes: f64,
+    /// Peak receive-buffer occupancy, bytes.
+    pub buffer_max_bytes: u64,
+    /// Stream bytes dropped beyond the receive window.
+    pub window_drops: u64,
+    /// Bytes reinjected on another path.
+    pub reinjected_bytes: u64,
+    /// Penalisations.
+    pub penalizations: u64,
+    /// Per path.
+    pub paths: Vec<PathRecord>,
+    /// (time s, goodput Mbit/s) samples when `sample_interval` is set.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<[f64; 2]>,
+}
+
+/// One simulation.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunRecord {
+    /// Variant name.
+    pub variant: String,
+    /// Sweep point label (empty without a sweep).
+    pub sweep: String,
+    /// Swept parameters and their values.
+    pub sweep_values: serde_json::Map<String, serde_json::Value>,
+    /// Repetition, from 0.
+    pub repetition: u64,
+    /// Simulation seed.
+    pub seed: u64,
+    /// Simulated seconds.
+    pub sim_seconds: f64,
+    /// Flows in scenario order.
+    pub flows: Vec<FlowRecord>,
+}
+
+/// Per-path summary.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PathSummary {
+    /// Path name.
+    pub name: String,
+    /// Throughput over repetitions.
+    pub throughput_mbps: Estimate,
+    /// Loss rate over repetitions.
+    pub loss_rate: Estimate,
+}
+
+/// Statistics over the repetitions of one (variant, sweep point, flow).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SummaryRow {
+    /// Variant.
+    pub variant: String,
+    /// Sweep point label.
+    pub sweep: String,
+    /// Swept parameters and their values.
+    pub sweep_values: serde_json::Map<String, serde_json::Value>,
+    /// Flow name; for an aggregate row, the `[[flows]]` entry's name.
+    pub flow: String,
+    /// True for the row summing the `count` copies of a flow entry.
+    pub aggregate: bool,
+    /// Flows the row covers (1, or `count` for an aggregate).
+    pub copies: usize,
+    /// Goodput (sum over copies for an aggregate), Mbit/s.
+    pub goodput_mbps: Estimate,
+    /// Completion time over the repetitions where the flow finished (for an aggregate: the
+    /// last copy to finish, when all did).
+    pub completion_s: Option<Estimate>,
+    /// Repetitions where the flow (all copies) finished.
+    pub finished: usize,
+    /// Jain's fairness index over the copies' goodputs (aggregate rows only).
+    pub fairness: Option<Estimate>,
+    /// Mean receive-buffer occupancy, bytes (summed over copies for an aggregate).
+    pub buffer_mean_bytes: Estimate,
+    /// Per path (summed over copies for an aggregate).
+    pub paths: Vec<PathSummary>,
+}
+
+/// Everything `tributary run` reports.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Report {
+    /// Scenario name.
+    pub scenario: String,
+    /// Scenario description.
+    pub description: Option<String>,
+    /// Master seed.
+    pub seed: u64,
+    /// Repetitions per (variant, sweep point).
+    pub repetitions: u64,
+    /// Variant names.
+    pub variants: Vec<String>,
+    /// Sweep point labels.
+    pub sweep_points: Vec<String>,
+    /// Every run, ordered by variant, sweep point, repetition.
+    pub runs: Vec<RunRecord>,
+    /// Statistics per (variant, sweep point, flow).
+    pub summary: Vec<SummaryRow>,
+}
+
+fn est(xs: &[f64]) -> Estimate {
+    Estimate::of(xs).expect("at least one repetition")
+}
+
+impl Report {
+    /// Builds the report (and its summary) from the runs in plan order.
+    pub fn new(s: &Scenario, repetitions: u64, seed: u64, runs: Vec<RunRecord>) -> Report {
+        let mut summary = Vec::new();
+        for (vi, variant) in s.variants.iter().enumerate() {
+            for (pi, point) in s.points.iter().enumerate() {
+                let mine: Vec<&RunRecord> = runs
+                    .iter()
+                    .filter(|r| r.variant == *variant && r.sweep == point.label)
+                    .collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                let compiled = s.config(vi, pi);
+                for g in &compiled.groups {
+                    let members: Vec<usize> = g.flows.clone().collect();
+                    for &fi in &members {
+                        let recs: Vec<&FlowRecord> = mine.iter().map(|r| &r.flows[fi]).collect();
+                        summary.push(row(
+                            variant,
+                            point,
+                            &recs,
+                            &[fi],
+                            &recs[0].name,
+                            false,
+                            &mine,
+                        ));
+                    }
+                    if members.len() > 1 {
+                        let recs: Vec<&FlowRecord> =
+                            mine.iter().map(|r| &r.flows[members[0]]).collect();
+                        summary.push(row(variant, point, &recs, &members, &g.name, true, &mine));
+                    }
+                }
+            }
+        }
+        Report {
+            scenario: s.name.clone(),
+            description: s.description.clone(),
+            seed,
+            repetitions,
+            variants: s.variants.clone(),
+            sweep_points: s.points.iter().map(|p| p.label.clone()).collect(),
+            runs,
+            summary,
+        }
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("reports serialize");
+        s.push('\n');
+        s
+    }
+
+    /// CSV with one row per (run, flow).
+    pub fn to_csv(&self) -> String {
+        let max_paths = self
+            .runs
+            .iter()
+            .flat_map(|r| r.flows.iter().map(|f| f.paths.len()))
+            .max()
+            .unwrap_or(0);
+        let mut out = String::from(
+            "variant,sweep,repetition,seed,flow,group,goodput_mbps,bytes_delivered,completion_s,\
+             buffer_mean_bytes,buffer_max_bytes,window_drops,reinjected_bytes,penalizations",
+        );
+        for i in 1..=max_paths {
+            write!(
+                out,
+                ",path{i}_name,path{i}_throughput_mbps,path{i}_loss_rate,path{i}_packets_sent,\
+                 path{i}_packets_lost,path{i}_retransmitted_bytes,path{i}_rto_count"
+            )
+            .unwrap();
+        }
+        out.push('\n');
+        for r in &self.runs {
+            for f in &r.flows {
+                let mut line = vec![
+                    csv_field(&r.variant),
+                    csv_field(&r.sweep),
+                    r.repetition.to_string(),
+                    r.seed.to_string(),
+                    csv_field(&f.name),
+                    csv_field(&f.group),
+                    f.goodput_mbps.to_string(),
+                    f.bytes_delivered.to_string(),
+                    f.completion_s.map_or(String::new(), |c| c.to_string()),
+                    f.buffer_mean_bytes.to_string(),
+                    f.buffer_max_bytes.to_string(),
+                    f.window_drops.to_string(),
+                    f.reinjected_bytes.to_string(),
+                    f.penalizations.to_string(),
+                ];
+                for i in 0..max_paths {
+                    match f.paths.get(i) {
+                        Some(p) => line.extend([
+                            csv_field(&p.name),
+                            p.throughput_mbps.to_string(),
+                            p.loss_rate.to_string(),
+                            p.packets_sent.to_string(),
+                            p.packets_lost.to_string(),
+                            p.retransmitted_bytes.to_string(),
+                            p.rto_count.to_string(),
+                        ]),
+                        None => line.extend(std::iter::repeat_n(String::new(), 7)),
+                    }
+                }
+                out.push_str(&line.join(","));
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// A readable table of the summary (aggregate rows stand for their copies).
+    pub fn to_table(&self) -> String {
+        let has_sweep = self.sweep_points.iter().any(|p| !p.is_empty());
+        let multi_copy: std::collections::HashSet<(&str, &str, &str)> = self
+            .summary
+            .iter()
+            .filter(|r| r.aggregate)
+            .map(|r| (r.variant.as_str(), r.sweep.as_str(), r.flow.as_str()))
+            .collect();
+        let mut header = vec!["variant"];
+        if has_sweep {
+            header.push("sweep");
+        }
+        header.extend([
+            "flow",
+            "goodput Mbit/s (±95% CI)",
+            "completion s",
+            "per path Mbit/s",
+        ]);
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for r in &self.summary {
+            if !r.aggregate {
+                let group = self
+                    .runs
+                    .iter()
+                    .flat_map(|run| run.flows.iter())
+                    .find(|f| f.name == r.flow)
+                    .map(|f| f.group.as_str())
+                    .unwrap_or("");
+                if multi_copy.contains(&(r.variant.as_str(), r.sweep.as_str(), group)) {
+                    continue;
+                }
+            }
+            let mut row = vec![r.variant.clone()];
+            if has_sweep {
+                row.push(r.sweep.clone());
+            }
+            let mut flow = r.flow.clone();
+            if r.aggregate {
+                let j = r
+                    .fairness
+                    .map_or(String::new(), |j| format!(", Jain {:.3}", j.mean));
+                flow = format!("{flow} (sum of {}{j})", r.copies);
+            }
+            row.push(flow);
+            row.push(fmt_est(&r.goodput_mbps, 2));
+            row.push(match &r.completion_s {
+                None => "-".into(),
+                Some(c) if r.finished < r.goodput_mbps.n => {
+                    format!(
+                        "{} ({}/{} done)",
+                        fmt_est(c, 2),
+                        r.finished,
+                        r.goodput_mbps.n
+                    )
+                }
+                Some(c) => fmt_est(c, 2),
+            });
+            row.push(
+                r.paths
+                    .iter()
+                    .map(|p| format!("{} {:.2}", p.name, p.throughput_mbps.mean))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
+            rows.push(row);
+        }
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in &rows {
+            for (w, c) in widths.iter_mut().zip(row) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let mut out = format!(
+            "{} — {} repetition(s), seed {}\n",
+            self.scenario, self.repetitions, self.seed
+        );
+        let line = |cells: Vec<String>, out: &mut String| {
+            let n = cells.len();
+            for (i, (c, w)) in cells.into_iter().zip(&widths).enumerate() {
+                let pad = w - c.chars().count();
+                out.push_str(&c);
+                if i + 1 < n {
+                    out.push_str(&" ".repeat(pad + 2));
+                }
+            }
+            out.push('\n');
+        };
+        line(header.iter().map(|s| s.to_string()).collect(), &mut out);
+        line(widths.iter().map(|w| "-".repeat(*w)).collect(), &mut out);
+        for row in rows {
+            line(row, &mut out);
+        }
+        out
+    }
+}
+
+fn fmt_est(e: &Estimate, decimals: usize) -> String {
+    match e.ci95 {
+        Some(ci) => format!("{:.*} ± {:.*}", decimals, e.mean, decimals, ci),
+        None => format!("{:.*}", decimals, e.mean),
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Summary of flows `members` (one flow, or all copies for an aggregate) over `runs`.
+fn row(
+    variant: &str,
+    point: &crate::scenario::SweepPoint,
+    first: &[&FlowRecord],
+    members: &[usize],
+    name: &str,
+    aggregate: bool,
+    runs: &[&RunRecord],
+) -> SummaryRow {
+    let per_run = |f: &dyn Fn(&FlowRecord) -> f64| -> Vec<f64> {
+        runs.iter()
+            .map(|r| members.iter().map(|&i| f(&r.flows[i])).sum())
+            .collect()
+    };
+    let goodput = per_run(&|f| f.goodput_mbps);
+    let completions: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| {
+            members
+                .iter()
+                .map(|&i| r.flows[i].completion_s)
+                .try_fold(0.0f64, |m, c| c.map(|c| m.max(c)))
+        })
+        .collect();
+    let fairness = aggregate.then(|| {
+        est(&runs
+            .iter()
+            .map(|r| {
+                jain(
+                    &members
+                        .iter()
+                        .map(|&i| r.flows[i].goodput_mbps)
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect::<Vec<_>>())
+    });
+    let paths = first[0]
+        .paths
+        .iter()
+        .enumerate()
+        .map(|(pi, p)| PathSummary {
+            name: p.name.clone(),
+            throughput_mbps: est(&per_run(&|f| f.paths[pi].throughput_mbps)),
+            loss_rate: est(&runs
+                .iter()
+                .map(|r| {
+                    let (lost, sent) = members.iter().fold((0, 0), |(l, s), &i| {
+                        let p = &r.flows[i].paths[pi];
+                        (l + p.packets_lost, s + p.packets_sent)
+                    });
+                    if sent == 0 {
+                        0.0
+                    } else {
+                        lost as f64 / sent as f64
+                    }
+                })
+                .collect::<Vec<_>>()),
+        })
+        .collect();
+    SummaryRow {
+        variant: variant.to_string(),
+        sweep: point.label.clone(),
+        sweep_values: crate::run::sweep_json(&point.values),
+        flow: name.to_string(),
+        aggregate,
+        copies: members.len(),
+        goodput_mbps: est(&goodput),
+        finished: completions.len(),
+        completion_s: Estimate::of(&completions),
+        fairness,
+        buffer_mean_bytes: est(&per_run(&|f| f.buffer_mean_bytes)),
+        paths,
+    }
+}

@@ -1,0 +1,590 @@
+//! Scenario files: loading, overrides (variants, sweep points) and compilation into
+//! [`SimConfig`]s. The schema is documented in `docs/scenarios.md`.
+
+use crate::overrides;
+use crate::spec::{FileSpec, FlowSpec, LinkSpec, MetaSpec, ReverseSpec};
+use std::collections::HashMap;
+use std::path::Path;
+use tributary_proto::scheme::SchemeConfig;
+use tributary_proto::time::Duration;
+use tributary_proto::ConnectionConfig;
+use tributary_sim::{
+    Direction, FlowConfig, FlowKind, LinkChange, LinkConfig, LinkParams, LossModel, QueueLimit,
+    SimConfig, TimedChange,
+};
+
+/// Why a scenario cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("cannot read scenario file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML.
+    #[error("{origin}: invalid TOML: {message}")]
+    Syntax {
+        /// Where the text came from.
+        origin: String,
+        /// The parser's message (with line and column).
+        message: String,
+    },
+    /// The file is TOML but not a valid scenario; `message` names the field.
+    #[error("{origin}: {message}")]
+    Invalid {
+        /// Where the text came from.
+        origin: String,
+        /// `field: problem`, prefixed by the variant or sweep point when it is theirs.
+        message: String,
+    },
+}
+
+/// One point of the sweep: the overrides it applies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepPoint {
+    /// Short label (`loss=0.02`, or the file's `labels`); empty without a sweep.
+    pub label: String,
+    /// (parameter path, value) per swept parameter.
+    pub values: Vec<(String, toml::Value)>,
+}
+
+/// Flows of a run that come from one `[[flows]]` entry (`count` copies).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowGroup {
+    /// The entry's name.
+    pub name: String,
+    /// Indices of its flows in [`SimConfig::flows`].
+    pub flows: std::ops::Range<usize>,
+    /// Names of the flow's paths.
+    pub path_names: Vec<String>,
+}
+
+/// A network and workload ready to run (the seed is set per repetition).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compiled {
+    /// The simulation, with `seed` to be set per repetition.
+    pub sim: SimConfig,
+    /// Flow groups in order.
+    pub groups: Vec<FlowGroup>,
+}
+
+/// A parsed scenario: every (variant, sweep point) combination compiled.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// `name`.
+    pub name: String,
+    /// `description`.
+    pub description: Option<String>,
+    /// Master seed; repetition `r` runs with `derive_seed(seed, [r])` in every variant and
+    /// sweep point.
+    pub seed: u64,
+    /// Repetitions per (variant, sweep point).
+    pub repetitions: u64,
+    /// Variant names (`["base"]` when the file has none).
+    pub variants: Vec<String>,
+    /// Sweep points (one unlabelled point when the file has no sweep).
+    pub points: Vec<SweepPoint>,
+    /// Compiled configurations, index `variant * points.len() + point`.
+    pub configs: Vec<Compiled>,
+}
+
+impl Scenario {
+    /// The configuration of (variant, point).
+    pub fn config(&self, variant: usize, point: usize) -> &Compiled {
+        &self.configs[variant * self.points.len() + point]
+    }
+
+    /// Reads and parses a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Scenario::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses scenario text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        let invalid = |message: String| ScenarioError::Invalid {
+            origin: origin.to_string(),
+            message,
+        };
+        let mut root: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| ScenarioError::Syntax {
+                    origin: origin.to_string(),
+                    message: e.to_string().trim_end().to_string(),
+                })?;
+        let mut meta_tbl = toml::Table::new();
+        for key in ["variants", "sweep"] {
+            if let Some(v) = root.remove(key) {
+                meta_tbl.insert(key.to_string(), v);
+            }
+        }
+        let meta: MetaSpec = typed(meta_tbl).map_err(invalid)?;
+
+        // The base file must be valid on its own.
+        let base_spec: FileSpec = typed(root.clone()).map_err(invalid)?;
+        compile(&base_spec).map_err(invalid)?;
+        if base_spec.repetitions == 0 {
+            return Err(invalid("repetitions: must be at least 1".into()));
+        }
+
+        let mut variants = Vec::new();
+        for (i, v) in meta.variants.iter().enumerate() {
+            if variants.contains(&v.name) {
+                return Err(invalid(format!(
+                    "variants[{i}].name: `{}` is used twice",
+                    v.name
+                )));
+            }
+            variants.push(v.name.clone());
+        }
+        let points = sweep_points(&meta).map_err(invalid)?;
+
+        let variant_sets: Vec<(String, Vec<(String, toml::Value)>)> = if meta.variants.is_empty() {
+            vec![(String::new(), Vec::new())]
+        } else {
+            meta.variants
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let sets = v
+                        .set
+                        .iter()
+                        .map(|(k, val)| (k.clone(), val.clone()))
+                        .collect();
+                    (format!("variants[{i}] (`{}`)", v.name), sets)
+                })
+                .collect()
+        };
+        if variants.is_empty() {
+            variants.push("base".into());
+        }
+
+        let mut configs = Vec::new();
+        for (vctx, sets) in &variant_sets {
+            for point in &points {
+                let mut tree = root.clone();
+                let ctx = match (vctx.is_empty(), point.label.is_empty()) {
+                    (_, true) => vctx.clone(),
+                    (true, false) => format!("sweep point `{}`", point.label),
+                    (false, false) => format!("{vctx}, sweep point `{}`", point.label),
+                };
+                for (k, v) in sets {
+                    check_overridable(k).map_err(|e| invalid(format!("{vctx}.set.{k}: {e}")))?;
+                    overrides::apply(&mut tree, k, v.clone())
+                        .map_err(|e| invalid(format!("{vctx}.set.{k}: {e}")))?;
+                }
+                for (si, (k, v)) in point.values.iter().enumerate() {
+                    let sctx = if meta.sweep.0.len() == 1 {
+                        "sweep".to_string()
+                    } else {
+                        format!("sweep[{si}]")
+                    };
+                    check_overridable(k)
+                        .map_err(|e| invalid(format!("{sctx}.parameter `{k}`: {e}")))?;
+                    overrides::apply(&mut tree, k, v.clone())
+                        .map_err(|e| invalid(format!("{sctx}.parameter `{k}`: {e}")))?;
+                }
+                let wrap = |e: String| {
+                    invalid(if ctx.is_empty() {
+                        e
+                    } else {
+                        format!("in {ctx}: {e}")
+                    })
+                };
+                let spec: FileSpec = typed(tree).map_err(wrap)?;
+                let compiled = compile(&spec).map_err(wrap)?;
+                configs.push(compiled);
+            }
+        }
+        Ok(Scenario {
+            name: base_spec.name,
+            description: base_spec.description,
+            seed: base_spec.seed,
+            repetitions: base_spec.repetitions,
+            variants,
+            points,
+            configs,
+        })
+    }
+}
+
+/// Top-level settings shared by all runs cannot be overridden per variant or sweep point.
+fn check_overridable(path: &str) -> Result<(), String> {
+    match path.split('.').next() {
+        Some("name" | "description" | "seed" | "repetitions" | "variants" | "sweep") => {
+            Err("cannot be overridden (it is shared by all variants and sweep points)".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Deserializes with the path of the offending field in the message.
+fn typed<T: serde::de::DeserializeOwned>(t: toml::Table) -> Result<T, String> {
+    serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        // The TOML deserializer appends its own (less precise) key path.
+        let inner = inner.split("\nin `").next().unwrap_or("").trim_end();
+        if path == "." {
+            inner.to_string()
+        } else {
+            format!("{path}: {inner}")
+        }
+    })
+}
+
+fn sweep_points(meta: &MetaSpec) -> Result<Vec<SweepPoint>, String> {
+    let mut points = vec![SweepPoint {
+        label: String::new(),
+        values: Vec::new(),
+    }];
+    let n = meta.sweep.0.len();
+    for (si, s) in meta.sweep.0.iter().enumerate() {
+        let ctx = if n == 1 {
+            "sweep".to_string()
+        } else {
+            format!("sweep[{si}]")
+        };
+        if s.values.is_empty() {
+            return Err(format!("{ctx}.values: at least one value is needed"));
+        }
+        if let Some(l) = &s.labels {
+            if l.len() != s.values.len() {
+                return Err(format!(
+                    "{ctx}.labels: {} labels for {} values",
+                    l.len(),
+                    s.values.len()
+                ));
+            }
+        }
+        let short = s.parameter.rsplit('.').next().unwrap_or(&s.parameter);
+        let mut next = Vec::new();
+        for p in &points {
+            for (vi, v) in s.values.iter().enumerate() {
+                let part = match &s.labels {
+                    Some(l) => l[vi].clone(),
+                    None => format!("{short}={}", inline(v)),
+                };
+                let mut q = p.clone();
+                q.label = if q.label.is_empty() {
+                    part
+                } else {
+                    format!("{} {part}", q.label)
+                };
+                q.values.push((s.parameter.clone(), v.clone()));
+                next.push(q);
+            }
+        }
+        points = next;
+    }
+    Ok(points)
+}
+
+/// A value as it would be written inline in TOML.
+fn inline(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Queue of a link when the file gives none: one bandwidth-delay product of the link at a
+/// round trip of twice its delay, in 1500-byte packets, at least 20.
+fn default_queue(rate_bps: u64, delay: Duration) -> QueueLimit {
+    let bdp_bytes = rate_bps as f64 / 8.0 * 2.0 * delay.as_secs_f64();
+    QueueLimit::Packets(((bdp_bytes / 1500.0).ceil() as u64).max(20))
+}
+
+fn link_params(l: &LinkSpec) -> (LinkParams, LinkParams) {
+    let queue = l
+        .queue
+        .map(|q| q.0)
+        .unwrap_or_else(|| default_queue(l.rate.0, l.delay.0));
+    let fwd = LinkParams {
+        rate_bps: l.rate.0,
+        delay: l.delay.0,
+        queue,
+        loss: l.loss.map_or(LossModel::None, |x| x.0),
+        reorder_prob: l.reorder.map_or(0.0, |f| f.0),
+        reorder_delay: l.reorder_delay.map_or(Duration::ZERO, |d| d.0),
+        duplicate_prob: l.duplicate.map_or(0.0, |f| f.0),
+        corrupt_prob: l.corrupt.map_or(0.0, |f| f.0),
+        up: l.up.unwrap_or(true),
+    };
+    let r = l.reverse.as_ref();
+    let dflt = ReverseSpec::default();
+    let r = r.unwrap_or(&dflt);
+    let rate = r.rate.map_or(fwd.rate_bps, |x| x.0);
+    let delay = r.delay.map_or(fwd.delay, |x| x.0);
+    let rev = LinkParams {
+        rate_bps: rate,
+        delay,
+        queue: r.queue.map_or(
+            if r.rate.is_some() || r.delay.is_some() {
+                default_queue(rate, delay)
+            } else {
+                fwd.queue
+            },
+            |q| q.0,
+        ),
+        loss: r.loss.map_or(LossModel::None, |x| x.0),
+        reorder_prob: r.reorder.map_or(0.0, |f| f.0),
+        reorder_delay: r.reorder_delay.map_or(Duration::ZERO, |d| d.0),
+        duplicate_prob: r.duplicate.map_or(0.0, |f| f.0),
+        corrupt_prob: r.corrupt.map_or(0.0, |f| f.0),
+        up: r.up.unwrap_or(fwd.up),
+    };
+    (fwd, rev)
+}
+
+/// The scheme of a flow: (kind, scheme).
+fn scheme_of(f: &FlowSpec, at: &str, npaths: usize) -> Result<(FlowKind, SchemeConfig), String> {
+    let known = "known: tcp, mptcp, n-tcp";
+    let value = match &f.scheme {
+        None => return Ok((FlowKind::Multipath, SchemeConfig::default())),
+        Some(toml::Value::String(s)) if s == "n-tcp" => {
+            return Ok((FlowKind::PerPath, SchemeConfig::Tcp))
+        }
+        Some(toml::Value::String(s)) => {
+            let mut t = toml::Table::new();
+            t.insert("name".into(), toml::Value::String(s.clone()));
+            toml::Value::Table(t)
+        }
+        Some(v @ toml::Value::Table(_)) => v.clone(),
+        Some(other) => {
+            return Err(format!(
+                "{at}.scheme: expected a scheme name or a table with `name`, got {}",
+                other.type_str()
+            ))
+        }
+    };
+    let name = value.get("name").and_then(|v| v.as_str()).unwrap_or("");
+    if name == "n-tcp" {
+        return Err(format!("{at}.scheme: `n-tcp` takes no options"));
+    }
+    let scheme: SchemeConfig = value.clone().try_into().map_err(|e: toml::de::Error| {
+        if name.is_empty() || !SchemeConfig::NAMES.contains(&name) {
+            format!("{at}.scheme: unknown scheme `{name}` ({known})")
+        } else {
+            format!("{at}.scheme: {}", e.to_string().trim_end())
+        }
+    })?;
+    if let Some(max) = scheme.max_paths() {
+        if npaths > max {
+            return Err(format!(
+                "{at}.scheme: `{}` uses at most {max} path(s) but the flow lists {npaths}; \
+                 use \"n-tcp\" for one TCP connection per path, or \"mptcp\"",
+                scheme.name()
+            ));
+        }
+    }
+    Ok((FlowKind::Multipath, scheme))
+}
+
+fn usize_size(v: u64, at: &str) -> Result<usize, String> {
+    usize::try_from(v).map_err(|_| format!("{at}: {v} bytes is too large"))
+}
+
+/// Turns a typed scenario into a simulation (seed 0).
+fn compile(s: &FileSpec) -> Result<Compiled, String> {
+    let mut link_ix = HashMap::new();
+    let mut links = Vec::new();
+    for (i, l) in s.links.iter().enumerate() {
+        if link_ix.insert(l.name.as_str(), i).is_some() {
+            return Err(format!("links[{i}].name: `{}` is used twice", l.name));
+        }
+        let (forward, reverse) = link_params(l);
+        for (dir, p) in [("", &forward), (".reverse", &reverse)] {
+            p.validate()
+                .map_err(|e| format!("links[{i}] (`{}`){dir}: {e}", l.name))?;
+        }
+        links.push(LinkConfig {
+            name: l.name.clone(),
+            forward,
+            reverse,
+        });
+    }
+    if links.is_empty() {
+        return Err("links: at least one link is needed".into());
+    }
+    let link_names = || {
+        s.links
+            .iter()
+            .map(|l| l.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // Paths and links share one namespace: a flow may name a link as a one-link path.
+    let mut routes: HashMap<&str, Vec<usize>> = HashMap::new();
+    for l in &s.links {
+        routes.insert(l.name.as_str(), vec![link_ix[l.name.as_str()]]);
+    }
+    for (i, p) in s.paths.iter().enumerate() {
+        if link_ix.contains_key(p.name.as_str()) {
+            return Err(format!(
+                "paths[{i}].name: `{}` is already a link name (paths and links share names)",
+                p.name
+            ));
+        }
+        let mut route = Vec::new();
+        for (j, ln) in p.links.iter().enumerate() {
+            let &ix = link_ix.get(ln.as_str()).ok_or_else(|| {
+                format!(
+                    "paths[{i}].links[{j}]: unknown link `{ln}` (known: {})",
+                    link_names()
+                )
+            })?;
+            route.push(ix);
+        }
+        if route.is_empty() {
+            return Err(format!("paths[{i}].links: a path needs at least one link"));
+        }
+        if routes.insert(p.name.as_str(), route).is_some() {
+            return Err(format!("paths[{i}].name: `{}` is used twice", p.name));
+        }
+    }
+    let path_names = || {
+        let mut v: Vec<&str> = s.paths.iter().map(|p| p.name.as_str()).collect();
+        v.extend(s.links.iter().map(|l| l.name.as_str()));
+        v.join(", ")
+    };
+
+    let mut flows = Vec::new();
+    let mut groups = Vec::new();
+    let mut seen = HashMap::new();
+    for (i, f) in s.flows.iter().enumerate() {
+        let at = format!("flows[{i}]");
+        if seen.insert(f.name.as_str(), i).is_some() {
+            return Err(format!("{at}.name: `{}` is used twice", f.name));
+        }
+        if f.paths.is_empty() {
+            return Err(format!("{at}.paths: a flow needs at least one path"));
+        }
+        let mut paths = Vec::new();
+        for (j, pn) in f.paths.iter().enumerate() {
+            let r = routes.get(pn.as_str()).ok_or_else(|| {
+                format!(
+                    "{at}.paths[{j}]: unknown path or link `{pn}` (known: {})",
+                    path_names()
+                )
+            })?;
+            paths.push(r.clone());
+        }
+        let (kind, scheme) = scheme_of(f, &at, paths.len())?;
+        let d = ConnectionConfig::default();
+        let conn = ConnectionConfig {
+            scheme,
+            cc: f.cc.unwrap_or(d.cc),
+            scheduler: f.scheduler.unwrap_or(d.scheduler),
+            mss: f
+                .mss
+                .map_or(Ok(d.mss), |x| usize_size(x.0, &format!("{at}.mss")))?,
+            recv_buffer: f.buffer.map_or(Ok(d.recv_buffer), |x| {
+                usize_size(x.0, &format!("{at}.buffer"))
+            })?,
+            send_buffer: f.send_buffer.map_or(Ok(d.send_buffer), |x| {
+                usize_size(x.0, &format!("{at}.send_buffer"))
+            })?,
+            initial_window: f.initial_window.unwrap_or(d.initial_window),
+            initial_rto: f.initial_rto.map_or(d.initial_rto, |x| x.0),
+            min_rto: f.min_rto.map_or(d.min_rto, |x| x.0),
+            max_rto: f.max_rto.map_or(d.max_rto, |x| x.0),
+            loss_threshold: f.loss_threshold.unwrap_or(d.loss_threshold),
+            ack_every: f.ack_every.unwrap_or(d.ack_every),
+            max_ack_delay: f.max_ack_delay.map_or(d.max_ack_delay, |x| x.0),
+            max_ack_ranges: f.max_ack_ranges.unwrap_or(d.max_ack_ranges),
+            max_paths: f.max_paths.unwrap_or(d.max_paths),
+            ..d
+        };
+        let n = match kind {
+            FlowKind::Multipath => paths.len(),
+            FlowKind::PerPath => 1,
+        };
+        conn.validate(n).map_err(|e| {
+            let field = match e.field {
+                "recv_buffer" => "buffer",
+                other => other,
+            };
+            format!("{at}.{field}: {}", e.reason)
+        })?;
+        if f.bytes.is_some_and(|b| b.0 == 0) {
+            return Err(format!(
+                "{at}.bytes: must be positive (omit it for a bulk flow)"
+            ));
+        }
+        let count = f.count.unwrap_or(1);
+        if count == 0 {
+            return Err(format!("{at}.count: must be at least 1"));
+        }
+        let first = flows.len();
+        for c in 0..count {
+            let name = if count == 1 {
+                f.name.clone()
+            } else {
+                format!("{}#{}", f.name, c + 1)
+            };
+            flows.push(FlowConfig {
+                name,
+                paths: paths.clone(),
+                conn: conn.clone(),
+                kind,
+                start: f.start.map_or(Duration::ZERO, |x| x.0),
+                bytes: f.bytes.map(|b| b.0),
+                read_rate_bps: f.read_rate.map(|r| r.0),
+            });
+        }
+        groups.push(FlowGroup {
+            name: f.name.clone(),
+            flows: first..flows.len(),
+            path_names: f.paths.clone(),
+        });
+    }
+    if flows.is_empty() {
+        return Err("flows: at least one flow is needed".into());
+    }
+
+    let mut changes = Vec::new();
+    for (i, e) in s.events.iter().enumerate() {
+        let &link = link_ix.get(e.link.as_str()).ok_or_else(|| {
+            format!(
+                "events[{i}].link: unknown link `{}` (known: {})",
+                e.link,
+                link_names()
+            )
+        })?;
+        let change = LinkChange {
+            rate_bps: e.set.rate.map(|r| r.0),
+            delay: e.set.delay.map(|d| d.0),
+            loss: e.set.loss.map(|l| l.0),
+            up: e.set.up,
+        };
+        if change == LinkChange::default() {
+            return Err(format!("events[{i}].set: changes nothing"));
+        }
+        changes.push(TimedChange {
+            at: e.at.0,
+            link,
+            direction: e.direction.unwrap_or(Direction::Forward),
+            change,
+        });
+    }
+    changes.sort_by_key(|c| c.at);
+
+    let sim = SimConfig {
+        links,
+        flows,
+        changes,
+        duration: s.duration.0,
+        seed: 0,
+        header_overhead: s.header_overhead.map_or(28, |h| h.0),
+        sample_interval: s.sample_interval.map(|d| d.0),
+    };
+    sim.validate().map_err(|e| e.to_string())?;
+    Ok(Compiled { sim, groups })
+}

@@ -1,0 +1,377 @@
+//! Scenario parsing: units, error messages, overrides, sweeps, seeds; every file under
+//! `scenarios/` parses.
+
+use std::path::{Path, PathBuf};
+use tributary_lab::run::{plan, repetition_seed};
+use tributary_lab::{RunOptions, Scenario};
+use tributary_proto::cc::CcConfig;
+use tributary_proto::scheme::SchemeConfig;
+use tributary_proto::time::Duration;
+use tributary_sim::{Direction, FlowKind, LossModel, QueueLimit};
+
+const BASE: &str = r#"
+name = "t"
+duration = "10s"
+seed = 7
+repetitions = 3
+
+[[links]]
+name = "wifi"
+rate = "20Mbps"
+delay = "10ms"
+queue = 50
+loss = 0.005
+
+[[links]]
+name = "cell"
+rate = "10Mbps"
+delay = "40ms"
+queue = "64KB"
+loss = "1%"
+
+[[flows]]
+name = "f1"
+paths = ["wifi", "cell"]
+buffer = "64KiB"
+"#;
+
+fn parse(extra: &str) -> Result<Scenario, String> {
+    Scenario::parse(&format!("{BASE}\n{extra}"), "test.toml").map_err(|e| e.to_string())
+}
+
+fn err(extra: &str) -> String {
+    parse(extra).expect_err("should be rejected")
+}
+
+#[test]
+fn units_and_defaults() {
+    let s = parse("").unwrap();
+    assert_eq!(s.variants, ["base"]);
+    assert_eq!(s.points.len(), 1);
+    let c = &s.config(0, 0).sim;
+    assert_eq!(c.duration, Duration::from_secs(10));
+    assert_eq!(c.links[0].forward.rate_bps, 20_000_000);
+    assert_eq!(c.links[0].forward.delay, Duration::from_millis(10));
+    assert_eq!(c.links[0].forward.queue, QueueLimit::Packets(50));
+    assert_eq!(c.links[0].forward.loss, LossModel::Bernoulli { p: 0.005 });
+    assert_eq!(c.links[1].forward.queue, QueueLimit::Bytes(64_000));
+    assert_eq!(c.links[1].forward.loss, LossModel::Bernoulli { p: 0.01 });
+    // The reverse direction defaults to the same rate, delay and queue without loss.
+    assert_eq!(c.links[1].reverse.rate_bps, 10_000_000);
+    assert_eq!(c.links[1].reverse.delay, Duration::from_millis(40));
+    assert_eq!(c.links[1].reverse.loss, LossModel::None);
+    let f = &c.flows[0];
+    assert_eq!(f.paths, vec![vec![0], vec![1]]);
+    assert_eq!(f.conn.recv_buffer, 65_536);
+    assert_eq!(f.kind, FlowKind::Multipath);
+    assert_eq!(f.bytes, None);
+    assert_eq!(c.header_overhead, 28);
+}
+
+#[test]
+fn full_schema() {
+    let s = Scenario::parse(
+        r#"
+        name = "full"
+        duration = "1min"
+        sample_interval = "500ms"
+        [[links]]
+        name = "access"
+        rate = "1.5Gbps"
+        delay = "1ms"
+        reorder = 0.01
+        reorder_delay = "3ms"
+        duplicate = "0.1%"
+        corrupt = 0.0001
+        reverse = { rate = "800kbps", loss = 0.01 }
+        [[links]]
+        name = "bottleneck"
+        rate = "10Mbps"
+        delay = "20ms"
+        queue = "100p"
+        loss = { model = "gilbert-elliott", mean = 0.03, burst = 2 }
+        [[links]]
+        name = "other"
+        rate = "10Mbps"
+        delay = "20ms"
+        loss = { model = "gilbert-elliott", p = 0.01, r = 0.3, loss_bad = 0.5 }
+        [[paths]]
+        name = "p1"
+        links = ["access", "bottleneck"]
+        [[flows]]
+        name = "web"
+        paths = ["p1", "other"]
+        scheme = { name = "mptcp", reinject = false }
+        cc = "lia"
+        scheduler = "round-robin"
+        bytes = "2MB"
+        start = "1s"
+        count = 3
+        mss = 1200
+        send_buffer = "1MiB"
+        min_rto = "1s"
+        read_rate = "5Mbps"
+        [[events]]
+        at = "5s"
+        link = "bottleneck"
+        set = { loss = 0.2, rate = "5Mbps" }
+        [[events]]
+        at = "2s"
+        link = "other"
+        direction = "both"
+        set = { up = false }
+        "#,
+        "full.toml",
+    )
+    .unwrap();
+    let c = &s.config(0, 0).sim;
+    assert_eq!(c.links[0].forward.rate_bps, 1_500_000_000);
+    assert_eq!(c.links[0].forward.duplicate_prob, 0.001);
+    assert_eq!(c.links[0].reverse.rate_bps, 800_000);
+    assert_eq!(c.links[0].reverse.loss, LossModel::Bernoulli { p: 0.01 });
+    assert_eq!(c.links[1].forward.queue, QueueLimit::Packets(100));
+    match c.links[1].forward.loss {
+        LossModel::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        } => {
+            assert_eq!((r, loss_good, loss_bad), (0.5, 0.0, 1.0));
+            assert!(
+                (c.links[1].forward.loss.mean_loss() - 0.03).abs() < 1e-12,
+                "{p}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(c.flows.len(), 3);
+    assert_eq!(c.flows[2].name, "web#3");
+    assert_eq!(c.flows[0].paths, vec![vec![0, 1], vec![2]]);
+    assert_eq!(c.flows[0].bytes, Some(2_000_000));
+    assert_eq!(c.flows[0].read_rate_bps, Some(5_000_000));
+    assert_eq!(c.flows[0].conn.cc, CcConfig::Lia);
+    assert_eq!(c.flows[0].conn.send_buffer, 1 << 20);
+    assert_eq!(c.flows[0].conn.mss, 1200);
+    match c.flows[0].conn.scheme {
+        SchemeConfig::Mptcp(a) => assert!(!a.reinject && a.penalize),
+        ref other => panic!("{other:?}"),
+    }
+    // Events are sorted by time; the default direction is forward.
+    assert_eq!(c.changes[0].at, Duration::from_secs(2));
+    assert_eq!(c.changes[0].direction, Direction::Both);
+    assert_eq!(c.changes[1].direction, Direction::Forward);
+    assert_eq!(c.changes[1].change.rate_bps, Some(5_000_000));
+    assert_eq!(c.sample_interval, Some(Duration::from_millis(500)));
+    assert_eq!(s.config(0, 0).groups[0].flows, 0..3);
+}
+
+#[test]
+fn errors_name_the_field() {
+    let base_with = |from: &str, to: &str| {
+        Scenario::parse(&BASE.replacen(from, to, 1), "x.toml")
+            .expect_err("rejected")
+            .to_string()
+    };
+    assert_eq!(
+        base_with("buffer = \"64KiB\"", "buffer = \"64 parsecs\""),
+        "x.toml: flows[0].buffer: expected a size like \"64KB\" or \"64KiB\", got \"64 parsecs\""
+    );
+    assert_eq!(
+        base_with("rate = \"20Mbps\"", "rate = \"fast\""),
+        "x.toml: links[0].rate: expected a rate like \"10Mbps\", got \"fast\""
+    );
+    assert_eq!(
+        base_with("delay = \"10ms\"", "delay = 10"),
+        "x.toml: links[0].delay: expected a duration like \"100ms\", got the bare number 10 (add a unit)"
+    );
+    let e = base_with("loss = 0.005", "loss = 1.5");
+    assert!(e.contains("links[0].loss: 1.5 is not a fraction"), "{e}");
+    let e = base_with("queue = 50", "queu = 50");
+    assert!(e.contains("links[0].queu: unknown field `queu`"), "{e}");
+    let e = base_with("duration = \"10s\"", "duraton = \"10s\"");
+    assert!(e.contains("unknown field `duraton`"), "{e}");
+    let e = base_with("[\"wifi\", \"cell\"]", "[\"wifi\", \"lte\"]");
+    assert!(
+        e.contains("flows[0].paths[1]: unknown path or link `lte` (known: wifi, cell)"),
+        "{e}"
+    );
+    let e = Scenario::parse(&format!("{BASE}scheme = \"tcp\"\n"), "x.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("flows[0].scheme: `tcp` uses at most 1 path(s) but the flow lists 2"),
+        "{e}"
+    );
+    let e = Scenario::parse(&format!("{BASE}scheme = \"fmtcpp\"\n"), "x.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("flows[0].scheme: unknown scheme `fmtcpp`"),
+        "{e}"
+    );
+    let e = Scenario::parse(&format!("{BASE}cc = \"cubic2\"\n"), "x.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("flows[0].cc: unknown variant `cubic2`"), "{e}");
+    let e = err("[[events]]\nat = \"1s\"\nlink = \"dsl\"\nset = { up = false }");
+    assert!(e.contains("events[0].link: unknown link `dsl`"), "{e}");
+    let e = Scenario::parse("name = 3", "x.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("name: invalid type"), "{e}");
+    let e = Scenario::parse("name = [", "x.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("x.toml: invalid TOML"), "{e}");
+    let e = Scenario::load(Path::new("/nonexistent/s.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("cannot read scenario file /nonexistent/s.toml"),
+        "{e}"
+    );
+    let e = base_with("buffer = \"64KiB\"", "buffer = 100");
+    assert!(
+        e.contains("flows[0].buffer: is 100 but must hold at least one MSS"),
+        "{e}"
+    );
+}
+
+#[test]
+fn variant_and_sweep_errors() {
+    let e = err("[sweep]\nparameter = \"links.lte.loss\"\nvalues = [0.1]");
+    assert!(
+        e.contains("sweep.parameter `links.lte.loss`: no `links` entry named `lte`"),
+        "{e}"
+    );
+    let e = err("[sweep]\nparameter = \"links.cell.los\"\nvalues = [0.1]");
+    assert!(
+        e.contains("test.toml: in sweep point `los=0.1`: links[1].los: unknown field `los`"),
+        "{e}"
+    );
+    let e = err("[sweep]\nparameter = \"links.cell.loss\"\nvalues = [\"lots\"]");
+    assert!(e.contains("links[1].loss: expected a fraction"), "{e}");
+    let e = err("[[variants]]\nname = \"a\"\nset = { \"flows.f2.scheme\" = \"tcp\" }");
+    assert!(
+        e.contains("variants[0] (`a`).set.flows.f2.scheme: no `flows` entry named `f2`"),
+        "{e}"
+    );
+    let e = err("[[variants]]\nname = \"a\"\nset = { \"flows.f1.scheme\" = \"tcp\" }");
+    assert!(
+        e.contains("in variants[0] (`a`): flows[0].scheme: `tcp` uses at most"),
+        "{e}"
+    );
+    let e = err("[[variants]]\nname = \"a\"\nset = { seed = 3 }");
+    assert!(e.contains("cannot be overridden"), "{e}");
+    let e = err("[[variants]]\nname = \"a\"\n[[variants]]\nname = \"a\"");
+    assert!(e.contains("variants[1].name: `a` is used twice"), "{e}");
+    let e =
+        err("[sweep]\nparameter = \"links.cell.loss\"\nvalues = [0.1]\nlabels = [\"a\", \"b\"]");
+    assert!(e.contains("sweep.labels: 2 labels for 1 values"), "{e}");
+}
+
+#[test]
+fn variants_sweeps_and_seeds() {
+    let s = parse(
+        r#"
+        [[variants]]
+        name = "mptcp"
+        [[variants]]
+        name = "n-tcp"
+        set = { "flows.f1.scheme" = "n-tcp" }
+        [[variants]]
+        name = "tcp"
+        set = { flows = { f1 = { scheme = "tcp", paths = ["wifi"] } } }
+
+        [[sweep]]
+        parameter = "links.cell.loss"
+        values = [0.0, 0.02, "5%"]
+        [[sweep]]
+        parameter = "links.cell"
+        values = [{ delay = "100ms" }, { delay = "200ms", rate = "5Mbps" }]
+        labels = ["near", "far"]
+        "#,
+    )
+    .unwrap();
+    assert_eq!(s.variants, ["mptcp", "n-tcp", "tcp"]);
+    let labels: Vec<&str> = s.points.iter().map(|p| p.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "loss=0.0 near",
+            "loss=0.0 far",
+            "loss=0.02 near",
+            "loss=0.02 far",
+            "loss=5% near",
+            "loss=5% far"
+        ]
+    );
+    assert_eq!(s.configs.len(), 18);
+    let n_tcp = &s.config(1, 5).sim;
+    assert_eq!(n_tcp.flows[0].kind, FlowKind::PerPath);
+    assert_eq!(n_tcp.flows[0].conn.scheme, SchemeConfig::Tcp);
+    assert_eq!(
+        n_tcp.links[1].forward.loss,
+        LossModel::Bernoulli { p: 0.05 }
+    );
+    assert_eq!(n_tcp.links[1].forward.delay, Duration::from_millis(200));
+    assert_eq!(n_tcp.links[1].forward.rate_bps, 5_000_000);
+    // Merging a table keeps the rest of the link.
+    assert_eq!(n_tcp.links[1].forward.queue, QueueLimit::Bytes(64_000));
+    assert_eq!(s.config(0, 0).sim.links[1].forward.loss, LossModel::None);
+    assert_eq!(
+        s.config(0, 0).sim.links[1].forward.delay,
+        Duration::from_millis(100)
+    );
+    let tcp = &s.config(2, 0).sim;
+    assert_eq!(tcp.flows[0].paths, vec![vec![0]]);
+    assert_eq!(tcp.flows[0].conn.scheme, SchemeConfig::Tcp);
+    // The base network of the variants is untouched.
+    assert_eq!(s.config(0, 3).sim.flows[0].kind, FlowKind::Multipath);
+
+    // Seeds: the same for a repetition in every variant and sweep point, distinct across
+    // repetitions, derived from the master seed.
+    let runs = plan(&s, &RunOptions::default());
+    assert_eq!(runs.len(), 3 * 6 * 3);
+    for r in &runs {
+        assert_eq!(r.seed, repetition_seed(7, r.repetition));
+    }
+    let mut seeds: Vec<u64> = (0..3).map(|r| repetition_seed(7, r)).collect();
+    seeds.dedup();
+    assert_eq!(seeds.len(), 3);
+    let other = plan(
+        &s,
+        &RunOptions {
+            seed: Some(8),
+            repetitions: Some(2),
+            jobs: None,
+        },
+    );
+    assert_eq!(other.len(), 3 * 6 * 2);
+    assert_ne!(other[0].seed, runs[0].seed);
+}
+
+fn scenario_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            scenario_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "toml") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_scenario_file_parses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut files = Vec::new();
+    scenario_files(&root, &mut files);
+    assert!(files.len() >= 4, "{files:?}");
+    for f in files {
+        if let Err(e) = Scenario::load(&f) {
+            panic!("{e}");
+        }
+    }
+}
