@@ -212,11 +212,8 @@ impl Path {
             latest_rtt: self.rtt.latest(),
             rto: self.rtt.rto(),
             loss_rate: self.loss.rate(),
-            in_recovery: self.recovery_start.is_some()
-                && self
-                    .oldest_outstanding_sent()
-                    .is_some_and(|t| self.recovery_start.is_some_and(|r| t <= r)),
-            oldest_unacked_sent: self.oldest_outstanding_sent(),
+            in_recovery: matches!((self.recovery_start, oldest), (Some(r), Some(t)) if t <= r),
+            oldest_unacked_sent: oldest,
             loss_threshold: self.loss_threshold,
         }
     }
