@@ -7,17 +7,29 @@
 //! — at most one reduction per window of data, RFC 6582 / RFC 9002 §7.3.2 — so controllers
 //! see `on_congestion_event` once per loss episode.
 
+mod balia;
+mod coupled;
 mod cubic;
+mod ewtcp;
 mod lia;
+mod mpveno;
 mod newreno;
+mod olia;
 mod vegas;
 mod veno;
+mod wvegas;
 
-pub use cubic::Cubic;
+pub use balia::{balia_alpha, Balia};
+pub use coupled::{total_cwnd, Coupled};
+pub use cubic::{Cubic, CUBIC_BETA, CUBIC_C};
+pub use ewtcp::{ewtcp_weight, Ewtcp};
 pub use lia::Lia;
+pub use mpveno::MpVeno;
 pub use newreno::NewReno;
-pub use vegas::Vegas;
-pub use veno::Veno;
+pub use olia::{olia_alpha, olia_increase, Olia};
+pub use vegas::{vegas_diff, Vegas, VEGAS_ALPHA, VEGAS_BETA, VEGAS_GAMMA};
+pub use veno::{veno_backlog, Veno, VENO_BETA};
+pub use wvegas::{WVegas, WVEGAS_INITIAL_ALPHA, WVEGAS_TOTAL_ALPHA};
 
 use crate::path::PathView;
 use crate::time::{Duration, Instant};
@@ -91,11 +103,28 @@ pub enum CcConfig {
     Vegas,
     /// TCP Veno (Fu & Liew 2003), uncoupled per path.
     Veno,
+    /// Equally-weighted TCP (Honda et al. 2009): Reno per path, increase weighted by 1/n².
+    Ewtcp,
+    /// Fully coupled AIMD (Kelly & Voice 2005; Han et al. 2006).
+    Coupled,
+    /// Opportunistic Linked-Increases Algorithm (Khalili et al., CoNEXT 2012).
+    Olia,
+    /// Balanced Linked Adaptation (Peng et al., IEEE/ACM ToN 2016).
+    Balia,
+    /// Weighted Vegas (Cao et al., ICNP 2012).
+    #[serde(rename = "wvegas")]
+    WVegas,
+    /// Multipath Veno (Le, ATC 2013).
+    #[serde(rename = "mpveno")]
+    MpVeno,
 }
 
 impl CcConfig {
     /// Every accepted name.
-    pub const NAMES: &'static [&'static str] = &["new-reno", "lia", "cubic", "vegas", "veno"];
+    pub const NAMES: &'static [&'static str] = &[
+        "new-reno", "lia", "cubic", "vegas", "veno", "ewtcp", "coupled", "olia", "balia", "wvegas",
+        "mpveno",
+    ];
 
     /// Builds the controller.
     pub fn build(&self) -> Box<dyn CongestionControl> {
@@ -105,6 +134,12 @@ impl CcConfig {
             CcConfig::Cubic => Box::new(Cubic::default()),
             CcConfig::Vegas => Box::new(Vegas::default()),
             CcConfig::Veno => Box::new(Veno::default()),
+            CcConfig::Ewtcp => Box::new(Ewtcp::default()),
+            CcConfig::Coupled => Box::new(Coupled::default()),
+            CcConfig::Olia => Box::new(Olia::default()),
+            CcConfig::Balia => Box::new(Balia::default()),
+            CcConfig::WVegas => Box::new(WVegas::default()),
+            CcConfig::MpVeno => Box::new(MpVeno::default()),
         }
     }
 }
@@ -168,6 +203,11 @@ pub fn reno_increase(mss: u64, bytes: u64, cwnd: u64) -> f64 {
     mss as f64 * bytes as f64 / cwnd.max(1) as f64
 }
 
+/// A path's RTT in seconds for rate computations: SRTT, or the RTO before the first sample.
+pub(crate) fn rtt_secs(p: &PathView) -> f64 {
+    p.rtt_or_rto().as_secs_f64().max(1e-6)
+}
+
 /// The window after a decrease to `target` bytes: floored at 2·MSS (RFC 5681 Eq. 4's floor
 /// for ssthresh), the only case in which a "decrease" can leave more than the old window.
 pub(crate) fn reduced(p: &PathView, target: f64) -> Window {
@@ -198,6 +238,11 @@ impl<T: Default> PerPath<T> {
             self.v.resize_with(path + 1, T::default);
         }
         &mut self.v[path]
+    }
+
+    /// State of `path`, if it was ever used.
+    pub(crate) fn peek(&self, path: usize) -> Option<&T> {
+        self.v.get(path)
     }
 }
 
