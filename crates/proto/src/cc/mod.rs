@@ -300,4 +300,6 @@ impl RttRounds {
 }
 
 #[cfg(test)]
+mod model_tests;
+#[cfg(test)]
 mod tests;
