@@ -128,7 +128,7 @@ fn goal1_improve_throughput() {
 // ---------------------------------------------------------------- goal 2
 
 /// Dumbbell: the multipath flow's two subflows (access links 0 and 1) and one TCP (access
-/// link 2) share a bottleneck with 44 ms RTT. `random_loss = false`: 10 Mbit/s, 50-packet
+/// link 2) share a bottleneck with 42 ms propagation RTT. `random_loss = false`: 10 Mbit/s, 50-packet
 /// drop-tail queue (losses come from queue overflow, in bursts). `true`: 100 Mbit/s with 1 %
 /// Bernoulli loss and no queueing (each packet lost independently, the fluid models' world).
 fn goal2_links(random_loss: bool) -> Vec<LinkConfig> {
@@ -254,7 +254,7 @@ fn goal2_do_no_harm() {
 
 // ---------------------------------------------------------------- goal 3
 
-/// Two disjoint 10 Mbit/s paths, 44 ms RTT, 50-packet queues; path B also carries
+/// Two disjoint 10 Mbit/s paths, 40 ms propagation RTT, 50-packet queues; path B also carries
 /// `BACKGROUND` NewReno flows (own access links), so it is the more congested one.
 const BACKGROUND: usize = 3;
 const GOAL3_SECS: u64 = 60;
