@@ -255,7 +255,8 @@ fn goal2_do_no_harm() {
 // ---------------------------------------------------------------- goal 3
 
 /// Two disjoint 10 Mbit/s paths, 40 ms propagation RTT, 50-packet queues; path B also carries
-/// `BACKGROUND` NewReno flows (own access links), so it is the more congested one.
+/// `BACKGROUND` flows of the algorithm's family (own access links), so it is the more
+/// congested one.
 const BACKGROUND: usize = 3;
 const GOAL3_SECS: u64 = 60;
 

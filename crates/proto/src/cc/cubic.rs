@@ -92,7 +92,9 @@ impl CongestionControl for Cubic {
         st.w_est += alpha * mss * rest as f64 / cw;
         let new = if Self::w_cubic(st, mss, t) < st.w_est {
             st.carry = 0.0;
-            (st.w_est as u64).max(cwnd)
+            // Never faster than slow start: W_est can stand far above a window the engine
+            // lowered behind the controller's back (MPTCP's penalisation).
+            (st.w_est as u64).clamp(cwnd, cwnd + rest)
         } else {
             let target = Self::w_cubic(st, mss, t + rtt).clamp(cw, 1.5 * cw);
             apply_fractional(&mut st.carry, cwnd, (target - cw) * rest as f64 / cw)
