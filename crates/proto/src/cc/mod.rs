@@ -1,17 +1,35 @@
 //! Congestion control.
 //!
-//! One controller per connection sees every path ([`PathView`]), so coupled algorithms (LIA
-//! here; OLIA, BALIA, wVegas, MPVeno in later work) need no other plumbing. The engine owns
+//! One controller per connection sees every path ([`PathView`]), so coupled algorithms need no
+//! other plumbing: per-path state lives inside the controller, indexed by path id. The engine owns
 //! the windows; a controller returns decisions ([`Window`]) rather than mutating shared state
 //! (the ns-3 split of congestion *state* and *ops*). The engine also owns the recovery rule
 //! — at most one reduction per window of data, RFC 6582 / RFC 9002 §7.3.2 — so controllers
 //! see `on_congestion_event` once per loss episode.
 
+mod balia;
+mod coupled;
+mod cubic;
+mod ewtcp;
 mod lia;
+mod mpveno;
 mod newreno;
+mod olia;
+mod vegas;
+mod veno;
+mod wvegas;
 
+pub use balia::{balia_alpha, Balia};
+pub use coupled::{total_cwnd, Coupled};
+pub use cubic::{Cubic, CUBIC_BETA, CUBIC_C};
+pub use ewtcp::{ewtcp_weight, Ewtcp};
 pub use lia::Lia;
+pub use mpveno::MpVeno;
 pub use newreno::NewReno;
+pub use olia::{olia_alpha, olia_increase, Olia};
+pub use vegas::{vegas_diff, Vegas, VEGAS_ALPHA, VEGAS_BETA, VEGAS_GAMMA};
+pub use veno::{veno_backlog, Veno, VENO_BETA};
+pub use wvegas::{WVegas, WVEGAS_INITIAL_ALPHA, WVEGAS_TOTAL_ALPHA};
 
 use crate::path::PathView;
 use crate::time::{Duration, Instant};
@@ -79,17 +97,49 @@ pub enum CcConfig {
     NewReno,
     /// Linked Increases Algorithm (RFC 6356).
     Lia,
+    /// CUBIC (RFC 9438), uncoupled per path.
+    Cubic,
+    /// TCP Vegas (Brakmo & Peterson 1995), uncoupled per path.
+    Vegas,
+    /// TCP Veno (Fu & Liew 2003), uncoupled per path.
+    Veno,
+    /// Equally-weighted TCP (Honda et al. 2009): Reno per path, increase weighted by 1/n².
+    Ewtcp,
+    /// Fully coupled AIMD (Kelly & Voice 2005; Han et al. 2006).
+    Coupled,
+    /// Opportunistic Linked-Increases Algorithm (Khalili et al., CoNEXT 2012).
+    Olia,
+    /// Balanced Linked Adaptation (Peng et al., IEEE/ACM ToN 2016).
+    Balia,
+    /// Weighted Vegas (Cao et al., ICNP 2012).
+    #[serde(rename = "wvegas")]
+    WVegas,
+    /// Multipath Veno (Le, ATC 2013).
+    #[serde(rename = "mpveno")]
+    MpVeno,
 }
 
 impl CcConfig {
     /// Every accepted name.
-    pub const NAMES: &'static [&'static str] = &["new-reno", "lia"];
+    pub const NAMES: &'static [&'static str] = &[
+        "new-reno", "lia", "cubic", "vegas", "veno", "ewtcp", "coupled", "olia", "balia", "wvegas",
+        "mpveno",
+    ];
 
     /// Builds the controller.
     pub fn build(&self) -> Box<dyn CongestionControl> {
         match self {
             CcConfig::NewReno => Box::new(NewReno::default()),
             CcConfig::Lia => Box::new(Lia::default()),
+            CcConfig::Cubic => Box::new(Cubic::default()),
+            CcConfig::Vegas => Box::new(Vegas::default()),
+            CcConfig::Veno => Box::new(Veno::default()),
+            CcConfig::Ewtcp => Box::new(Ewtcp::default()),
+            CcConfig::Coupled => Box::new(Coupled::default()),
+            CcConfig::Olia => Box::new(Olia::default()),
+            CcConfig::Balia => Box::new(Balia::default()),
+            CcConfig::WVegas => Box::new(WVegas::default()),
+            CcConfig::MpVeno => Box::new(MpVeno::default()),
         }
     }
 }
@@ -137,5 +187,119 @@ pub fn slow_start(p: &PathView, bytes_acked: u64) -> (u64, u64) {
     (p.cwnd + used, bytes_acked - used)
 }
 
+/// Adds a signed, possibly fractional `inc` (bytes) to `cwnd`, carrying the fraction in
+/// `carry` (kept in [0, 1)), so that many small per-ACK changes add up exactly.
+pub(crate) fn apply_fractional(carry: &mut f64, cwnd: u64, inc: f64) -> u64 {
+    let total = (cwnd as f64 + *carry + inc).max(0.0);
+    // The epsilon absorbs representation error, as in [`Accumulators::add`].
+    let whole = (total + 1e-9).floor();
+    *carry = (total - whole).max(0.0);
+    whole as u64
+}
+
+/// Reno's congestion-avoidance increase for `bytes` acknowledged: `MSS · bytes / cwnd`
+/// (RFC 5681 Eq. 3, byte-counted). The yardstick for coupled increases.
+pub fn reno_increase(mss: u64, bytes: u64, cwnd: u64) -> f64 {
+    mss as f64 * bytes as f64 / cwnd.max(1) as f64
+}
+
+/// A path's RTT in seconds for rate computations: SRTT, or the RTO before the first sample.
+pub(crate) fn rtt_secs(p: &PathView) -> f64 {
+    p.rtt_or_rto().as_secs_f64().max(1e-6)
+}
+
+/// The window after a decrease to `target` bytes: floored at 2·MSS (RFC 5681 Eq. 4's floor
+/// for ssthresh), the only case in which a "decrease" can leave more than the old window.
+pub(crate) fn reduced(p: &PathView, target: f64) -> Window {
+    let floor = 2 * p.mss;
+    let cwnd = (target.max(0.0) as u64).max(floor);
+    Window {
+        cwnd,
+        ssthresh: cwnd,
+    }
+}
+
+/// Per-path controller state, grown on demand (path ids are small dense indices).
+#[derive(Debug, Clone)]
+pub(crate) struct PerPath<T> {
+    v: Vec<T>,
+}
+
+impl<T> Default for PerPath<T> {
+    fn default() -> Self {
+        PerPath { v: Vec::new() }
+    }
+}
+
+impl<T: Default> PerPath<T> {
+    /// State of `path`, created on first use.
+    pub(crate) fn get(&mut self, path: usize) -> &mut T {
+        if self.v.len() <= path {
+            self.v.resize_with(path + 1, T::default);
+        }
+        &mut self.v[path]
+    }
+
+    /// State of `path`, if it was ever used.
+    pub(crate) fn peek(&self, path: usize) -> Option<&T> {
+        self.v.get(path)
+    }
+}
+
+/// What one round trip of RTT samples showed (delay-based algorithms).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct RoundRtt {
+    /// Smallest sample of the round (seconds): Linux `tcp_vegas` uses it to filter out
+    /// delayed ACKs.
+    pub min: f64,
+    /// Mean of the round's samples (seconds): Linux `mptcp_wvegas` uses it.
+    pub mean: f64,
+}
+
+/// Splits ACKs into rounds of one RTT, as Linux Vegas does with `beg_snd_nxt`: a round ends at
+/// the first ACK whose RTT sample shows that the acknowledged packet was sent after the
+/// round began (its send time is `now − sample`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RttRounds {
+    start: Option<Instant>,
+    min: f64,
+    sum: f64,
+    count: u32,
+}
+
+impl RttRounds {
+    /// Records the ACK's sample; returns the round's RTTs if this ACK ends it.
+    pub(crate) fn on_ack(&mut self, now: Instant, sample: Option<Duration>) -> Option<RoundRtt> {
+        let sample = sample?;
+        let s = sample.as_secs_f64();
+        let start = *self.start.get_or_insert(now);
+        if self.count == 0 || s < self.min {
+            self.min = s;
+        }
+        self.sum += s;
+        self.count += 1;
+        let sent = now.as_nanos().saturating_sub(sample.as_nanos());
+        if sent < start.as_nanos() || self.start == Some(now) && self.count == 1 {
+            return None;
+        }
+        let r = RoundRtt {
+            min: self.min,
+            mean: self.sum / f64::from(self.count),
+        };
+        *self = RttRounds {
+            start: Some(now),
+            ..RttRounds::default()
+        };
+        Some(r)
+    }
+
+    /// Forgets the current round (after a loss: Linux re-enables Vegas only when recovery ends).
+    pub(crate) fn reset(&mut self) {
+        *self = RttRounds::default();
+    }
+}
+
+#[cfg(test)]
+mod model_tests;
 #[cfg(test)]
 mod tests;

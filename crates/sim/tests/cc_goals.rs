@@ -1,0 +1,341 @@
+//! RFC 6356 §2 design goals, measured on the simulator for every congestion controller.
+//!
+//! 1. *Improve throughput*: on two disjoint paths a multipath flow gets at least what the best
+//!    single-path TCP gets.
+//! 2. *Do no harm*: with both subflows through one bottleneck shared with one TCP, the
+//!    multipath flow takes no more than a TCP's share (we report the ratio, and bound it by
+//!    1.2 only where that is a property of the algorithm).
+//! 3. *Balance congestion*: traffic moves off the more congested path.
+//!
+//! Each run is a fixed-seed simulation; the numbers are in docs/experiments/congestion.md.
+//! `cargo test -p tributary-sim --release --test cc_goals -- --nocapture` prints the tables.
+
+mod common;
+use common::*;
+use tributary_proto::cc::CcConfig;
+use tributary_proto::scheme::SchemeConfig;
+use tributary_proto::time::Duration;
+use tributary_sim::*;
+
+const ALL: [CcConfig; 11] = [
+    CcConfig::NewReno,
+    CcConfig::Cubic,
+    CcConfig::Vegas,
+    CcConfig::Veno,
+    CcConfig::Ewtcp,
+    CcConfig::Coupled,
+    CcConfig::Lia,
+    CcConfig::Olia,
+    CcConfig::Balia,
+    CcConfig::WVegas,
+    CcConfig::MpVeno,
+];
+
+/// Seeds of the loss processes. Drop-tail scenarios without random loss are deterministic, so
+/// the seed there also staggers the competing flows' start (see [`stagger`]).
+const SEEDS: [u64; 2] = [1, 2];
+
+/// Start offset of competing flow `i` for `seed`: (seed − 1)·137 ms + i·53 ms.
+fn stagger(seed: u64, i: u64) -> Duration {
+    Duration::from_millis((seed - 1) * 137 + i * 53)
+}
+const BUF: usize = 8 << 20;
+
+fn name(cc: CcConfig) -> &'static str {
+    cc.build().name()
+}
+
+/// Mean over the seeds of `f(seed)`.
+fn mean(f: impl Fn(u64) -> f64) -> f64 {
+    SEEDS.iter().map(|&s| f(s)).sum::<f64>() / SEEDS.len() as f64
+}
+
+/// `f` for every algorithm of [`ALL`], on scoped threads (the machine's cores), in order.
+fn par<T: Send>(f: impl Fn(CcConfig) -> T + Sync) -> Vec<T> {
+    let f = &f;
+    std::thread::scope(|s| {
+        let hs: Vec<_> = ALL.iter().map(|&cc| s.spawn(move || f(cc))).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+// ---------------------------------------------------------------- goal 1
+
+/// Two disjoint, loss-limited paths (20 Mbit/s each, far above what the loss allows, so no
+/// queue builds): A 40 ms RTT, B 160 ms RTT, both 1 % Bernoulli loss.
+fn goal1_links() -> Vec<LinkConfig> {
+    vec![
+        link("a", 20_000_000, 20, 200, 0.01),
+        link("b", 20_000_000, 80, 200, 0.01),
+    ]
+}
+
+const GOAL1_SECS: u64 = 120;
+
+fn goal1_tcp(path: usize, seed: u64) -> f64 {
+    let c = conn(SchemeConfig::Tcp, CcConfig::NewReno, BUF);
+    let f = flow("tcp", vec![vec![path]], c, FlowKind::Multipath);
+    run(sim(goal1_links(), vec![f], GOAL1_SECS, seed))
+        .unwrap()
+        .flows[0]
+        .goodput_mbps
+}
+
+fn goal1_mp(cc: CcConfig, seed: u64) -> f64 {
+    let f = flow(
+        "mp",
+        vec![vec![0], vec![1]],
+        conn(mptcp(), cc, BUF),
+        FlowKind::Multipath,
+    );
+    run(sim(goal1_links(), vec![f], GOAL1_SECS, seed))
+        .unwrap()
+        .flows[0]
+        .goodput_mbps
+}
+
+#[test]
+fn goal1_improve_throughput() {
+    let tcp_a = mean(|s| goal1_tcp(0, s));
+    let tcp_b = mean(|s| goal1_tcp(1, s));
+    let best = tcp_a.max(tcp_b);
+    let got = par(|cc| mean(|s| goal1_mp(cc, s)));
+    println!("goal 1: TCP on A {tcp_a:.3}, on B {tcp_b:.3} Mbit/s");
+    println!("| cc | multipath Mbit/s | / best TCP |");
+    for (cc, g) in ALL.iter().zip(&got) {
+        println!("| {} | {g:.3} | {:.3} |", name(*cc), g / best);
+    }
+    for (&cc, &g) in ALL.iter().zip(&got) {
+        match cc {
+            // EWTCP's 1/n² weight gives each subflow half a TCP: (TCP_A + TCP_B)/2, below the
+            // best TCP. Its known failure of goal 1, checked against that prediction (±10 %).
+            CcConfig::Ewtcp => {
+                let predicted = (tcp_a + tcp_b) / 2.0;
+                assert!(
+                    (g / predicted - 1.0).abs() < 0.1,
+                    "ewtcp {g} vs {predicted}"
+                );
+            }
+            // Fully coupled splits by loss rate only (equal here), not RTT: reported only.
+            CcConfig::Coupled => {}
+            // Everything else meets the goal; LIA meets it with equality in theory, so the
+            // tolerance is the run-to-run noise of two 120 s loss processes (10 %).
+            _ => assert!(g >= 0.9 * best, "{}: {g} < 0.9 × {best}", name(cc)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- goal 2
+
+/// Dumbbell: the multipath flow's two subflows (access links 0 and 1) and one TCP (access
+/// link 2) share a bottleneck with 42 ms propagation RTT. `random_loss = false`: 10 Mbit/s, 50-packet
+/// drop-tail queue (losses come from queue overflow, in bursts). `true`: 100 Mbit/s with 1 %
+/// Bernoulli loss and no queueing (each packet lost independently, the fluid models' world).
+fn goal2_links(random_loss: bool) -> Vec<LinkConfig> {
+    let bottleneck = if random_loss {
+        link("bottleneck", 100_000_000, 20, 1000, 0.01)
+    } else {
+        link("bottleneck", 10_000_000, 20, 50, 0.0)
+    };
+    vec![
+        link("acc1", 100_000_000, 1, 1000, 0.0),
+        link("acc2", 100_000_000, 1, 1000, 0.0),
+        link("acc3", 100_000_000, 1, 1000, 0.0),
+        bottleneck,
+    ]
+}
+
+const GOAL2_SECS: u64 = 90;
+
+/// (multipath goodput, TCP goodput) with the TCP running `tcp_cc`.
+fn goal2(cc: CcConfig, tcp_cc: CcConfig, random_loss: bool, seed: u64) -> (f64, f64) {
+    let flows = vec![
+        flow(
+            "mp",
+            vec![vec![0, 3], vec![1, 3]],
+            conn(mptcp(), cc, BUF),
+            FlowKind::Multipath,
+        ),
+        FlowConfig {
+            start: stagger(seed, 1),
+            ..flow(
+                "tcp",
+                vec![vec![2, 3]],
+                conn(SchemeConfig::Tcp, tcp_cc, BUF),
+                FlowKind::Multipath,
+            )
+        },
+    ];
+    let r = run(sim(goal2_links(random_loss), flows, GOAL2_SECS, seed)).unwrap();
+    (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps)
+}
+
+/// The single-path algorithm of an algorithm's family (its natural TCP competitor).
+fn family(cc: CcConfig) -> CcConfig {
+    match cc {
+        CcConfig::Cubic => CcConfig::Cubic,
+        CcConfig::Vegas | CcConfig::WVegas => CcConfig::Vegas,
+        CcConfig::Veno | CcConfig::MpVeno => CcConfig::Veno,
+        _ => CcConfig::NewReno,
+    }
+}
+
+/// Multipath/TCP goodput ratio per seed.
+fn goal2_ratios(cc: CcConfig, tcp_cc: CcConfig, random_loss: bool) -> Vec<f64> {
+    SEEDS
+        .iter()
+        .map(|&s| {
+            let (m, t) = goal2(cc, tcp_cc, random_loss, s);
+            m / t
+        })
+        .collect()
+}
+
+fn avg(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// "mean (seed 1, seed 2)".
+fn show(v: &[f64]) -> String {
+    let each: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
+    format!("{:.3} ({})", avg(v), each.join(", "))
+}
+
+/// RFC 6356 goal 2's bound on the multipath/TCP ratio ("~1.2").
+const GOAL2_BOUND: f64 = 1.2;
+/// What the linked-increase family (EWTCP, LIA, OLIA, BALIA) reaches behind a drop-tail
+/// queue: measured 1.27–1.34. Our reading (not yet verified per loss event): a queue overflow
+/// often drops from one subflow only, which halves that subflow — a quarter of the aggregate —
+/// where the TCP loses half its window; the fluid models behind these algorithms assume
+/// independent per-packet losses (the random-loss column, where they stay under 1.2).
+const GOAL2_DROPTAIL_LINKED: f64 = 1.45;
+
+#[test]
+fn goal2_do_no_harm() {
+    let got = par(|cc| {
+        [
+            goal2_ratios(cc, CcConfig::NewReno, false),
+            goal2_ratios(cc, family(cc), false),
+            goal2_ratios(cc, CcConfig::NewReno, true),
+        ]
+    });
+    println!(
+        "| cc | vs NewReno, drop-tail | vs family TCP, drop-tail | vs NewReno, 1 % random loss |"
+    );
+    for (cc, [r, rf, rr]) in ALL.iter().zip(&got) {
+        println!(
+            "| {} | {} | {} {} | {} |",
+            name(*cc),
+            show(r),
+            name(family(*cc)),
+            show(rf),
+            show(rr)
+        );
+    }
+    for (&cc, [r, rf, rr]) in ALL.iter().zip(&got) {
+        let (r, rf, rr) = (avg(r), avg(rf), avg(rr));
+        let n = name(cc);
+        match cc {
+            // Two uncoupled loss-based subflows take about two TCPs' share: the test discriminates.
+            CcConfig::NewReno | CcConfig::Cubic => assert!(rf >= 1.8, "{n}: {rf}"),
+            // A fully coupled window is one TCP's (its per-path floor adds a little).
+            CcConfig::Coupled => assert!(r <= GOAL2_BOUND && rr <= GOAL2_BOUND, "{n}: {r} {rr}"),
+            CcConfig::Ewtcp | CcConfig::Lia | CcConfig::Olia | CcConfig::Balia => {
+                assert!(rr <= GOAL2_BOUND, "{n}: random loss {rr}");
+                assert!(r <= GOAL2_DROPTAIL_LINKED, "{n}: drop-tail {r}");
+            }
+            // Congestive losses behind a full queue: OLIA's increase, gated, and halving.
+            CcConfig::MpVeno => assert!(r <= GOAL2_BOUND && rf <= GOAL2_BOUND, "{n}: {r} {rf}"),
+            // Vegas, Veno, wVegas: reported only (see docs/experiments/congestion.md).
+            _ => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------- goal 3
+
+/// Two disjoint 10 Mbit/s paths, 40 ms propagation RTT, 50-packet queues; path B also carries
+/// `BACKGROUND` flows of the algorithm's family (own access links), so it is the more
+/// congested one.
+const BACKGROUND: usize = 3;
+const GOAL3_SECS: u64 = 60;
+
+fn goal3(cc: CcConfig, seed: u64) -> (f64, f64, f64) {
+    let mut links = vec![
+        link("a", 10_000_000, 20, 50, 0.0),
+        link("b", 10_000_000, 20, 50, 0.0),
+    ];
+    let mut flows = vec![flow(
+        "mp",
+        vec![vec![0], vec![1]],
+        conn(mptcp(), cc, BUF),
+        FlowKind::Multipath,
+    )];
+    for i in 0..BACKGROUND {
+        links.push(link(&format!("acc{i}"), 100_000_000, 1, 1000, 0.0));
+        flows.push(FlowConfig {
+            start: stagger(seed, i as u64 + 1),
+            ..flow(
+                &format!("bg{i}"),
+                vec![vec![2 + i, 1]],
+                conn(SchemeConfig::Tcp, family(cc), BUF),
+                FlowKind::Multipath,
+            )
+        });
+    }
+    let r = run(sim(links, flows, GOAL3_SECS, seed)).unwrap();
+    let mp = &r.flows[0];
+    let bg: f64 = r.flows[1..].iter().map(|f| f.goodput_mbps).sum();
+    (mp.paths[0].throughput_mbps, mp.paths[1].throughput_mbps, bg)
+}
+
+/// (throughput on A, on B, background goodput), means over the seeds.
+fn goal3_mean(cc: CcConfig) -> [f64; 3] {
+    let mut acc = [0.0; 3];
+    for &s in &SEEDS {
+        let (a, b, bg) = goal3(cc, s);
+        acc[0] += a / SEEDS.len() as f64;
+        acc[1] += b / SEEDS.len() as f64;
+        acc[2] += bg / SEEDS.len() as f64;
+    }
+    acc
+}
+
+#[test]
+fn goal3_balance_congestion() {
+    let got = par(goal3_mean);
+    println!("| cc | background | on A | on B | share on B | background goodput |");
+    for (cc, [a, b, bg]) in ALL.iter().zip(&got) {
+        println!(
+            "| {} | {} | {a:.3} | {b:.3} | {:.3} | {bg:.3} |",
+            name(*cc),
+            name(family(*cc)),
+            b / (a + b)
+        );
+    }
+    let share = |cc: CcConfig| {
+        let i = ALL.iter().position(|&c| c == cc).unwrap();
+        let [a, b, _] = got[i];
+        b / (a + b)
+    };
+    for cc in [
+        CcConfig::Coupled,
+        CcConfig::Lia,
+        CcConfig::Olia,
+        CcConfig::Balia,
+        CcConfig::MpVeno,
+    ] {
+        // Uncoupled subflows of the same family, against the same background, are the
+        // baseline; the coupled ones put at most 60 % of that share on the congested path
+        // (measured 38–48 %).
+        let (s, base) = (share(cc), share(family(cc)));
+        assert!(
+            s <= 0.6 * base,
+            "{}: share on B {s} vs uncoupled {base}",
+            name(cc)
+        );
+    }
+    // wVegas moves some traffic (measured 73 % of Vegas's share), not as much.
+    let (s, base) = (share(CcConfig::WVegas), share(CcConfig::Vegas));
+    assert!(s < 0.9 * base, "wvegas: share on B {s} vs Vegas {base}");
+}
