@@ -8,7 +8,8 @@
 //! Layout (see `docs/ARCHITECTURE.md`):
 //! - [`wire`]: packet and frame formats (parse never panics);
 //! - [`path`]: per-path packet numbers, SACK state, RTT (RFC 6298), loss detection;
-//! - [`cc`]: congestion control trait and NewReno, LIA;
+//! - [`cc`]: congestion control trait and the algorithm family (NewReno, CUBIC, Vegas, Veno,
+//!   EWTCP, Coupled, LIA, OLIA, BALIA, wVegas, MPVeno);
 //! - [`sched`]: path schedulers;
 //! - [`scheme`]: recovery/coding schemes (`tcp`, `mptcp`);
 //! - [`conn`]: the connection state machine;
