@@ -1,0 +1,389 @@
+//! The event loop: one connection, one UDP socket per local address.
+
+use crate::{new_connection, NetError};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+use tributary_proto::{Connection, ConnectionConfig, Instant};
+
+/// How often an idle receiver thread looks at the stop flag (bounds the time `drop` takes).
+const STOP_POLL: StdDuration = StdDuration::from_millis(50);
+/// Datagrams handled before the driver sends what they triggered: large enough to amortise
+/// the wake-up, small enough that ACKs leave promptly.
+const BATCH: usize = 64;
+/// Datagrams queued between the receiver threads and the loop; beyond it a thread blocks
+/// and the kernel socket buffer absorbs (or drops) the excess, as it would without threads.
+const QUEUE: usize = 4096;
+/// Largest datagram read from a socket (the UDP maximum: never truncate).
+const MAX_UDP: usize = 65_536;
+
+/// Socket options of the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketOptions {
+    /// `SO_RCVBUF` requested for every socket, bytes (the kernel may cap it at
+    /// `net.core.rmem_max`). Bursts of a whole congestion window land here.
+    pub recv_buffer: usize,
+    /// `SO_SNDBUF` requested for every socket, bytes (capped at `net.core.wmem_max`).
+    pub send_buffer: usize,
+}
+
+impl Default for SocketOptions {
+    fn default() -> Self {
+        SocketOptions {
+            recv_buffer: 4 << 20,
+            send_buffer: 4 << 20,
+        }
+    }
+}
+
+/// Driver counters (the connection keeps its own, see [`Connection::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DriverStats {
+    /// Datagrams read from the sockets.
+    pub datagrams_received: u64,
+    /// Datagrams the connection dropped (malformed, foreign connection, protocol violation).
+    pub datagrams_dropped: u64,
+    /// Datagrams handed to the OS.
+    pub datagrams_sent: u64,
+    /// Sends the OS refused (counted and treated as losses).
+    pub send_errors: u64,
+    /// Datagrams for a path with no known remote address (dropped).
+    pub unroutable: u64,
+    /// Socket read errors (other than timeouts) seen by the receiver threads.
+    pub recv_errors: u64,
+    /// Times the loop woke up.
+    pub wakeups: u64,
+}
+
+/// Where a path's datagrams go: which local socket, which remote address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Route {
+    socket: usize,
+    remote: SocketAddr,
+}
+
+enum Incoming {
+    Datagram {
+        socket: usize,
+        from: SocketAddr,
+        data: Vec<u8>,
+    },
+    RecvError,
+}
+
+/// A [`Connection`] driven over real UDP sockets.
+///
+/// Call [`UdpDriver::poll_io`] in a loop; between calls, use [`UdpDriver::connection_mut`]
+/// to write or read stream bytes and drain events, then [`UdpDriver::flush`] to send what
+/// that produced. Path routing: path `i` of a sender starts on socket `i` towards the
+/// remote given for it; on both ends every accepted datagram re-points its path (from its
+/// header) to the socket it arrived on and the address it came from, so replies go back
+/// the way the peer's datagrams came.
+pub struct UdpDriver {
+    conn: Connection,
+    sockets: Vec<Arc<UdpSocket>>,
+    local_addrs: Vec<SocketAddr>,
+    routes: Vec<Option<Route>>,
+    rx: Receiver<Incoming>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    epoch: StdInstant,
+    buf: Vec<u8>,
+    stats: DriverStats,
+}
+
+impl std::fmt::Debug for UdpDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpDriver")
+            .field("local_addrs", &self.local_addrs)
+            .field("routes", &self.routes)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UdpDriver {
+    /// A sending endpoint: path `i` binds `paths[i].0` and sends to `paths[i].1`.
+    pub fn connect(
+        cfg: ConnectionConfig,
+        paths: &[(SocketAddr, SocketAddr)],
+        opts: SocketOptions,
+    ) -> Result<Self, NetError> {
+        if paths.is_empty() {
+            return Err(NetError::NoPaths("path"));
+        }
+        let conn = new_connection(cfg, paths.len())?;
+        let locals: Vec<SocketAddr> = paths.iter().map(|p| p.0).collect();
+        let mut d = Self::bind(conn, &locals, opts)?;
+        d.routes = paths
+            .iter()
+            .enumerate()
+            .map(|(i, &(_, remote))| Some(Route { socket: i, remote }))
+            .collect();
+        Ok(d)
+    }
+
+    /// A receiving endpoint listening on every address of `addrs`; it learns the paths and
+    /// the peer's addresses from the datagrams that arrive.
+    pub fn listen(
+        cfg: ConnectionConfig,
+        addrs: &[SocketAddr],
+        opts: SocketOptions,
+    ) -> Result<Self, NetError> {
+        if addrs.is_empty() {
+            return Err(NetError::NoPaths("listening address"));
+        }
+        let conn = new_connection(cfg, 0)?;
+        Self::bind(conn, addrs, opts)
+    }
+
+    fn bind(conn: Connection, addrs: &[SocketAddr], opts: SocketOptions) -> Result<Self, NetError> {
+        let mut sockets = Vec::with_capacity(addrs.len());
+        let mut local_addrs = Vec::with_capacity(addrs.len());
+        for &addr in addrs {
+            let s = open_socket(addr, opts)?;
+            let local = s
+                .local_addr()
+                .map_err(|source| NetError::Setup { addr, source })?;
+            local_addrs.push(local);
+            sockets.push(Arc::new(s));
+        }
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::with_capacity(sockets.len());
+        for (i, s) in sockets.iter().enumerate() {
+            let (s, tx, flag) = (Arc::clone(s), tx.clone(), Arc::clone(&stop));
+            let h = std::thread::Builder::new()
+                .name(format!("udp-rx-{}", local_addrs[i]))
+                .spawn(move || receive_loop(i, &s, &tx, &flag))
+                .map_err(|source| NetError::Setup {
+                    addr: local_addrs[i],
+                    source,
+                });
+            match h {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    for t in threads {
+                        let _ = t.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let buf = vec![0; conn.max_datagram()];
+        Ok(UdpDriver {
+            conn,
+            sockets,
+            local_addrs,
+            routes: Vec::new(),
+            rx,
+            stop,
+            threads,
+            epoch: StdInstant::now(),
+            buf,
+            stats: DriverStats::default(),
+        })
+    }
+
+    /// The bound local addresses, one per socket (with the OS-chosen port for port 0).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
+    }
+
+    /// The remote address path `path` currently sends to, if known.
+    pub fn remote(&self, path: usize) -> Option<SocketAddr> {
+        self.routes.get(path).copied().flatten().map(|r| r.remote)
+    }
+
+    /// The connection.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The connection, to write, read, close or drain events. Call [`UdpDriver::flush`]
+    /// afterwards so that what this produced is sent.
+    pub fn connection_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// Driver counters.
+    pub fn stats(&self) -> DriverStats {
+        self.stats
+    }
+
+    /// The core's clock: nanoseconds since the driver was created.
+    pub fn now(&self) -> Instant {
+        let ns = self.epoch.elapsed().as_nanos();
+        Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    /// Waits until a datagram arrives, the connection's timer expires, or `max_wait`
+    /// passes; handles every datagram already queued (in batches) and the timer, and sends
+    /// what they triggered. Returns an error only if every receiver thread has stopped.
+    pub fn poll_io(&mut self, max_wait: StdDuration) -> Result<(), NetError> {
+        let now = self.now();
+        let mut wait = max_wait;
+        if let Some(t) = self.conn.poll_timeout() {
+            wait = wait.min(StdDuration::from_nanos(t.saturating_since(now).as_nanos()));
+        }
+        let first = if wait.is_zero() {
+            match self.rx.try_recv() {
+                Ok(m) => Some(m),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => return Err(NetError::ReceiversGone),
+            }
+        } else {
+            match self.rx.recv_timeout(wait) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return Err(NetError::ReceiversGone),
+            }
+        };
+        self.stats.wakeups += 1;
+        let mut next = first;
+        while let Some(m) = next.take() {
+            self.on_incoming(m);
+            for _ in 1..BATCH {
+                match self.rx.try_recv() {
+                    Ok(m) => self.on_incoming(m),
+                    Err(_) => break,
+                }
+            }
+            self.on_timer();
+            self.flush();
+            next = self.rx.try_recv().ok();
+        }
+        self.on_timer();
+        self.flush();
+        Ok(())
+    }
+
+    fn on_timer(&mut self) {
+        let now = self.now();
+        if self.conn.poll_timeout().is_some_and(|t| t <= now) {
+            self.conn.handle_timeout(now);
+        }
+    }
+
+    fn on_incoming(&mut self, m: Incoming) {
+        let (socket, from, data) = match m {
+            Incoming::Datagram { socket, from, data } => (socket, from, data),
+            Incoming::RecvError => {
+                self.stats.recv_errors += 1;
+                return;
+            }
+        };
+        self.stats.datagrams_received += 1;
+        let now = self.now();
+        match self.conn.handle_datagram(now, &data) {
+            Ok(r) => {
+                if self.routes.len() <= r.path {
+                    self.routes.resize(r.path + 1, None);
+                }
+                self.routes[r.path] = Some(Route {
+                    socket,
+                    remote: from,
+                });
+            }
+            Err(_) => self.stats.datagrams_dropped += 1,
+        }
+    }
+
+    /// Closes the connection: sends a CLOSE frame with `code` (fire and forget).
+    ///
+    /// The core queues CLOSE for every path but, as of this writing, re-queues it for path 0
+    /// forever (`Connection::transmit_control` puts `close_due` back before returning the
+    /// datagram of path 0, so the loop never reaches path 1 and `poll_transmit` never
+    /// returns `None`). Hence this sends at most one datagram per path instead of draining:
+    /// the peer gets `path_count` copies of CLOSE, which is all it needs.
+    pub fn close(&mut self, code: u64) {
+        self.conn.close_connection(code);
+        let n = self.conn.path_count().max(1);
+        self.send_at_most(n);
+    }
+
+    /// Sends every datagram the connection has ready.
+    pub fn flush(&mut self) {
+        self.send_at_most(usize::MAX);
+    }
+
+    fn send_at_most(&mut self, n: usize) {
+        for _ in 0..n {
+            let now = self.now();
+            let Some(t) = self.conn.poll_transmit(now, &mut self.buf) else {
+                break;
+            };
+            let Some(route) = self.routes.get(t.path).copied().flatten() else {
+                self.stats.unroutable += 1;
+                continue;
+            };
+            match self.sockets[route.socket].send_to(&self.buf[..t.len], route.remote) {
+                Ok(_) => self.stats.datagrams_sent += 1,
+                Err(_) => self.stats.send_errors += 1,
+            }
+        }
+    }
+}
+
+impl Drop for UdpDriver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Drop the receiving end first, so that a thread blocked on a full queue wakes up.
+        let (_, closed) = mpsc::sync_channel(0);
+        drop(std::mem::replace(&mut self.rx, closed));
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn open_socket(addr: SocketAddr, opts: SocketOptions) -> Result<UdpSocket, NetError> {
+    let setup = |source| NetError::Setup { addr, source };
+    let s =
+        Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(setup)?;
+    // Best effort: the kernel caps both at its maxima, and a smaller buffer only costs
+    // drops under bursts, which the transport recovers from.
+    let _ = s.set_recv_buffer_size(opts.recv_buffer);
+    let _ = s.set_send_buffer_size(opts.send_buffer);
+    s.bind(&addr.into())
+        .map_err(|source| NetError::Bind { addr, source })?;
+    s.set_read_timeout(Some(STOP_POLL)).map_err(setup)?;
+    Ok(s.into())
+}
+
+fn receive_loop(i: usize, s: &UdpSocket, tx: &SyncSender<Incoming>, stop: &AtomicBool) {
+    let mut buf = vec![0u8; MAX_UDP];
+    while !stop.load(Ordering::Relaxed) {
+        let m = match s.recv_from(&mut buf) {
+            Ok((n, from)) => Incoming::Datagram {
+                socket: i,
+                from,
+                data: buf[..n].to_vec(),
+            },
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(_) => {
+                // Transient (e.g. an ICMP error reported on some platforms): count it and
+                // back off a little so a persistent error cannot spin a core.
+                std::thread::sleep(StdDuration::from_millis(1));
+                Incoming::RecvError
+            }
+        };
+        if tx.send(m).is_err() {
+            return;
+        }
+    }
+}
