@@ -223,8 +223,11 @@ impl UdpDriver {
     }
 
     /// Waits until a datagram arrives, the connection's timer expires, or `max_wait`
-    /// passes; handles every datagram already queued (in batches) and the timer, and sends
-    /// what they triggered. Returns an error only if every receiver thread has stopped.
+    /// passes; handles up to a batch of queued datagrams and the timer, and sends what they
+    /// triggered. Returns after one batch so that the caller can move stream bytes in
+    /// between (a receiver that only read once the queue ran dry would close its own
+    /// window under a steady stream). Returns an error only if every receiver thread has
+    /// stopped.
     pub fn poll_io(&mut self, max_wait: StdDuration) -> Result<(), NetError> {
         let now = self.now();
         let mut wait = max_wait;
@@ -245,8 +248,7 @@ impl UdpDriver {
             }
         };
         self.stats.wakeups += 1;
-        let mut next = first;
-        while let Some(m) = next.take() {
+        if let Some(m) = first {
             self.on_incoming(m);
             for _ in 1..BATCH {
                 match self.rx.try_recv() {
@@ -254,9 +256,6 @@ impl UdpDriver {
                     Err(_) => break,
                 }
             }
-            self.on_timer();
-            self.flush();
-            next = self.rx.try_recv().ok();
         }
         self.on_timer();
         self.flush();
