@@ -2,9 +2,10 @@
 
 use crate::{new_connection, NetError};
 use socket2::{Domain, Protocol, Socket, Type};
+use std::mem::MaybeUninit;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
@@ -12,12 +13,14 @@ use tributary_proto::{Connection, ConnectionConfig, Instant};
 
 /// How often an idle receiver thread looks at the stop flag (bounds the time `drop` takes).
 const STOP_POLL: StdDuration = StdDuration::from_millis(50);
-/// Datagrams handled before the driver sends what they triggered: large enough to amortise
-/// the wake-up, small enough that ACKs leave promptly.
+/// Datagrams a receiver thread hands over at once, and that the loop handles before it sends
+/// what they triggered: large enough to amortise wake-ups, small enough that ACKs leave
+/// promptly.
 const BATCH: usize = 64;
-/// Datagrams queued between the receiver threads and the loop; beyond it a thread blocks
-/// and the kernel socket buffer absorbs (or drops) the excess, as it would without threads.
-const QUEUE: usize = 4096;
+/// Batches queued between the receiver threads and the loop (so at most 4096 datagrams);
+/// beyond it a thread blocks and the kernel socket buffer absorbs (or drops) the excess, as
+/// it would without threads.
+const QUEUE: usize = 64;
 /// Largest datagram read from a socket (the UDP maximum: never truncate).
 const MAX_UDP: usize = 65_536;
 
@@ -66,13 +69,23 @@ struct Route {
     remote: SocketAddr,
 }
 
-enum Incoming {
-    Datagram {
-        socket: usize,
-        from: SocketAddr,
-        data: Vec<u8>,
-    },
-    RecvError,
+/// Datagrams read from one socket in one go: their bytes back to back in `data`, their
+/// sources and lengths in `items`. Batches travel back to their thread for reuse, so the
+/// steady state allocates nothing.
+#[derive(Default)]
+struct Batch {
+    socket: usize,
+    data: Vec<u8>,
+    items: Vec<(SocketAddr, usize)>,
+    recv_errors: u64,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.data.clear();
+        self.items.clear();
+        self.recv_errors = 0;
+    }
 }
 
 /// A [`Connection`] driven over real UDP sockets.
@@ -88,7 +101,9 @@ pub struct UdpDriver {
     sockets: Vec<Arc<UdpSocket>>,
     local_addrs: Vec<SocketAddr>,
     routes: Vec<Option<Route>>,
-    rx: Receiver<Incoming>,
+    rx: Receiver<Batch>,
+    /// Per socket: returns handled batches to its thread.
+    pools: Vec<Sender<Batch>>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     epoch: StdInstant,
@@ -155,15 +170,21 @@ impl UdpDriver {
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::with_capacity(sockets.len());
+        let mut pools = Vec::with_capacity(sockets.len());
         for (i, s) in sockets.iter().enumerate() {
-            let (s, tx, flag) = (Arc::clone(s), tx.clone(), Arc::clone(&stop));
-            let h = std::thread::Builder::new()
-                .name(format!("udp-rx-{}", local_addrs[i]))
-                .spawn(move || receive_loop(i, &s, &tx, &flag))
-                .map_err(|source| NetError::Setup {
-                    addr: local_addrs[i],
-                    source,
-                });
+            let (pool_tx, pool_rx) = mpsc::channel();
+            pools.push(pool_tx);
+            let addr = local_addrs[i];
+            let h = s
+                .try_clone()
+                .map(Socket::from)
+                .and_then(|s| {
+                    let (tx, flag) = (tx.clone(), Arc::clone(&stop));
+                    std::thread::Builder::new()
+                        .name(format!("udp-rx-{addr}"))
+                        .spawn(move || receive_loop(i, &s, &tx, &pool_rx, &flag))
+                })
+                .map_err(|source| NetError::Setup { addr, source });
             match h {
                 Ok(h) => threads.push(h),
                 Err(e) => {
@@ -182,6 +203,7 @@ impl UdpDriver {
             local_addrs,
             routes: Vec::new(),
             rx,
+            pools,
             stop,
             threads,
             epoch: StdInstant::now(),
@@ -248,13 +270,13 @@ impl UdpDriver {
             }
         };
         self.stats.wakeups += 1;
-        if let Some(m) = first {
-            self.on_incoming(m);
-            for _ in 1..BATCH {
-                match self.rx.try_recv() {
-                    Ok(m) => self.on_incoming(m),
-                    Err(_) => break,
-                }
+        let mut handled = 0;
+        let mut next = first;
+        while let Some(b) = next.take() {
+            handled += b.items.len();
+            self.on_batch(b);
+            if handled < BATCH {
+                next = self.rx.try_recv().ok();
             }
         }
         self.on_timer();
@@ -269,28 +291,30 @@ impl UdpDriver {
         }
     }
 
-    fn on_incoming(&mut self, m: Incoming) {
-        let (socket, from, data) = match m {
-            Incoming::Datagram { socket, from, data } => (socket, from, data),
-            Incoming::RecvError => {
-                self.stats.recv_errors += 1;
-                return;
-            }
-        };
-        self.stats.datagrams_received += 1;
-        let now = self.now();
-        match self.conn.handle_datagram(now, &data) {
-            Ok(r) => {
-                if self.routes.len() <= r.path {
-                    self.routes.resize(r.path + 1, None);
+    fn on_batch(&mut self, mut b: Batch) {
+        self.stats.recv_errors += b.recv_errors;
+        let mut at = 0;
+        for &(from, len) in &b.items {
+            let data = &b.data[at..at + len];
+            at += len;
+            self.stats.datagrams_received += 1;
+            let now = self.now();
+            match self.conn.handle_datagram(now, data) {
+                Ok(r) => {
+                    if self.routes.len() <= r.path {
+                        self.routes.resize(r.path + 1, None);
+                    }
+                    self.routes[r.path] = Some(Route {
+                        socket: b.socket,
+                        remote: from,
+                    });
                 }
-                self.routes[r.path] = Some(Route {
-                    socket,
-                    remote: from,
-                });
+                Err(_) => self.stats.datagrams_dropped += 1,
             }
-            Err(_) => self.stats.datagrams_dropped += 1,
         }
+        b.clear();
+        // The thread may be gone (it stops on its own errors); then the batch is dropped.
+        let _ = self.pools[b.socket].send(b);
     }
 
     /// Closes the connection: sends a CLOSE frame with `code` (fire and forget).
@@ -355,34 +379,78 @@ fn open_socket(addr: SocketAddr, opts: SocketOptions) -> Result<UdpSocket, NetEr
     Ok(s.into())
 }
 
-fn receive_loop(i: usize, s: &UdpSocket, tx: &SyncSender<Incoming>, stop: &AtomicBool) {
-    let mut buf = vec![0u8; MAX_UDP];
+fn receive_loop(
+    i: usize,
+    s: &Socket,
+    tx: &SyncSender<Batch>,
+    pool: &Receiver<Batch>,
+    stop: &AtomicBool,
+) {
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); MAX_UDP];
+    let mut batch = Batch {
+        socket: i,
+        ..Batch::default()
+    };
     while !stop.load(Ordering::Relaxed) {
-        let m = match s.recv_from(&mut buf) {
-            Ok((n, from)) => Incoming::Datagram {
-                socket: i,
-                from,
-                data: buf[..n].to_vec(),
-            },
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
+        // Block (up to STOP_POLL) for the first datagram, then take what is already queued.
+        match recv(s, &mut buf, 0) {
+            Ok((n, from)) => batch.push(from, &buf, n),
+            Err(e) if is_timeout(&e) => continue,
             Err(_) => {
                 // Transient (e.g. an ICMP error reported on some platforms): count it and
                 // back off a little so a persistent error cannot spin a core.
+                batch.recv_errors += 1;
                 std::thread::sleep(StdDuration::from_millis(1));
-                Incoming::RecvError
             }
-        };
-        if tx.send(m).is_err() {
+        }
+        while cfg!(unix) && batch.items.len() < BATCH {
+            match recv(s, &mut buf, DONT_WAIT) {
+                Ok((n, from)) => batch.push(from, &buf, n),
+                Err(_) => break,
+            }
+        }
+        let mut next = pool.try_recv().unwrap_or_default();
+        next.socket = i;
+        if tx.send(std::mem::replace(&mut batch, next)).is_err() {
             return;
         }
     }
+}
+
+impl Batch {
+    fn push(&mut self, from: Option<SocketAddr>, buf: &[MaybeUninit<u8>], n: usize) {
+        // Datagrams from non-IP addresses cannot happen on UDP/IP sockets; skip them.
+        let Some(from) = from else { return };
+        let n = n.min(buf.len());
+        // SAFETY: `recv_from_with_flags` initialised the first `n` bytes of `buf` (it
+        // returned `n`, and `n <= buf.len()`); `MaybeUninit<u8>` has the layout of `u8`.
+        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
+        self.data.extend_from_slice(bytes);
+        self.items.push((from, n));
+    }
+}
+
+/// `MSG_DONTWAIT`: take what is queued without blocking. Elsewhere than on Unix there is no
+/// such flag, and batches hold one datagram.
+#[cfg(unix)]
+const DONT_WAIT: std::ffi::c_int = libc::MSG_DONTWAIT;
+#[cfg(not(unix))]
+const DONT_WAIT: std::ffi::c_int = 0;
+
+fn recv(
+    s: &Socket,
+    buf: &mut [MaybeUninit<u8>],
+    flags: std::ffi::c_int,
+) -> std::io::Result<(usize, Option<SocketAddr>)> {
+    let (n, from) = s.recv_from_with_flags(buf, flags)?;
+    Ok((n, from.as_socket()))
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
 }
