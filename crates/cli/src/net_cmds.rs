@@ -68,6 +68,9 @@ pub struct ConnArgs {
     /// OS socket buffers (SO_RCVBUF/SO_SNDBUF) requested per socket, bytes.
     #[arg(long, default_value = "4M", value_parser = parse_size)]
     pub socket_buffer: usize,
+    /// Send one datagram per system call instead of using UDP segmentation offload (GSO).
+    #[arg(long)]
+    pub no_gso: bool,
     /// Give up after this many seconds without progress.
     #[arg(long, default_value_t = 30.0, value_parser = parse_secs)]
     pub timeout: f64,
@@ -99,6 +102,7 @@ impl ConnArgs {
         SocketOptions {
             recv_buffer: self.socket_buffer,
             send_buffer: self.socket_buffer,
+            gso: !self.no_gso,
         }
     }
 }

@@ -32,6 +32,9 @@ pub struct SocketOptions {
     pub recv_buffer: usize,
     /// `SO_SNDBUF` requested for every socket, bytes (capped at `net.core.wmem_max`).
     pub send_buffer: usize,
+    /// Hand runs of equal-sized datagrams of one path to the kernel in one `sendmsg` with
+    /// UDP generic segmentation offload (Linux; turned off by itself if refused).
+    pub gso: bool,
 }
 
 impl Default for SocketOptions {
@@ -39,6 +42,7 @@ impl Default for SocketOptions {
         SocketOptions {
             recv_buffer: 4 << 20,
             send_buffer: 4 << 20,
+            gso: true,
         }
     }
 }
@@ -52,6 +56,8 @@ pub struct DriverStats {
     pub datagrams_dropped: u64,
     /// Datagrams handed to the OS.
     pub datagrams_sent: u64,
+    /// `sendmsg` calls that carried several datagrams with GSO.
+    pub gso_sends: u64,
     /// Sends the OS refused (counted and treated as losses).
     pub send_errors: u64,
     /// Datagrams for a path with no known remote address (dropped).
@@ -107,7 +113,10 @@ pub struct UdpDriver {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     epoch: StdInstant,
+    /// Outgoing datagrams, back to back (room for one GSO run).
     buf: Vec<u8>,
+    /// Use UDP GSO (cleared if the kernel refuses it).
+    gso: bool,
     stats: DriverStats,
 }
 
@@ -196,7 +205,14 @@ impl UdpDriver {
                 }
             }
         }
-        let buf = vec![0; conn.max_datagram()];
+        let maxd = conn.max_datagram();
+        let gso = opts.gso && gso::MAX_SEGMENTS > 1 && 2 * maxd <= gso::MAX_BYTES;
+        let buf = if gso {
+            let n = (gso::MAX_BYTES / maxd).min(gso::MAX_SEGMENTS);
+            vec![0; n * maxd]
+        } else {
+            vec![0; maxd]
+        };
         Ok(UdpDriver {
             conn,
             sockets,
@@ -208,6 +224,7 @@ impl UdpDriver {
             threads,
             epoch: StdInstant::now(),
             buf,
+            gso,
             stats: DriverStats::default(),
         })
     }
@@ -335,21 +352,183 @@ impl UdpDriver {
         self.send_at_most(usize::MAX);
     }
 
+    /// Sends up to `n` datagrams. Consecutive datagrams of one path and one size (a flight
+    /// of data packets) are written back to back and, with GSO, handed to the kernel in one
+    /// `sendmsg` (the last one of a run may be shorter, as GSO allows).
     fn send_at_most(&mut self, n: usize) {
+        let maxd = self.conn.max_datagram();
+        let mut run: Option<Run> = None;
+        let mut used = 0;
         for _ in 0..n {
             let now = self.now();
-            let Some(t) = self.conn.poll_transmit(now, &mut self.buf) else {
+            let Some(t) = self
+                .conn
+                .poll_transmit(now, &mut self.buf[used..used + maxd])
+            else {
                 break;
             };
             let Some(route) = self.routes.get(t.path).copied().flatten() else {
                 self.stats.unroutable += 1;
                 continue;
             };
-            match self.sockets[route.socket].send_to(&self.buf[..t.len], route.remote) {
+            match &mut run {
+                Some(r)
+                    if r.route == route && t.len <= r.segment && r.count < gso::MAX_SEGMENTS =>
+                {
+                    r.count += 1;
+                    used += t.len;
+                    if t.len < r.segment {
+                        self.send_run(r, used);
+                        (run, used) = (None, 0);
+                    }
+                }
+                Some(r) => {
+                    // A different path or a larger datagram: send the run, start anew.
+                    let r = *r;
+                    self.send_run(&r, used);
+                    self.buf.copy_within(used..used + t.len, 0);
+                    run = Some(Run::new(route, t.len));
+                    used = t.len;
+                }
+                None => {
+                    run = Some(Run::new(route, t.len));
+                    used = t.len;
+                }
+            }
+            if used + maxd > self.buf.len() {
+                if let Some(r) = run.take() {
+                    self.send_run(&r, used);
+                }
+                used = 0;
+            }
+        }
+        if let Some(r) = run {
+            self.send_run(&r, used);
+        }
+    }
+
+    /// Sends the run of datagrams in `self.buf[..len]`.
+    fn send_run(&mut self, r: &Run, len: usize) {
+        let data = &self.buf[..len];
+        let socket = &self.sockets[r.route.socket];
+        if r.count > 1 && self.gso {
+            match gso::send(socket, data, r.segment, r.route.remote) {
+                Ok(()) => {
+                    self.stats.gso_sends += 1;
+                    self.stats.datagrams_sent += r.count as u64;
+                    return;
+                }
+                Err(e) if gso::unsupported(&e) => self.gso = false,
+                Err(_) => {
+                    self.stats.send_errors += r.count as u64;
+                    return;
+                }
+            }
+        }
+        for d in data.chunks(r.segment) {
+            match socket.send_to(d, r.route.remote) {
                 Ok(_) => self.stats.datagrams_sent += 1,
                 Err(_) => self.stats.send_errors += 1,
             }
         }
+    }
+}
+
+/// Datagrams of one route and one size waiting in the send buffer.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    route: Route,
+    segment: usize,
+    count: usize,
+}
+
+impl Run {
+    fn new(route: Route, segment: usize) -> Self {
+        Run {
+            route,
+            segment,
+            count: 1,
+        }
+    }
+}
+
+/// UDP generic segmentation offload (Linux ≥ 4.18): one `sendmsg` carries many datagrams of
+/// `segment` bytes (the last may be shorter), which the kernel (or the NIC) splits.
+#[cfg(target_os = "linux")]
+mod gso {
+    use socket2::{MsgHdr, SockAddr, SockRef};
+    use std::io::IoSlice;
+    use std::net::{SocketAddr, UdpSocket};
+
+    /// Bytes one GSO send may carry (the UDP length limit, with room for headers).
+    pub(super) const MAX_BYTES: usize = 65_000;
+    /// Datagrams one GSO send may carry (the kernel's `UDP_MAX_SEGMENTS`).
+    pub(super) const MAX_SEGMENTS: usize = 64;
+
+    pub(super) fn send(
+        s: &UdpSocket,
+        data: &[u8],
+        segment: usize,
+        to: SocketAddr,
+    ) -> std::io::Result<()> {
+        let control = control(u16::try_from(segment).unwrap_or(u16::MAX));
+        let addr = SockAddr::from(to);
+        let bufs = [IoSlice::new(data)];
+        let msg = MsgHdr::new()
+            .with_addr(&addr)
+            .with_buffers(&bufs)
+            .with_control(&control);
+        SockRef::from(s).sendmsg(&msg, 0).map(|_| ())
+    }
+
+    /// The kernel or the device cannot segment: fall back to one datagram per send.
+    pub(super) fn unsupported(e: &std::io::Error) -> bool {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)
+        )
+    }
+
+    /// A `UDP_SEGMENT` control message.
+    fn control(segment: u16) -> Vec<u8> {
+        // SAFETY: CMSG_SPACE/CMSG_LEN only compute sizes.
+        let (space, len, data_at) = unsafe {
+            (
+                libc::CMSG_SPACE(2) as usize,
+                libc::CMSG_LEN(2),
+                libc::CMSG_LEN(0) as usize,
+            )
+        };
+        // SAFETY: `cmsghdr` is plain old data (integers, possibly padding): all-zero is valid.
+        let mut hdr: libc::cmsghdr = unsafe { std::mem::zeroed() };
+        hdr.cmsg_len = len as _;
+        hdr.cmsg_level = libc::SOL_UDP;
+        hdr.cmsg_type = libc::UDP_SEGMENT;
+        let mut buf = vec![0u8; space];
+        let n = std::mem::size_of::<libc::cmsghdr>();
+        // SAFETY: reads the `n` bytes of `hdr`, which lives for the whole statement.
+        let bytes =
+            unsafe { std::slice::from_raw_parts((&hdr as *const libc::cmsghdr).cast::<u8>(), n) };
+        buf[..n].copy_from_slice(bytes);
+        buf[data_at..data_at + 2].copy_from_slice(&segment.to_ne_bytes());
+        buf
+    }
+}
+
+/// Elsewhere than on Linux there is no GSO: runs are sent one datagram at a time.
+#[cfg(not(target_os = "linux"))]
+mod gso {
+    use std::net::{SocketAddr, UdpSocket};
+
+    pub(super) const MAX_BYTES: usize = 0;
+    pub(super) const MAX_SEGMENTS: usize = 1;
+
+    pub(super) fn send(_: &UdpSocket, _: &[u8], _: usize, _: SocketAddr) -> std::io::Result<()> {
+        Err(std::io::ErrorKind::Unsupported.into())
+    }
+
+    pub(super) fn unsupported(_: &std::io::Error) -> bool {
+        true
     }
 }
 
