@@ -71,6 +71,9 @@ pub struct ConnArgs {
     /// Send one datagram per system call instead of using UDP segmentation offload (GSO).
     #[arg(long)]
     pub no_gso: bool,
+    /// Read one datagram per system call instead of using UDP receive offload (GRO).
+    #[arg(long)]
+    pub no_gro: bool,
     /// Give up after this many seconds without progress.
     #[arg(long, default_value_t = 30.0, value_parser = parse_secs)]
     pub timeout: f64,
@@ -103,6 +106,7 @@ impl ConnArgs {
             recv_buffer: self.socket_buffer,
             send_buffer: self.socket_buffer,
             gso: !self.no_gso,
+            gro: !self.no_gro,
         }
     }
 }

@@ -35,6 +35,8 @@ pub struct SocketOptions {
     /// Hand runs of equal-sized datagrams of one path to the kernel in one `sendmsg` with
     /// UDP generic segmentation offload (Linux; turned off by itself if refused).
     pub gso: bool,
+    /// Let the kernel coalesce arriving datagrams (UDP GRO, Linux), read many per call.
+    pub gro: bool,
 }
 
 impl Default for SocketOptions {
@@ -43,6 +45,7 @@ impl Default for SocketOptions {
             recv_buffer: 4 << 20,
             send_buffer: 4 << 20,
             gso: true,
+            gro: true,
         }
     }
 }
@@ -456,9 +459,13 @@ impl Run {
 /// `segment` bytes (the last may be shorter), which the kernel (or the NIC) splits.
 #[cfg(target_os = "linux")]
 mod gso {
-    use socket2::{MsgHdr, SockAddr, SockRef};
+    use socket2::{
+        MaybeUninitSlice, MsgHdr, MsgHdrMut, SockAddr, SockAddrStorage, SockRef, Socket,
+    };
     use std::io::IoSlice;
+    use std::mem::MaybeUninit;
     use std::net::{SocketAddr, UdpSocket};
+    use std::os::fd::AsRawFd;
 
     /// Bytes one GSO send may carry (the UDP length limit, with room for headers).
     pub(super) const MAX_BYTES: usize = 65_000;
@@ -489,6 +496,74 @@ mod gso {
         )
     }
 
+    /// Control buffer bytes for one `UDP_GRO` message (an `int`), with room to spare.
+    pub(super) const CONTROL: usize = 64;
+
+    /// Asks the kernel to coalesce arriving datagrams of one flow (`UDP_GRO`, Linux >= 5.0).
+    pub(super) fn enable_gro(s: &Socket) {
+        let one: libc::c_int = 1;
+        // SAFETY: a valid socket, and `optval` points at an `int` of the given size.
+        let _ = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_UDP,
+                libc::UDP_GRO,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
+
+    /// Reads one datagram (or, with GRO, a run of them); returns its length, its source and
+    /// the GRO segment size if the kernel coalesced.
+    pub(super) fn recv(
+        s: &Socket,
+        buf: &mut [MaybeUninit<u8>],
+        control: &mut [MaybeUninit<u8>],
+        flags: libc::c_int,
+    ) -> std::io::Result<(usize, Option<SocketAddr>, Option<usize>)> {
+        // SAFETY: an all-zero `sockaddr_storage` is valid (family AF_UNSPEC), and its full
+        // size is a valid length for it.
+        let mut addr = unsafe {
+            SockAddr::new(
+                SockAddrStorage::zeroed(),
+                std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t,
+            )
+        };
+        let mut bufs = [MaybeUninitSlice::new(buf)];
+        let mut msg = MsgHdrMut::new()
+            .with_addr(&mut addr)
+            .with_buffers(&mut bufs)
+            .with_control(control);
+        let n = s.recvmsg(&mut msg, flags)?;
+        let clen = msg.control_len();
+        let segment = gro_segment(super::init(control, clen));
+        Ok((n, addr.as_socket(), segment))
+    }
+
+    /// The `UDP_GRO` segment size in received control messages, if any.
+    fn gro_segment(mut c: &[u8]) -> Option<usize> {
+        let hdr = std::mem::size_of::<libc::cmsghdr>();
+        // SAFETY: CMSG_LEN only computes a size.
+        let data_at = unsafe { libc::CMSG_LEN(0) } as usize;
+        let align = std::mem::size_of::<usize>();
+        while c.len() >= hdr {
+            // SAFETY: `c` holds at least `size_of::<cmsghdr>()` bytes; the read is unaligned.
+            let h: libc::cmsghdr = unsafe { std::ptr::read_unaligned(c.as_ptr().cast()) };
+            let len = h.cmsg_len as usize;
+            if len < data_at || len > c.len() {
+                return None;
+            }
+            if h.cmsg_level == libc::SOL_UDP && h.cmsg_type == libc::UDP_GRO && len >= data_at + 4 {
+                let v = i32::from_ne_bytes(c[data_at..data_at + 4].try_into().ok()?);
+                return usize::try_from(v).ok().filter(|&v| v > 0);
+            }
+            let next = len.div_ceil(align) * align;
+            c = c.get(next..)?;
+        }
+        None
+    }
+
     /// A `UDP_SEGMENT` control message.
     fn control(segment: u16) -> Vec<u8> {
         // SAFETY: CMSG_SPACE/CMSG_LEN only compute sizes.
@@ -513,15 +588,67 @@ mod gso {
         buf[data_at..data_at + 2].copy_from_slice(&segment.to_ne_bytes());
         buf
     }
+
+    #[cfg(test)]
+    mod tests {
+        use super::gro_segment;
+
+        fn cmsg(level: libc::c_int, ty: libc::c_int, value: i32) -> Vec<u8> {
+            // SAFETY: as in `control`.
+            let mut hdr: libc::cmsghdr = unsafe { std::mem::zeroed() };
+            hdr.cmsg_len = unsafe { libc::CMSG_LEN(4) } as _;
+            hdr.cmsg_level = level;
+            hdr.cmsg_type = ty;
+            let n = std::mem::size_of::<libc::cmsghdr>();
+            let mut v = vec![0u8; unsafe { libc::CMSG_SPACE(4) } as usize];
+            // SAFETY: reads the bytes of `hdr`.
+            let b = unsafe { std::slice::from_raw_parts((&hdr as *const libc::cmsghdr).cast(), n) };
+            v[..n].copy_from_slice(b);
+            let at = unsafe { libc::CMSG_LEN(0) } as usize;
+            v[at..at + 4].copy_from_slice(&value.to_ne_bytes());
+            v
+        }
+
+        #[test]
+        fn finds_the_gro_segment_size() {
+            let gro = cmsg(libc::SOL_UDP, libc::UDP_GRO, 1448);
+            assert_eq!(gro_segment(&gro), Some(1448));
+            let mut two = cmsg(libc::SOL_IP, libc::IP_TOS, 0);
+            two.extend(&gro);
+            assert_eq!(gro_segment(&two), Some(1448));
+            assert_eq!(gro_segment(&[]), None);
+            assert_eq!(gro_segment(&cmsg(libc::SOL_UDP, libc::UDP_GRO, -1)), None);
+            // Truncated or lying lengths are ignored, never read past the end.
+            assert_eq!(gro_segment(&gro[..gro.len() - 6]), None);
+            let mut bad = gro.clone();
+            bad[0] = 0xff;
+            assert_eq!(gro_segment(&bad), None);
+        }
+    }
 }
 
 /// Elsewhere than on Linux there is no GSO: runs are sent one datagram at a time.
 #[cfg(not(target_os = "linux"))]
 mod gso {
+    use socket2::Socket;
+    use std::mem::MaybeUninit;
     use std::net::{SocketAddr, UdpSocket};
 
     pub(super) const MAX_BYTES: usize = 0;
     pub(super) const MAX_SEGMENTS: usize = 1;
+    pub(super) const CONTROL: usize = 0;
+
+    pub(super) fn enable_gro(_: &Socket) {}
+
+    pub(super) fn recv(
+        s: &Socket,
+        buf: &mut [MaybeUninit<u8>],
+        _: &mut [MaybeUninit<u8>],
+        flags: std::ffi::c_int,
+    ) -> std::io::Result<(usize, Option<SocketAddr>, Option<usize>)> {
+        let (n, from) = s.recv_from_with_flags(buf, flags)?;
+        Ok((n, from.as_socket(), None))
+    }
 
     pub(super) fn send(_: &UdpSocket, _: &[u8], _: usize, _: SocketAddr) -> std::io::Result<()> {
         Err(std::io::ErrorKind::Unsupported.into())
@@ -555,6 +682,10 @@ fn open_socket(addr: SocketAddr, opts: SocketOptions) -> Result<UdpSocket, NetEr
     s.bind(&addr.into())
         .map_err(|source| NetError::Bind { addr, source })?;
     s.set_read_timeout(Some(STOP_POLL)).map_err(setup)?;
+    if opts.gro {
+        // Best effort too: without it every datagram is read on its own.
+        gso::enable_gro(&s);
+    }
     Ok(s.into())
 }
 
@@ -566,14 +697,15 @@ fn receive_loop(
     stop: &AtomicBool,
 ) {
     let mut buf = vec![MaybeUninit::<u8>::uninit(); MAX_UDP];
+    let mut control = [MaybeUninit::<u8>::uninit(); gso::CONTROL];
     let mut batch = Batch {
         socket: i,
         ..Batch::default()
     };
     while !stop.load(Ordering::Relaxed) {
         // Block (up to STOP_POLL) for the first datagram, then take what is already queued.
-        match recv(s, &mut buf, 0) {
-            Ok((n, from)) => batch.push(from, &buf, n),
+        match gso::recv(s, &mut buf, &mut control, 0) {
+            Ok((n, from, segment)) => batch.push(from, &buf, n, segment),
             Err(e) if is_timeout(&e) => continue,
             Err(_) => {
                 // Transient (e.g. an ICMP error reported on some platforms): count it and
@@ -583,8 +715,8 @@ fn receive_loop(
             }
         }
         while cfg!(unix) && batch.items.len() < BATCH {
-            match recv(s, &mut buf, DONT_WAIT) {
-                Ok((n, from)) => batch.push(from, &buf, n),
+            match gso::recv(s, &mut buf, &mut control, DONT_WAIT) {
+                Ok((n, from, segment)) => batch.push(from, &buf, n, segment),
                 Err(_) => break,
             }
         }
@@ -597,16 +729,35 @@ fn receive_loop(
 }
 
 impl Batch {
-    fn push(&mut self, from: Option<SocketAddr>, buf: &[MaybeUninit<u8>], n: usize) {
+    /// Appends the `n` bytes read into `buf`: one datagram, or with GRO several of
+    /// `segment` bytes each (the last may be shorter).
+    fn push(
+        &mut self,
+        from: Option<SocketAddr>,
+        buf: &[MaybeUninit<u8>],
+        n: usize,
+        segment: Option<usize>,
+    ) {
         // Datagrams from non-IP addresses cannot happen on UDP/IP sockets; skip them.
         let Some(from) = from else { return };
-        let n = n.min(buf.len());
-        // SAFETY: `recv_from_with_flags` initialised the first `n` bytes of `buf` (it
-        // returned `n`, and `n <= buf.len()`); `MaybeUninit<u8>` has the layout of `u8`.
-        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
+        let bytes = init(buf, n);
         self.data.extend_from_slice(bytes);
-        self.items.push((from, n));
+        let seg = segment.filter(|&g| g > 0).unwrap_or(bytes.len().max(1));
+        if bytes.is_empty() {
+            self.items.push((from, 0));
+        }
+        for d in bytes.chunks(seg) {
+            self.items.push((from, d.len()));
+        }
     }
+}
+
+/// The first `n` bytes of `buf`, which a read has just written.
+fn init(buf: &[MaybeUninit<u8>], n: usize) -> &[u8] {
+    let n = n.min(buf.len());
+    // SAFETY: the system call that returned `n` initialised the first `n` bytes of `buf`
+    // (`n <= buf.len()`); `MaybeUninit<u8>` has the layout of `u8`.
+    unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) }
 }
 
 /// `MSG_DONTWAIT`: take what is queued without blocking. Elsewhere than on Unix there is no
@@ -615,15 +766,6 @@ impl Batch {
 const DONT_WAIT: std::ffi::c_int = libc::MSG_DONTWAIT;
 #[cfg(not(unix))]
 const DONT_WAIT: std::ffi::c_int = 0;
-
-fn recv(
-    s: &Socket,
-    buf: &mut [MaybeUninit<u8>],
-    flags: std::ffi::c_int,
-) -> std::io::Result<(usize, Option<SocketAddr>)> {
-    let (n, from) = s.recv_from_with_flags(buf, flags)?;
-    Ok((n, from.as_socket()))
-}
 
 fn is_timeout(e: &std::io::Error) -> bool {
     matches!(

@@ -83,11 +83,12 @@ fn two_paths_deliver_every_byte() {
 }
 
 #[test]
-fn without_gso_and_with_odd_sizes() {
-    // One datagram per send, and an MSS that leaves a short last segment in GSO runs
+fn without_offloads_and_with_odd_sizes() {
+    // One datagram per system call, and an MSS that leaves a short last segment in GSO runs
     // elsewhere: both paths of the sending code deliver the same bytes.
     let sock = SocketOptions {
         gso: false,
+        gro: false,
         ..SocketOptions::default()
     };
     let cfg = ConnectionConfig {
