@@ -8,8 +8,10 @@
 //! (a file, say) over a driver; the `tributary send` / `tributary recv` commands are thin
 //! wrappers around them.
 //!
-//! Threads: one blocking receiver thread per socket pushes datagrams into a channel; the
-//! calling thread owns the connection, drains the channel, and sends. Nothing here panics on
+//! Threads: one blocking receiver thread per socket pushes batches of datagrams into a
+//! channel; the calling thread owns the connection, drains the channel, and sends. On Linux,
+//! runs of equal-sized datagrams leave in one `sendmsg` (UDP GSO) and arrive coalesced (UDP
+//! GRO) when the kernel allows; see `docs/udp.md`. Nothing here panics on
 //! network input: malformed or foreign datagrams are counted and dropped (by the connection,
 //! which counts them in its statistics, and by the driver in [`DriverStats`]).
 
