@@ -449,7 +449,8 @@ impl Run {
     fn new(route: Route, segment: usize) -> Self {
         Run {
             route,
-            segment,
+            // Never 0 (the core writes no empty datagrams), so that `chunks` cannot panic.
+            segment: segment.max(1),
             count: 1,
         }
     }
