@@ -1,1 +1,87 @@
-//! tributary-net
+//! Tributary on real UDP sockets.
+//!
+//! [`UdpDriver`] runs the sans-IO [`Connection`] of `tributary-proto` on one UDP socket per
+//! local address (one per path on the sending side): it maps the OS monotonic clock onto the
+//! core's integer-nanosecond [`Instant`](tributary_proto::Instant), feeds it every datagram,
+//! fires its timers, and sends what `poll_transmit` produces on the socket and to the address
+//! that the path was last heard from. [`send_stream`] and [`receive_stream`] move one stream
+//! (a file, say) over a driver; the `tributary send` / `tributary recv` commands are thin
+//! wrappers around them.
+//!
+//! Threads: one blocking receiver thread per socket pushes batches of datagrams into a
+//! channel; the calling thread owns the connection, drains the channel, and sends. On Linux,
+//! runs of equal-sized datagrams leave in one `sendmsg` (UDP GSO) and arrive coalesced (UDP
+//! GRO) when the kernel allows; see `docs/udp.md`. Nothing here panics on
+//! network input: malformed or foreign datagrams are counted and dropped (by the connection,
+//! which counts them in its statistics, and by the driver in [`DriverStats`]).
+
+#![warn(missing_docs)]
+
+mod driver;
+mod transfer;
+
+pub use driver::{DriverStats, SocketOptions, UdpDriver};
+pub use transfer::{
+    receive_stream, send_stream, PathReport, Role, TransferOptions, TransferReport, CLOSE_DONE,
+};
+
+use std::net::SocketAddr;
+use tributary_proto::{ConfigError, Connection};
+
+/// Why the driver or a transfer failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// The connection configuration is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// No path or no listening address was given.
+    #[error("at least one {0} is required")]
+    NoPaths(&'static str),
+    /// A local address could not be bound (in use, not local, no permission).
+    #[error("cannot bind UDP socket to {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A socket option or thread could not be set up.
+    #[error("cannot set up UDP socket {addr}: {source}")]
+    Setup {
+        /// The socket's address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Every receiver thread stopped (all sockets failed).
+    #[error("all UDP receiver threads stopped")]
+    ReceiversGone,
+    /// Reading the stream to send failed.
+    #[error("reading the data to send: {0}")]
+    Source(#[source] std::io::Error),
+    /// Writing the received stream failed.
+    #[error("writing the received data: {0}")]
+    Sink(#[source] std::io::Error),
+    /// The transfer made no progress for the idle timeout.
+    #[error("no progress for {secs:.1} s ({what}); giving up")]
+    Idle {
+        /// The idle timeout, seconds.
+        secs: f64,
+        /// What was awaited.
+        what: &'static str,
+    },
+    /// The peer closed the connection before the transfer completed.
+    #[error("the peer closed the connection (code {code}) before the transfer completed")]
+    PeerClosed {
+        /// The peer's reason code.
+        code: u64,
+    },
+}
+
+/// Builds the driver's connection: `paths` paths (0 for a receiver, which learns them).
+fn new_connection(
+    cfg: tributary_proto::ConnectionConfig,
+    paths: usize,
+) -> Result<Connection, NetError> {
+    Ok(Connection::new(cfg, paths)?)
+}

@@ -1,0 +1,317 @@
+//! One stream over a driver: the sending and receiving loops behind `tributary send/recv`.
+
+use crate::driver::{DriverStats, UdpDriver};
+use crate::NetError;
+use std::fmt;
+use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+use tributary_proto::{ConnectionStats, Event};
+
+/// Longest single wait of the loops, so that idle and linger deadlines are checked.
+const TICK: StdDuration = StdDuration::from_millis(100);
+/// Bytes read from the source per `read` call.
+const CHUNK: usize = 256 << 10;
+/// CLOSE reason code sent by a sender whose data was all acknowledged.
+pub const CLOSE_DONE: u64 = 0;
+
+/// Limits of a transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransferOptions {
+    /// Give up after this long without progress (sender: no packet acknowledged; receiver:
+    /// no stream byte delivered, including before the first datagram).
+    pub idle_timeout: StdDuration,
+    /// Receiver: after the stream finished, keep answering (re-acknowledging the sender's
+    /// retransmissions, should the last ACKs be lost) until the sender's CLOSE arrives or
+    /// this long has passed.
+    pub linger: StdDuration,
+}
+
+impl Default for TransferOptions {
+    fn default() -> Self {
+        TransferOptions {
+            idle_timeout: StdDuration::from_secs(30),
+            linger: StdDuration::from_secs(2),
+        }
+    }
+}
+
+/// Which end a report describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The sending end.
+    Sender,
+    /// The receiving end.
+    Receiver,
+}
+
+/// Per-path counters of a transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathReport {
+    /// Path index.
+    pub path: usize,
+    /// Where the path's datagrams were last sent.
+    pub remote: Option<SocketAddr>,
+    /// Datagrams sent (data, ACKs, control).
+    pub packets_sent: u64,
+    /// Datagrams received.
+    pub packets_received: u64,
+    /// Ack-eliciting packets declared lost.
+    pub packets_lost: u64,
+    /// Retransmission timeouts.
+    pub rto_count: u64,
+}
+
+/// The outcome of a completed transfer.
+#[derive(Debug, Clone)]
+pub struct TransferReport {
+    /// Which end.
+    pub role: Role,
+    /// Stream bytes (sender: written and acknowledged; receiver: delivered in order).
+    pub bytes: u64,
+    /// Sender: from the first write to the last acknowledgement. Receiver: from the first
+    /// accepted datagram to the end of the stream.
+    pub elapsed: StdDuration,
+    /// Per-path counters.
+    pub paths: Vec<PathReport>,
+    /// The connection's counters.
+    pub conn: ConnectionStats,
+    /// The driver's counters.
+    pub driver: DriverStats,
+}
+
+impl TransferReport {
+    /// Goodput, Mbit/s (application bytes over `elapsed`).
+    pub fn goodput_mbps(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.bytes as f64 * 8.0 / s / 1e6
+        } else {
+            0.0
+        }
+    }
+}
+
+impl fmt::Display for TransferReport {
+    /// One line: bytes, seconds, goodput, per-path packets.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = match self.role {
+            Role::Sender => "sent",
+            Role::Receiver => "received",
+        };
+        write!(
+            f,
+            "{verb} {} bytes in {:.3} s: {:.1} Mbit/s",
+            self.bytes,
+            self.elapsed.as_secs_f64(),
+            self.goodput_mbps()
+        )?;
+        for p in &self.paths {
+            write!(
+                f,
+                "; path {}: {} pkts sent, {} received, {} lost",
+                p.path, p.packets_sent, p.packets_received, p.packets_lost
+            )?;
+        }
+        if self.driver.datagrams_dropped > 0 {
+            write!(f, "; {} datagrams dropped", self.driver.datagrams_dropped)?;
+        }
+        Ok(())
+    }
+}
+
+/// Tracks the last time a counter moved.
+struct Progress {
+    value: u64,
+    at: StdInstant,
+    timeout: StdDuration,
+    what: &'static str,
+}
+
+impl Progress {
+    fn new(timeout: StdDuration, what: &'static str) -> Self {
+        Progress {
+            value: 0,
+            at: StdInstant::now(),
+            timeout,
+            what,
+        }
+    }
+
+    fn update(&mut self, value: u64) -> Result<(), NetError> {
+        if value != self.value {
+            self.value = value;
+            self.at = StdInstant::now();
+        } else if self.at.elapsed() >= self.timeout {
+            return Err(NetError::Idle {
+                secs: self.timeout.as_secs_f64(),
+                what: self.what,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn report(d: &UdpDriver, role: Role, bytes: u64, elapsed: StdDuration) -> TransferReport {
+    let conn = d.connection().stats();
+    let paths = conn
+        .paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PathReport {
+            path: i,
+            remote: d.remote(i),
+            packets_sent: p.packets_sent,
+            packets_received: p.packets_received,
+            packets_lost: p.packets_lost,
+            rto_count: p.rto_count,
+        })
+        .collect();
+    TransferReport {
+        role,
+        bytes,
+        elapsed,
+        paths,
+        conn,
+        driver: d.stats(),
+    }
+}
+
+fn read_retry(src: &mut impl Read, buf: &mut [u8]) -> Result<usize, NetError> {
+    loop {
+        match src.read(buf) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(NetError::Source(e)),
+        }
+    }
+}
+
+/// Sends everything `src` yields as the connection's stream, ends it, waits until the peer
+/// acknowledged all of it, then sends CLOSE ([`CLOSE_DONE`]) on every path.
+pub fn send_stream(
+    d: &mut UdpDriver,
+    mut src: impl Read,
+    opts: &TransferOptions,
+) -> Result<TransferReport, NetError> {
+    let start = StdInstant::now();
+    let mut chunk = vec![0u8; CHUNK];
+    let (mut pos, mut end) = (0usize, 0usize);
+    let mut eof = false;
+    let mut progress = Progress::new(opts.idle_timeout, "waiting for acknowledgements");
+    loop {
+        while !eof {
+            if pos == end {
+                if d.connection().write_capacity() == 0 {
+                    break;
+                }
+                let n = read_retry(&mut src, &mut chunk)?;
+                if n == 0 {
+                    eof = true;
+                    d.connection_mut().close();
+                    break;
+                }
+                (pos, end) = (0, n);
+            }
+            let w = d.connection_mut().write(&chunk[pos..end]);
+            pos += w;
+            if w == 0 {
+                break;
+            }
+        }
+        d.flush();
+        let mut done = false;
+        while let Some(ev) = d.connection_mut().poll_event() {
+            match ev {
+                Event::AllAcked => done = true,
+                Event::Closed { code } => return Err(NetError::PeerClosed { code }),
+                Event::StreamFinished => {}
+            }
+        }
+        let stats = d.connection().stats();
+        let acked: u64 = stats.paths.iter().map(|p| p.packets_acked).sum();
+        // An empty stream never raises AllAcked in the core (see docs/udp.md): its end is
+        // acknowledged once any packet is, as the stream end is the only data it sends.
+        if eof && stats.bytes_written == 0 && acked > 0 {
+            done = true;
+        }
+        if done {
+            break;
+        }
+        progress.update(acked)?;
+        d.poll_io(TICK)?;
+    }
+    let elapsed = start.elapsed();
+    d.close(CLOSE_DONE);
+    let bytes = d.connection().stats().bytes_written;
+    Ok(report(d, Role::Sender, bytes, elapsed))
+}
+
+/// Receives the connection's stream into `dst` until it ends, then lingers (see
+/// [`TransferOptions::linger`]) until the sender's CLOSE. A CLOSE before the end of the
+/// stream is an error.
+pub fn receive_stream(
+    d: &mut UdpDriver,
+    mut dst: impl Write,
+    opts: &TransferOptions,
+) -> Result<TransferReport, NetError> {
+    let mut first: Option<StdInstant> = None;
+    let mut finished: Option<StdInstant> = None;
+    let mut bytes = 0u64;
+    let mut progress = Progress::new(opts.idle_timeout, "waiting for data");
+    loop {
+        let wait = match finished {
+            Some(t) => opts.linger.saturating_sub(t.elapsed()).min(TICK),
+            None => TICK,
+        };
+        d.poll_io(wait)?;
+        if first.is_none() && d.stats().datagrams_received > d.stats().datagrams_dropped {
+            first = Some(StdInstant::now());
+        }
+        let mut err = None;
+        bytes += d.connection_mut().read_with(u64::MAX, |b| {
+            if err.is_none() {
+                err = dst.write_all(b).err();
+            }
+        });
+        if let Some(e) = err {
+            return Err(NetError::Sink(e));
+        }
+        // Reading frees buffer space: send the window update it may have triggered.
+        d.flush();
+        let mut closed = None;
+        while let Some(ev) = d.connection_mut().poll_event() {
+            match ev {
+                Event::StreamFinished => finished = Some(StdInstant::now()),
+                Event::Closed { code } => closed = Some(code),
+                Event::AllAcked => {}
+            }
+        }
+        match (finished, closed) {
+            (Some(t), Some(_)) => return finish(d, &mut dst, first, bytes, t),
+            (Some(t), None) if t.elapsed() >= opts.linger => {
+                return finish(d, &mut dst, first, bytes, t)
+            }
+            (Some(_), None) => {}
+            (None, Some(code)) => return Err(NetError::PeerClosed { code }),
+            (None, None) => progress.update(bytes)?,
+        }
+    }
+}
+
+fn finish(
+    d: &UdpDriver,
+    dst: &mut impl Write,
+    first: Option<StdInstant>,
+    bytes: u64,
+    finished: StdInstant,
+) -> Result<TransferReport, NetError> {
+    dst.flush().map_err(NetError::Sink)?;
+    let start = first.unwrap_or(finished);
+    Ok(report(
+        d,
+        Role::Receiver,
+        bytes,
+        finished.duration_since(start),
+    ))
+}
