@@ -586,6 +586,7 @@ impl Connection {
                 }
                 if sp.stream_end && self.stream_end == StreamEnd::InFlight {
                     self.stream_end = StreamEnd::Acked;
+                    self.check_all_acked();
                 }
                 if let Some(tag) = sp.tag {
                     let mut ctx = send_ctx!(self, now);
@@ -731,8 +732,14 @@ impl Connection {
         }
     }
 
+    /// Everything written was acknowledged *and* the receiver learnt where the stream ends
+    /// (the STREAM_END frame may travel in a packet lost after the data arrived by another
+    /// path).
     fn check_all_acked(&mut self) {
-        if !self.all_acked && self.final_size == Some(self.peer_data_ack) {
+        if !self.all_acked
+            && self.final_size == Some(self.peer_data_ack)
+            && self.stream_end == StreamEnd::Acked
+        {
             self.all_acked = true;
             self.events.push_back(Event::AllAcked);
         }

@@ -154,3 +154,49 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn empty_stream_finishes_on_both_ends() {
+    let (mut a, mut b) = pair();
+    a.close();
+    let mut now = Instant::ZERO;
+    let got = transfer(&mut a, &mut b, &mut now, 1_000);
+    assert!(got.is_empty());
+    assert!(b.is_finished());
+    assert!(a.is_all_acked());
+    assert_eq!(a.poll_event(), Some(tributary_proto::Event::AllAcked));
+}
+
+/// The data is delivered, then the sender closes and the lone packet carrying STREAM_END is
+/// lost, and only then do the data's ACKs arrive: the data is all acknowledged, but the sender
+/// must not report `AllAcked` before the receiver knows the stream ended.
+#[test]
+fn all_acked_waits_for_the_stream_end() {
+    let (mut a, mut b) = pair();
+    let data = vec![7u8; 10_000];
+    assert_eq!(a.write(&data), data.len());
+    let now = Instant::ZERO;
+    let mut buf = vec![0u8; 2048];
+    while let Some(t) = a.poll_transmit(now, &mut buf) {
+        b.handle_datagram(now, &buf[..t.len]).unwrap();
+    }
+    let mut held = Vec::new();
+    while let Some(t) = b.poll_transmit(now, &mut buf) {
+        held.push(buf[..t.len].to_vec());
+    }
+    assert!(!held.is_empty());
+    a.close();
+    let t = a.poll_transmit(now, &mut buf).expect("the stream end is sent");
+    let (_, body) = tributary_proto::wire::parse_packet(&buf[..t.len]).unwrap();
+    assert!(FrameIter::new(body).any(|f| matches!(f, Ok(Frame::StreamEnd { .. }))));
+    // ... and lost. Now the held ACKs acknowledge every byte.
+    for ack in &held {
+        a.handle_datagram(now, ack).unwrap();
+    }
+    assert!(!a.is_all_acked(), "AllAcked while the receiver cannot know the end");
+    let mut now = now;
+    let got = transfer(&mut a, &mut b, &mut now, 10_000);
+    assert_eq!(got, data);
+    assert!(b.is_finished());
+    assert!(a.is_all_acked());
+}
