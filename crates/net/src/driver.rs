@@ -337,17 +337,11 @@ impl UdpDriver {
         let _ = self.pools[b.socket].send(b);
     }
 
-    /// Closes the connection: sends a CLOSE frame with `code` (fire and forget).
-    ///
-    /// The core queues CLOSE for every path but, as of this writing, re-queues it for path 0
-    /// forever (`Connection::transmit_control` puts `close_due` back before returning the
-    /// datagram of path 0, so the loop never reaches path 1 and `poll_transmit` never
-    /// returns `None`). Hence this sends at most one datagram per path instead of draining:
-    /// the peer gets `path_count` copies of CLOSE, which is all it needs.
+    /// Closes the connection: sends a CLOSE frame with `code` on every path (fire and
+    /// forget).
     pub fn close(&mut self, code: u64) {
         self.conn.close_connection(code);
-        let n = self.conn.path_count().max(1);
-        self.send_at_most(n);
+        self.flush();
     }
 
     /// Sends every datagram the connection has ready.

@@ -230,11 +230,6 @@ pub fn send_stream(
         }
         let stats = d.connection().stats();
         let acked: u64 = stats.paths.iter().map(|p| p.packets_acked).sum();
-        // An empty stream never raises AllAcked in the core (see docs/udp.md): its end is
-        // acknowledged once any packet is, as the stream end is the only data it sends.
-        if eof && stats.bytes_written == 0 && acked > 0 {
-            done = true;
-        }
         if done {
             break;
         }

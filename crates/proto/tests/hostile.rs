@@ -186,14 +186,19 @@ fn all_acked_waits_for_the_stream_end() {
     }
     assert!(!held.is_empty());
     a.close();
-    let t = a.poll_transmit(now, &mut buf).expect("the stream end is sent");
+    let t = a
+        .poll_transmit(now, &mut buf)
+        .expect("the stream end is sent");
     let (_, body) = tributary_proto::wire::parse_packet(&buf[..t.len]).unwrap();
     assert!(FrameIter::new(body).any(|f| matches!(f, Ok(Frame::StreamEnd { .. }))));
     // ... and lost. Now the held ACKs acknowledge every byte.
     for ack in &held {
         a.handle_datagram(now, ack).unwrap();
     }
-    assert!(!a.is_all_acked(), "AllAcked while the receiver cannot know the end");
+    assert!(
+        !a.is_all_acked(),
+        "AllAcked while the receiver cannot know the end"
+    );
     let mut now = now;
     let got = transfer(&mut a, &mut b, &mut now, 10_000);
     assert_eq!(got, data);
