@@ -168,6 +168,8 @@ fn run_one(s: &Scenario, r: &RunSpec) -> Result<RunRecord, RunError> {
                     })
                     .collect(),
                 series: f.series.clone(),
+                block_delay: f.block_delay.clone(),
+                block_delay_series: f.block_delay_series.clone(),
             });
         }
     }

@@ -42,6 +42,10 @@ pub struct ConnectionConfig {
     pub max_ack_ranges: usize,
     /// Most paths a receiver accepts.
     pub max_paths: usize,
+    /// Block size for the delay metrics (bytes): a block's delivery delay runs from the first
+    /// transmission of any of its bytes (or symbols) to its in-order delivery, measured the
+    /// same way for every scheme (FMTCP paper §VI: 32 KB blocks, also for MPTCP).
+    pub metric_block: usize,
     /// Seed of the connection's deterministic generator.
     pub seed: u64,
 }
@@ -65,6 +69,7 @@ impl Default for ConnectionConfig {
             max_ack_delay: Duration::from_millis(25),
             max_ack_ranges: 32,
             max_paths: 8,
+            metric_block: 32 * 1024,
             seed: 0,
         }
     }
@@ -140,6 +145,9 @@ impl ConnectionConfig {
         }
         if self.initial_rto.as_nanos() == 0 {
             return bad("initial_rto", "must be > 0".into());
+        }
+        if self.metric_block == 0 {
+            return bad("metric_block", "must be at least 1 byte".into());
         }
         if !(1..=255).contains(&self.max_paths) {
             return bad("max_paths", "must be within 1..=255".into());

@@ -12,8 +12,8 @@ use crate::config::{ConfigError, ConnectionConfig};
 use crate::path::{Path, PathStats, PathView, RttEstimator, SentState};
 use crate::sched::Scheduler;
 use crate::scheme::{
-    Action, LossKind, PacketTag, RecvCtx, SchemeError, SchemeReceiver, SchemeSender, SchemeStats,
-    SendCtx,
+    Action, BlockClock, LossKind, PacketTag, RecvCtx, SchemeError, SchemeReceiver, SchemeSender,
+    SchemeStats, SendCtx,
 };
 use crate::time::{Duration, Instant};
 use crate::wire::{self, AckFrame, Frame, FrameIter, Header, PacketWriter, WireError};
@@ -126,6 +126,11 @@ pub struct Connection {
     lost: Vec<(usize, PacketTag, LossKind)>,
     scheme_stats: SchemeStats,
     stats: ConnectionStats,
+    /// Sender: first transmission of each metric block.
+    sent_clock: BlockClock,
+    /// Receiver: in-order delivery (availability to the application) of each metric block.
+    delivered_clock: BlockClock,
+    clocked_upto: u64,
     // Sending direction.
     peer_data_ack: u64,
     peer_max_data: u64,
@@ -162,6 +167,7 @@ macro_rules! send_ctx {
             final_size: $s.final_size,
             actions: &mut $s.actions,
             stats: &mut $s.scheme_stats,
+            block_clock: &mut $s.sent_clock,
             rng: &mut $s.rng,
         }
     };
@@ -189,6 +195,9 @@ impl Connection {
             lost: Vec::new(),
             scheme_stats: SchemeStats::default(),
             stats: ConnectionStats::default(),
+            sent_clock: BlockClock::new(cfg.metric_block),
+            delivered_clock: BlockClock::new(cfg.metric_block),
+            clocked_upto: 0,
             peer_data_ack: 0,
             // Both ends share the configuration, so the peer's initial window is known.
             peer_max_data: cfg.recv_buffer as u64,
@@ -466,6 +475,7 @@ impl Connection {
             }
             let held = self.recv_buf.held();
             self.stats.max_buffer_occupancy = self.stats.max_buffer_occupancy.max(held);
+            self.clock_deliveries(now);
         } else if eliciting {
             // A duplicate: the ACK that covered it may have been lost.
             self.paths[p].ack_now = true;
@@ -527,6 +537,32 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// Marks the metric blocks that became available in order (whole blocks, or the last
+    /// partial block once the stream end is known).
+    fn clock_deliveries(&mut self, now: Instant) {
+        let end = self.recv_buf.contiguous_end();
+        let b = self.delivered_clock.block_size();
+        let whole = end / b * b;
+        let upto = match self.recv_buf.final_size() {
+            Some(f) if end == f => end,
+            _ => whole,
+        };
+        if upto > self.clocked_upto {
+            self.delivered_clock.mark(self.clocked_upto, upto, now);
+            self.clocked_upto = upto;
+        }
+    }
+
+    /// Sender: when each metric block was first transmitted (index = offset / block size).
+    pub fn block_sent_times(&self) -> &BlockClock {
+        &self.sent_clock
+    }
+
+    /// Receiver: when each metric block became available to the application in order.
+    pub fn block_delivered_times(&self) -> &BlockClock {
+        &self.delivered_clock
     }
 
     fn feedback(&mut self, now: Instant, f: &Frame<'_>) -> Result<(), DatagramError> {

@@ -8,7 +8,7 @@
 use crate::app::{Sink, Source};
 use crate::config::{Direction, FlowKind, SimConfig, SimConfigError};
 use crate::link::Link;
-use crate::result::{FlowResult, LinkResult, PathResult, SimResult};
+use crate::result::{BlockDelay, FlowResult, LinkResult, PathResult, SimResult};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use tributary_proto::time::{Duration, Instant};
@@ -562,6 +562,7 @@ impl Simulator {
             let mut window_drops = 0;
             let mut reinjected = 0;
             let mut penalizations = 0;
+            let mut delays: Vec<(f64, f64)> = Vec::new();
             let end = f.completed.unwrap_or(self.now);
             let active = (end - f.start).as_secs_f64();
             for &(s, r) in &f.conns {
@@ -610,6 +611,12 @@ impl Simulator {
                 window_drops += rs.window_drops;
                 reinjected += ss.scheme.reinjected_bytes;
                 penalizations += ss.scheme.penalizations;
+                let (sent, got) = (se.conn.block_sent_times(), re.conn.block_delivered_times());
+                for i in 0..got.len() {
+                    if let (Some(s), Some(d)) = (sent.get(i), got.get(i)) {
+                        delays.push((d.as_secs_f64(), (d - s).as_secs_f64() * 1e3));
+                    }
+                }
             }
             let _ = written;
             flows.push(FlowResult {
@@ -629,6 +636,12 @@ impl Simulator {
                 reinjected_bytes: reinjected,
                 penalizations,
                 series: f.series.clone(),
+                block_delay: block_delay(&delays),
+                block_delay_series: if self.cfg.sample_interval.is_some() {
+                    delays.iter().map(|&(t, d)| [t, d]).collect()
+                } else {
+                    Vec::new()
+                },
             });
         }
         let links = self
@@ -650,4 +663,23 @@ impl Simulator {
             data_packets_delivered: self.data_delivered,
         })
     }
+}
+
+fn block_delay(delays: &[(f64, f64)]) -> Option<BlockDelay> {
+    if delays.is_empty() {
+        return None;
+    }
+    let n = delays.len() as f64;
+    let mean = delays.iter().map(|d| d.1).sum::<f64>() / n;
+    let var = delays.iter().map(|d| (d.1 - mean).powi(2)).sum::<f64>() / n;
+    let mut sorted: Vec<f64> = delays.iter().map(|d| d.1).collect();
+    sorted.sort_by(f64::total_cmp);
+    let p95 = sorted[((sorted.len() as f64 * 0.95).ceil() as usize).clamp(1, sorted.len()) - 1];
+    Some(BlockDelay {
+        blocks: delays.len() as u64,
+        mean_ms: mean,
+        jitter_ms: var.sqrt(),
+        p95_ms: p95,
+        max_ms: sorted[sorted.len() - 1],
+    })
 }

@@ -23,6 +23,22 @@ pub struct PathResult {
     pub cwnd_bytes: u64,
 }
 
+/// Block delivery delay: from the first transmission of any byte of a block to its in-order
+/// delivery, over all blocks delivered (block size = the connection's `metric_block`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BlockDelay {
+    /// Blocks measured.
+    pub blocks: u64,
+    /// Mean delay, ms.
+    pub mean_ms: f64,
+    /// Jitter: standard deviation of the block delays, ms.
+    pub jitter_ms: f64,
+    /// 95th percentile, ms.
+    pub p95_ms: f64,
+    /// Largest delay, ms.
+    pub max_ms: f64,
+}
+
 /// Results of one flow.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct FlowResult {
@@ -51,6 +67,10 @@ pub struct FlowResult {
     pub penalizations: u64,
     /// (time s, goodput Mbit/s over the preceding interval), if sampling was asked for.
     pub series: Vec<[f64; 2]>,
+    /// Block delivery delay statistics (none if no block was delivered).
+    pub block_delay: Option<BlockDelay>,
+    /// (delivery time s, delay ms) per block, if sampling was asked for.
+    pub block_delay_series: Vec<[f64; 2]>,
 }
 
 /// Counters of one link.

@@ -386,3 +386,28 @@ fn invalid_configurations_are_errors() {
     c.flows[0].conn.recv_buffer = 10;
     assert!(run(c).unwrap_err().to_string().contains("recv_buffer"));
 }
+
+#[test]
+fn block_delay_is_measured_for_every_block() {
+    // 10 Mbit/s, 50 ms one way, 4 MiB buffer, 20 s bulk: a 32 KiB block needs at least its
+    // serialisation (23.4 packets of ~1450 wire bytes ≈ 27 ms) plus the propagation delay.
+    let cfg = sim(
+        vec![link("l", 10_000_000, 50, 100, 0.0)],
+        vec![flow(
+            "f",
+            vec![vec![0]],
+            conn(SchemeConfig::Tcp, CcConfig::NewReno, 4 << 20),
+            FlowKind::Multipath,
+        )],
+        20,
+        1,
+    );
+    let r = run(cfg).unwrap();
+    let f = &r.flows[0];
+    let bd = f.block_delay.clone().expect("blocks were delivered");
+    assert_eq!(bd.blocks, f.bytes_delivered / (32 * 1024));
+    let floor_ms = 50.0 + 32768.0 * 1450.0 / 1400.0 * 8.0 / 10e6 * 1e3;
+    assert!(bd.mean_ms >= floor_ms, "mean {} < {floor_ms}", bd.mean_ms);
+    assert!(bd.p95_ms >= bd.mean_ms && bd.max_ms >= bd.p95_ms);
+    assert!(bd.jitter_ms.is_finite() && bd.jitter_ms > 0.0);
+}

@@ -184,6 +184,7 @@ impl SchemeSender for ArqSender {
                 reinjected: 0,
             });
             self.next_offset = tag.a + u64::from(n);
+            ctx.mark_sent(tag.a, self.next_offset);
             return Some(tag);
         }
         // 4. Blocked by the receive window: reinject the segment at its left edge.

@@ -111,8 +111,66 @@ pub struct SendCtx<'a> {
     pub actions: &'a mut Vec<Action>,
     /// Counters.
     pub stats: &'a mut SchemeStats,
+    /// First-transmission times of metric blocks; see [`SendCtx::mark_sent`].
+    pub block_clock: &'a mut BlockClock,
     /// Deterministic randomness (seeded per connection).
     pub rng: &'a mut rand_chacha::ChaCha8Rng,
+}
+
+impl SendCtx<'_> {
+    /// Records that stream bytes `[start, end)` (or symbols coding them) are being sent for
+    /// the first time, for the block-delay metric. Call it when a packet first carries any
+    /// part of that range; later calls for the same bytes change nothing.
+    pub fn mark_sent(&mut self, start: u64, end: u64) {
+        self.block_clock.mark(start, end, self.now);
+    }
+}
+
+/// Per-block times for the delay metrics: index = stream offset / block size.
+#[derive(Debug, Clone, Default)]
+pub struct BlockClock {
+    block: u64,
+    times: Vec<Option<Instant>>,
+}
+
+impl BlockClock {
+    /// Blocks of `block` bytes.
+    pub fn new(block: usize) -> Self {
+        BlockClock {
+            block: block.max(1) as u64,
+            times: Vec::new(),
+        }
+    }
+    /// Sets the time of every block intersecting `[start, end)` that has none yet.
+    pub fn mark(&mut self, start: u64, end: u64, now: Instant) {
+        if end <= start {
+            return;
+        }
+        let first = (start / self.block) as usize;
+        let last = ((end - 1) / self.block) as usize;
+        if self.times.len() <= last {
+            self.times.resize(last + 1, None);
+        }
+        for t in &mut self.times[first..=last] {
+            t.get_or_insert(now);
+        }
+    }
+    /// Time of block `i`, if marked.
+    pub fn get(&self, i: usize) -> Option<Instant> {
+        self.times.get(i).copied().flatten()
+    }
+    /// Number of blocks with a slot (marked or not).
+    pub fn len(&self) -> usize {
+        self.times.len()
+    }
+    /// True if no block was marked.
+    pub fn is_empty(&self) -> bool {
+        self.times.is_empty()
+    }
+    /// Block size in bytes.
+    pub fn block_size(&self) -> u64 {
+        self.block
+    }
 }
 
 /// The sending half of a scheme.
