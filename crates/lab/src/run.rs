@@ -35,7 +35,7 @@ pub struct RunSpec {
 pub enum RunError {
     /// The simulator refused the configuration or detected corrupted delivery.
     #[error(
-        "run failed (variant `{variant}`{point}, repetition {repetition}, seed {seed}): {source}"
+        "run failed (variant `{variant}`{point}, repetition {repetition}, seed {seed}): {error}"
     )]
     Sim {
         /// Variant name.
@@ -47,7 +47,7 @@ pub enum RunError {
         /// Seed.
         seed: u64,
         /// The simulator's error.
-        source: SimError,
+        error: SimError,
     },
     /// The thread pool could not be built.
     #[error("cannot start {jobs} worker threads: {message}")]
@@ -126,7 +126,7 @@ fn run_one(s: &Scenario, r: &RunSpec) -> Result<RunRecord, RunError> {
     let mut cfg = compiled.sim.clone();
     cfg.seed = r.seed;
     let point = &s.points[r.point];
-    let res = tributary_sim::run(cfg).map_err(|source| RunError::Sim {
+    let res = tributary_sim::run(cfg).map_err(|error| RunError::Sim {
         variant: s.variants[r.variant].clone(),
         point: if point.label.is_empty() {
             String::new()
@@ -135,7 +135,7 @@ fn run_one(s: &Scenario, r: &RunSpec) -> Result<RunRecord, RunError> {
         },
         repetition: r.repetition,
         seed: r.seed,
-        source,
+        error,
     })?;
     let mut flows = Vec::new();
     for g in &compiled.groups {

@@ -17,12 +17,12 @@ use tributary_sim::{
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
     /// The file could not be read.
-    #[error("cannot read scenario file {path}: {source}")]
+    #[error("cannot read scenario file {path}: {error}")]
     Read {
         /// The file.
         path: String,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not valid TOML.
     #[error("{origin}: invalid TOML: {message}")]
@@ -99,9 +99,9 @@ impl Scenario {
 
     /// Reads and parses a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ScenarioError::Read {
             path: path.display().to_string(),
-            source,
+            error,
         })?;
         Scenario::parse(&text, &path.display().to_string())
     }

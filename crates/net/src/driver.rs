@@ -175,7 +175,7 @@ impl UdpDriver {
             let s = open_socket(addr, opts)?;
             let local = s
                 .local_addr()
-                .map_err(|source| NetError::Setup { addr, source })?;
+                .map_err(|error| NetError::Setup { addr, error })?;
             local_addrs.push(local);
             sockets.push(Arc::new(s));
         }
@@ -196,7 +196,7 @@ impl UdpDriver {
                         .name(format!("udp-rx-{addr}"))
                         .spawn(move || receive_loop(i, &s, &tx, &pool_rx, &flag))
                 })
-                .map_err(|source| NetError::Setup { addr, source });
+                .map_err(|error| NetError::Setup { addr, error });
             match h {
                 Ok(h) => threads.push(h),
                 Err(e) => {
@@ -667,7 +667,7 @@ impl Drop for UdpDriver {
 }
 
 fn open_socket(addr: SocketAddr, opts: SocketOptions) -> Result<UdpSocket, NetError> {
-    let setup = |source| NetError::Setup { addr, source };
+    let setup = |error| NetError::Setup { addr, error };
     let s =
         Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(setup)?;
     // Best effort: the kernel caps both at its maxima, and a smaller buffer only costs
@@ -675,7 +675,7 @@ fn open_socket(addr: SocketAddr, opts: SocketOptions) -> Result<UdpSocket, NetEr
     let _ = s.set_recv_buffer_size(opts.recv_buffer);
     let _ = s.set_send_buffer_size(opts.send_buffer);
     s.bind(&addr.into())
-        .map_err(|source| NetError::Bind { addr, source })?;
+        .map_err(|error| NetError::Bind { addr, error })?;
     s.set_read_timeout(Some(STOP_POLL)).map_err(setup)?;
     if opts.gro {
         // Best effort too: without it every datagram is read on its own.

@@ -38,30 +38,30 @@ pub enum NetError {
     #[error("at least one {0} is required")]
     NoPaths(&'static str),
     /// A local address could not be bound (in use, not local, no permission).
-    #[error("cannot bind UDP socket to {addr}: {source}")]
+    #[error("cannot bind UDP socket to {addr}: {error}")]
     Bind {
         /// The address.
         addr: SocketAddr,
         /// The OS error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A socket option or thread could not be set up.
-    #[error("cannot set up UDP socket {addr}: {source}")]
+    #[error("cannot set up UDP socket {addr}: {error}")]
     Setup {
         /// The socket's address.
         addr: SocketAddr,
         /// The OS error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Every receiver thread stopped (all sockets failed).
     #[error("all UDP receiver threads stopped")]
     ReceiversGone,
     /// Reading the stream to send failed.
     #[error("reading the data to send: {0}")]
-    Source(#[source] std::io::Error),
+    Source(std::io::Error),
     /// Writing the received stream failed.
     #[error("writing the received data: {0}")]
-    Sink(#[source] std::io::Error),
+    Sink(std::io::Error),
     /// The transfer made no progress for the idle timeout.
     #[error("no progress for {secs:.1} s ({what}); giving up")]
     Idle {
