@@ -648,8 +648,9 @@ fn y_range(fig: &Figure) -> (f64, f64) {
     if hi <= lo {
         hi = lo + 1.0;
     }
-    // Headroom for the legend in the upper right corner.
-    (lo, hi * if fig.lines.len() > 1 { 1.3 } else { 1.08 })
+    // Headroom for the legend in the upper right corner: about 5 % of the height per entry.
+    let entries = fig.lines.len().min(10) as f64;
+    (lo, hi / (1.0 - 0.05 * entries - 0.06))
 }
 
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Result<(), String>
@@ -696,6 +697,7 @@ where
         .y_desc(&fig.y_label)
         .label_style(("sans-serif", 13))
         .axis_desc_style(("sans-serif", 15))
+        .max_light_lines(0)
         .x_label_formatter(&fmt_x);
     if categorical {
         mesh.x_labels(fig.categories.len().max(1) * 2 + 1)
