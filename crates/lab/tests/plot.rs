@@ -185,3 +185,36 @@ fn bad_input_gives_clear_errors() {
     .to_string();
     assert!(e.contains("series plot shows goodput"), "{e}");
 }
+
+/// Every platform scenario parses and renders its figures; one of them end to end with a
+/// 3-second duration (the smoke test of the pipeline on a real scenario file).
+#[test]
+fn platform_scenarios_render() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/platform");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 9, "{files:?}");
+    for f in &files {
+        let s = Scenario::load(f).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!s.plots.is_empty(), "{} has no [[plots]]", f.display());
+    }
+    let text = std::fs::read_to_string(root.join("loadbalance-2.toml"))
+        .unwrap()
+        .replace("duration = \"120s\"", "duration = \"3s\"");
+    let s = Scenario::parse(&text, "loadbalance-2.toml").unwrap();
+    let opts = RunOptions {
+        repetitions: Some(2),
+        ..RunOptions::default()
+    };
+    let report = run::run(&s, &opts, &|| {}).unwrap();
+    let dir = tmp("platform");
+    for spec in &s.plots {
+        let files = render(&report, spec, &dir).unwrap();
+        let svg = std::fs::read_to_string(&files[1]).unwrap();
+        assert!(svg.contains("MPVeno") && svg.contains("mp link2"), "{svg}");
+    }
+}
