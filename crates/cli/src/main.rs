@@ -2,6 +2,7 @@
 
 mod bench_cmd;
 mod net_cmds;
+mod plot_cmd;
 mod run_cmd;
 
 use clap::{Parser, Subcommand};
@@ -22,6 +23,8 @@ struct Cli {
 enum Cmd {
     /// Run a scenario file on the simulator and report the results.
     Run(run_cmd::RunArgs),
+    /// Render figures (PNG and SVG) from a `run --json` results file.
+    Plot(plot_cmd::PlotArgs),
     /// Send a file over one or more real UDP paths.
     Send(net_cmds::SendArgs),
     /// Receive a file on one or more UDP addresses.
@@ -34,6 +37,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Run(a) => run_cmd::run(a),
+        Cmd::Plot(a) => plot_cmd::plot(a),
         Cmd::Send(a) => net_cmds::send(a),
         Cmd::Recv(a) => net_cmds::recv(a),
         Cmd::Bench(a) => bench_cmd::bench(a),

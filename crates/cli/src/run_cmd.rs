@@ -41,6 +41,9 @@ pub struct RunArgs {
     /// Worker threads (default: one per core). Results do not depend on it.
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// Render the scenario's `[[plots]]` into this directory (PNG and SVG).
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
     /// Check the scenario and list its runs without running them.
     #[arg(long)]
     pub check: bool,
@@ -102,6 +105,13 @@ pub fn run(a: RunArgs) -> Result<()> {
     if let Some(p) = &a.csv {
         std::fs::write(p, report.to_csv())
             .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    if let Some(dir) = &a.plots {
+        for spec in &scenario.plots {
+            for p in tributary_lab::plot::render(&report, spec, dir)? {
+                eprintln!("wrote {}", p.display());
+            }
+        }
     }
     match a.format {
         Format::Table => print!("{}", report.to_table()),

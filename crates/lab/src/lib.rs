@@ -5,11 +5,12 @@
 //! parameter, and repetitions. [`Scenario::load`] parses and checks it (errors name the
 //! field), [`run::run`] executes every (variant, sweep point, repetition) in parallel, and the
 //! [`Report`] holds every run plus mean and 95 % confidence interval per (variant, sweep
-//! point, flow), rendered as JSON, CSV or a table.
+//! point, flow), rendered as JSON, CSV or a table; [`plot`] renders its figures (PNG, SVG).
 
 #![warn(missing_docs)]
 
 mod overrides;
+pub mod plot;
 pub mod report;
 pub mod run;
 pub mod scenario;

@@ -6,7 +6,7 @@ use crate::stats::{jain, Estimate};
 use std::fmt::Write as _;
 
 /// One path of one flow in one run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PathRecord {
     /// Path name (from the scenario).
     pub name: String,
@@ -27,7 +27,7 @@ pub struct PathRecord {
 }
 
 /// One flow in one run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FlowRecord {
     /// Flow name (`name#k` for copies).
     pub name: String,
@@ -52,7 +52,7 @@ pub struct FlowRecord {
     /// Per path.
     pub paths: Vec<PathRecord>,
     /// (time s, goodput Mbit/s) samples when `sample_interval` is set.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<[f64; 2]>,
     /// Block delivery delay: first transmission of a block's bytes → in-order delivery
     /// (blocks of the connection's `metric_block` bytes, 32 KiB by default).
@@ -64,7 +64,7 @@ pub struct FlowRecord {
 }
 
 /// One simulation.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunRecord {
     /// Variant name.
     pub variant: String,
@@ -83,7 +83,7 @@ pub struct RunRecord {
 }
 
 /// Per-path summary.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PathSummary {
     /// Path name.
     pub name: String,
@@ -94,7 +94,7 @@ pub struct PathSummary {
 }
 
 /// Statistics over the repetitions of one (variant, sweep point, flow).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SummaryRow {
     /// Variant.
     pub variant: String,
@@ -124,7 +124,7 @@ pub struct SummaryRow {
 }
 
 /// Everything `tributary run` reports.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Report {
     /// Scenario name.
     pub scenario: String,

@@ -2,6 +2,7 @@
 //! [`SimConfig`]s. The schema is documented in `docs/scenarios.md`.
 
 use crate::overrides;
+use crate::plot::PlotSpec;
 use crate::spec::{FileSpec, FlowSpec, LinkSpec, MetaSpec, ReverseSpec};
 use std::collections::HashMap;
 use std::path::Path;
@@ -89,6 +90,15 @@ pub struct Scenario {
     pub points: Vec<SweepPoint>,
     /// Compiled configurations, index `variant * points.len() + point`.
     pub configs: Vec<Compiled>,
+    /// Figures to render from the results (`[[plots]]`).
+    pub plots: Vec<PlotSpec>,
+}
+
+/// The `[[plots]]` section on its own.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlotsSpec {
+    plots: Vec<PlotSpec>,
 }
 
 impl Scenario {
@@ -125,6 +135,14 @@ impl Scenario {
             }
         }
         let meta: MetaSpec = typed(meta_tbl).map_err(invalid)?;
+        let plots = match root.remove("plots") {
+            None => Vec::new(),
+            Some(v) => {
+                let mut t = toml::Table::new();
+                t.insert("plots".into(), v);
+                typed::<PlotsSpec>(t).map_err(invalid)?.plots
+            }
+        };
 
         // The base file must be valid on its own.
         let base_spec: FileSpec = typed(root.clone()).map_err(invalid)?;
@@ -210,6 +228,7 @@ impl Scenario {
             variants,
             points,
             configs,
+            plots,
         })
     }
 }
@@ -217,7 +236,7 @@ impl Scenario {
 /// Top-level settings shared by all runs cannot be overridden per variant or sweep point.
 fn check_overridable(path: &str) -> Result<(), String> {
     match path.split('.').next() {
-        Some("name" | "description" | "seed" | "repetitions" | "variants" | "sweep") => {
+        Some("name" | "description" | "seed" | "repetitions" | "variants" | "sweep" | "plots") => {
             Err("cannot be overridden (it is shared by all variants and sweep points)".into())
         }
         _ => Ok(()),

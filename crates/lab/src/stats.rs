@@ -24,7 +24,7 @@ pub fn t_975(df: u64) -> f64 {
 }
 
 /// Mean and 95 % confidence half-width of a sample.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Estimate {
     /// Sample mean.
     pub mean: f64,

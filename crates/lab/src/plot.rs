@@ -1,0 +1,805 @@
+//! Figures from a [`Report`]: line plots of a metric against the sweep, bar charts per
+//! variant and goodput time series, rendered to PNG and SVG with `plotters`.
+//!
+//! A figure is described by a [`PlotSpec`] (a scenario's `[[plots]]` entry, or built by
+//! `tributary plot` from its options). Every value is recomputed from the per-run records and
+//! summarised over the repetitions as mean ± 95 % confidence interval ([`Estimate`]), so the
+//! figure shows exactly what the runs measured. Rendering is deterministic: the same report
+//! and spec give byte-identical files. Text is drawn with an embedded DejaVu Sans (the
+//! bitmap backend needs a font and we want no system font lookup).
+
+use crate::report::{FlowRecord, Report, RunRecord};
+use crate::stats::{jain, Estimate};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// What a figure shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlotKind {
+    /// The metric against the sweep points, one line per variant (× flow selector × path).
+    Line,
+    /// One group of bars per variant (bars: sweep points × selectors × paths).
+    Bar,
+    /// Goodput over time (`sample_interval`), one line per variant (× sweep point × flow).
+    Series,
+}
+
+/// The quantity plotted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Metric {
+    /// Goodput of the selected flows, Mbit/s.
+    #[default]
+    Goodput,
+    /// Completion time, s (runs where a selected flow did not finish are left out).
+    Completion,
+    /// Jain's fairness index over the goodputs of all selected flows together.
+    Fairness,
+    /// Goodput of the first selector over the second (both reduced per `reduce`).
+    Ratio,
+    /// Acknowledged throughput per path of the selected flows, Mbit/s.
+    PathThroughput,
+    /// Each path's share of the selected flows' path throughput, %.
+    PathShare,
+}
+
+impl Metric {
+    fn name(self) -> &'static str {
+        match self {
+            Metric::Goodput => "goodput",
+            Metric::Completion => "completion",
+            Metric::Fairness => "fairness",
+            Metric::Ratio => "ratio",
+            Metric::PathThroughput => "path-throughput",
+            Metric::PathShare => "path-share",
+        }
+    }
+
+    /// Parses a metric name as written in `[[plots]]` or on the command line.
+    pub fn parse(s: &str) -> Result<Metric, PlotError> {
+        const ALL: [Metric; 6] = [
+            Metric::Goodput,
+            Metric::Completion,
+            Metric::Fairness,
+            Metric::Ratio,
+            Metric::PathThroughput,
+            Metric::PathShare,
+        ];
+        ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
+            PlotError::Spec(format!(
+                "unknown metric `{s}` (known: {})",
+                ALL.map(Metric::name).join(", ")
+            ))
+        })
+    }
+
+    fn axis_label(self, reduce: Reduce) -> String {
+        let per = if reduce == Reduce::Mean {
+            " per flow"
+        } else {
+            ""
+        };
+        match self {
+            Metric::Goodput => format!("goodput{per} (Mbit/s)"),
+            Metric::Completion => format!("completion time{per} (s)"),
+            Metric::Fairness => "Jain's fairness index".into(),
+            Metric::Ratio => format!("goodput ratio{per}"),
+            Metric::PathThroughput => format!("throughput per path{per} (Mbit/s)"),
+            Metric::PathShare => "share of traffic per path (%)".into(),
+        }
+    }
+}
+
+/// How the goodputs of several flows matched by one selector combine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reduce {
+    /// Their sum (a `count = N` group's aggregate).
+    #[default]
+    Sum,
+    /// Their mean (per-flow value).
+    Mean,
+}
+
+/// One figure (`[[plots]]` in a scenario file; schema in `docs/scenarios.md`).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlotSpec {
+    /// File stem: the figure is written as `NAME.png` and `NAME.svg`.
+    pub name: String,
+    /// Line, bar or time series.
+    pub kind: PlotKind,
+    /// Quantity on the y axis (`series` plots goodput only).
+    #[serde(default)]
+    pub metric: Metric,
+    /// Flow selectors: a flow name (`mp#3`) or a `[[flows]]` entry name (all its copies).
+    /// Empty: every `[[flows]]` entry.
+    #[serde(default)]
+    pub flows: Vec<String>,
+    /// Sum or mean over the flows one selector matches.
+    #[serde(default)]
+    pub reduce: Reduce,
+    /// `series`: one line per flow instead of one per selector.
+    #[serde(default)]
+    pub per_flow: bool,
+    /// Title (default: the scenario name and the metric).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// x axis label (default: the swept parameters, or "time (s)").
+    #[serde(default)]
+    pub x_label: Option<String>,
+    /// y axis label (default: the metric with its unit).
+    #[serde(default)]
+    pub y_label: Option<String>,
+}
+
+/// Why a figure cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// The results file could not be read.
+    #[error("cannot read results file {path}: {error}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// The results file is not a `tributary run` JSON report.
+    #[error("{path}: not a tributary results file: {message}")]
+    Json {
+        /// The file.
+        path: String,
+        /// The parser's message, with the field path.
+        message: String,
+    },
+    /// The spec does not fit the report (unknown flow, metric, missing series, ...).
+    #[error("{0}")]
+    Spec(String),
+    /// Writing or drawing failed.
+    #[error("cannot write {path}: {message}")]
+    Write {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Reads a JSON report written by `tributary run --json`.
+pub fn load_report(path: &Path) -> Result<Report, PlotError> {
+    let text = std::fs::read_to_string(path).map_err(|error| PlotError::Read {
+        path: path.display().to_string(),
+        error,
+    })?;
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        PlotError::Json {
+            path: path.display().to_string(),
+            message: if field == "." {
+                inner
+            } else {
+                format!("{field}: {inner}")
+            },
+        }
+    })
+}
+
+/// One plotted line (or bar series): y with its 95 % half-width at each x position.
+#[derive(Debug, Clone, PartialEq)]
+struct Line {
+    name: String,
+    points: Vec<(f64, Estimate)>,
+}
+
+/// A figure ready to draw.
+#[derive(Debug, Clone, PartialEq)]
+struct Figure {
+    kind: PlotKind,
+    title: String,
+    x_label: String,
+    y_label: String,
+    /// Tick labels for categorical x (line and bar plots).
+    categories: Vec<String>,
+    lines: Vec<Line>,
+}
+
+/// Renders `spec` from `report` into `DIR/NAME.png` and `DIR/NAME.svg`; returns both paths.
+pub fn render(report: &Report, spec: &PlotSpec, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    let fig = figure(report, spec)?;
+    std::fs::create_dir_all(dir).map_err(|e| PlotError::Write {
+        path: dir.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let svg_path = dir.join(format!("{}.svg", spec.name));
+    let png_path = dir.join(format!("{}.png", spec.name));
+    let werr = |p: &Path| {
+        let p = p.display().to_string();
+        move |e: String| PlotError::Write {
+            path: p.clone(),
+            message: e,
+        }
+    };
+    register_font();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        draw(&root, &fig).map_err(werr(&svg_path))?;
+        root.present().map_err(|e| werr(&svg_path)(e.to_string()))?;
+    }
+    std::fs::write(&svg_path, svg).map_err(|e| werr(&svg_path)(e.to_string()))?;
+    let mut rgb = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+        draw(&root, &fig).map_err(werr(&png_path))?;
+        root.present().map_err(|e| werr(&png_path)(e.to_string()))?;
+    }
+    write_png(&png_path, &rgb).map_err(werr(&png_path))?;
+    Ok(vec![png_path, svg_path])
+}
+
+const SIZE: (u32, u32) = (800, 480);
+
+/// Tableau 10: distinguishable, and fixed so the output is deterministic.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            include_bytes!("../assets/DejaVuSans.ttf"),
+        )
+        .unwrap_or_else(|_| panic!("the embedded font parses"));
+    });
+}
+
+fn write_png(path: &Path, rgb: &[u8]) -> Result<(), String> {
+    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), SIZE.0, SIZE.1);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.set_compression(png::Compression::Best);
+    let mut w = enc.write_header().map_err(|e| e.to_string())?;
+    w.write_image_data(rgb).map_err(|e| e.to_string())?;
+    w.finish().map_err(|e| e.to_string())
+}
+
+/// Flows of `run` a selector matches: by flow name, else by `[[flows]]` entry.
+fn select<'a>(run: &'a RunRecord, sel: &str) -> Vec<&'a FlowRecord> {
+    let by_name: Vec<&FlowRecord> = run.flows.iter().filter(|f| f.name == sel).collect();
+    if !by_name.is_empty() {
+        return by_name;
+    }
+    run.flows.iter().filter(|f| f.group == sel).collect()
+}
+
+fn reduce(xs: impl Iterator<Item = f64>, how: Reduce) -> f64 {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for x in xs {
+        sum += x;
+        n += 1;
+    }
+    match how {
+        Reduce::Sum => sum,
+        Reduce::Mean => sum / n.max(1) as f64,
+    }
+}
+
+/// The named values one run gives for the spec (line name → value; absent when undefined).
+fn run_values(run: &RunRecord, spec: &PlotSpec, sels: &[String]) -> Vec<(String, Option<f64>)> {
+    let label = |sel: &str| {
+        if sels.len() > 1 {
+            sel.to_string()
+        } else {
+            String::new()
+        }
+    };
+    let mut out = Vec::new();
+    match spec.metric {
+        Metric::Goodput => {
+            for s in sels {
+                let v = reduce(select(run, s).iter().map(|f| f.goodput_mbps), spec.reduce);
+                out.push((label(s), Some(v)));
+            }
+        }
+        Metric::Completion => {
+            for s in sels {
+                let fl = select(run, s);
+                let done: Option<Vec<f64>> = fl.iter().map(|f| f.completion_s).collect();
+                let v = done.map(|c| match spec.reduce {
+                    Reduce::Sum => c.iter().fold(0.0f64, |m, &x| m.max(x)),
+                    Reduce::Mean => reduce(c.into_iter(), Reduce::Mean),
+                });
+                out.push((label(s), v));
+            }
+        }
+        Metric::Fairness => {
+            let xs: Vec<f64> = sels
+                .iter()
+                .flat_map(|s| select(run, s))
+                .map(|f| f.goodput_mbps)
+                .collect();
+            out.push((String::new(), Some(jain(&xs))));
+        }
+        Metric::Ratio => {
+            let a = reduce(
+                select(run, &sels[0]).iter().map(|f| f.goodput_mbps),
+                spec.reduce,
+            );
+            let b = reduce(
+                select(run, &sels[1]).iter().map(|f| f.goodput_mbps),
+                spec.reduce,
+            );
+            out.push((String::new(), (b > 0.0).then(|| a / b)));
+        }
+        Metric::PathThroughput | Metric::PathShare => {
+            for s in sels {
+                let fl = select(run, s);
+                let names: Vec<&str> = fl[0].paths.iter().map(|p| p.name.as_str()).collect();
+                let per_path: Vec<f64> = (0..names.len())
+                    .map(|i| {
+                        reduce(
+                            fl.iter()
+                                .map(|f| f.paths.get(i).map_or(0.0, |p| p.throughput_mbps)),
+                            spec.reduce,
+                        )
+                    })
+                    .collect();
+                let total: f64 = per_path.iter().sum();
+                for (name, v) in names.iter().zip(&per_path) {
+                    let lbl = if sels.len() > 1 {
+                        format!("{s} {name}")
+                    } else {
+                        name.to_string()
+                    };
+                    let v = if spec.metric == Metric::PathShare {
+                        (total > 0.0).then(|| 100.0 * v / total)
+                    } else {
+                        Some(*v)
+                    };
+                    out.push((lbl, v));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The selectors of `spec`, checked against the report.
+fn selectors(report: &Report, spec: &PlotSpec) -> Result<Vec<String>, PlotError> {
+    let first = report
+        .runs
+        .first()
+        .ok_or_else(|| PlotError::Spec("the results contain no runs".into()))?;
+    let sels: Vec<String> = if spec.flows.is_empty() {
+        let mut groups: Vec<String> = Vec::new();
+        for f in &first.flows {
+            if !groups.contains(&f.group) {
+                groups.push(f.group.clone());
+            }
+        }
+        groups
+    } else {
+        spec.flows.clone()
+    };
+    for s in &sels {
+        if select(first, s).is_empty() {
+            let mut known: Vec<&str> = Vec::new();
+            for f in &first.flows {
+                for n in [f.group.as_str(), f.name.as_str()] {
+                    if !known.contains(&n) {
+                        known.push(n);
+                    }
+                }
+            }
+            return Err(PlotError::Spec(format!(
+                "plot `{}`: no flow or flow entry `{s}` in the results (known: {})",
+                spec.name,
+                known.join(", ")
+            )));
+        }
+    }
+    if spec.metric == Metric::Ratio && sels.len() != 2 {
+        return Err(PlotError::Spec(format!(
+            "plot `{}`: metric `ratio` needs exactly two flow selectors (numerator, denominator), got {}",
+            spec.name,
+            sels.len()
+        )));
+    }
+    Ok(sels)
+}
+
+fn est_or_point(xs: &[f64]) -> Option<Estimate> {
+    Estimate::of(xs)
+}
+
+fn default_x_label(report: &Report) -> String {
+    let mut params: Vec<&str> = Vec::new();
+    for r in &report.runs {
+        for k in r.sweep_values.keys() {
+            if !params.contains(&k.as_str()) {
+                params.push(k);
+            }
+        }
+    }
+    if params.is_empty() {
+        "sweep point".into()
+    } else {
+        params.join(", ")
+    }
+}
+
+/// Computes the figure's data.
+fn figure(report: &Report, spec: &PlotSpec) -> Result<Figure, PlotError> {
+    if spec.name.is_empty() || spec.name.contains(['/', '\\']) {
+        return Err(PlotError::Spec(format!(
+            "plot name `{}` must be a non-empty file stem without slashes",
+            spec.name
+        )));
+    }
+    let sels = selectors(report, spec)?;
+    let title = spec.title.clone().unwrap_or_else(|| {
+        format!(
+            "{}: {}",
+            report.scenario,
+            spec.metric.axis_label(spec.reduce)
+        )
+    });
+    if spec.kind == PlotKind::Series {
+        return series_figure(report, spec, &sels, title);
+    }
+    let points = &report.sweep_points;
+    // (line name) → per x index, the values over repetitions.
+    let mut lines: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
+    let x_count = match spec.kind {
+        PlotKind::Line => points.len(),
+        _ => report.variants.len(),
+    };
+    for (vi, variant) in report.variants.iter().enumerate() {
+        for (pi, point) in points.iter().enumerate() {
+            for run in report
+                .runs
+                .iter()
+                .filter(|r| r.variant == *variant && r.sweep == *point)
+            {
+                for (name, v) in run_values(run, spec, &sels) {
+                    let (line_name, x) = match spec.kind {
+                        PlotKind::Line => (join(&[variant, &name]), pi),
+                        _ => (join(&[point, &name]), vi),
+                    };
+                    let idx = match lines.iter().position(|(n, _)| *n == line_name) {
+                        Some(i) => i,
+                        None => {
+                            lines.push((line_name, vec![Vec::new(); x_count]));
+                            lines.len() - 1
+                        }
+                    };
+                    if let Some(v) = v {
+                        lines[idx].1[x].push(v);
+                    }
+                }
+            }
+        }
+    }
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|(name, per_x)| Line {
+            name,
+            points: per_x
+                .iter()
+                .enumerate()
+                .filter_map(|(x, vs)| est_or_point(vs).map(|e| (x as f64, e)))
+                .collect(),
+        })
+        .collect();
+    let (categories, x_label) = match spec.kind {
+        PlotKind::Line => (
+            points.clone(),
+            spec.x_label
+                .clone()
+                .unwrap_or_else(|| default_x_label(report)),
+        ),
+        _ => (
+            report.variants.clone(),
+            spec.x_label.clone().unwrap_or_else(|| "variant".into()),
+        ),
+    };
+    Ok(Figure {
+        kind: spec.kind,
+        title,
+        x_label,
+        y_label: spec
+            .y_label
+            .clone()
+            .unwrap_or_else(|| spec.metric.axis_label(spec.reduce)),
+        categories,
+        lines,
+    })
+}
+
+fn join(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn series_figure(
+    report: &Report,
+    spec: &PlotSpec,
+    sels: &[String],
+    title: String,
+) -> Result<Figure, PlotError> {
+    if spec.metric != Metric::Goodput {
+        return Err(PlotError::Spec(format!(
+            "plot `{}`: a series plot shows goodput over time; metric `{}` is not available per sample",
+            spec.name,
+            spec.metric.name()
+        )));
+    }
+    let multi_point = report.sweep_points.len() > 1;
+    let mut lines = Vec::new();
+    for variant in &report.variants {
+        for point in &report.sweep_points {
+            let runs: Vec<&RunRecord> = report
+                .runs
+                .iter()
+                .filter(|r| r.variant == *variant && r.sweep == *point)
+                .collect();
+            if runs.is_empty() {
+                continue;
+            }
+            // Each line: selector (or flow) → per-run series reduced over its flows.
+            let mut keys: Vec<(String, Vec<String>)> = Vec::new();
+            for s in sels {
+                if spec.per_flow {
+                    for f in select(runs[0], s) {
+                        keys.push((f.name.clone(), vec![f.name.clone()]));
+                    }
+                } else {
+                    keys.push((
+                        if sels.len() > 1 {
+                            s.clone()
+                        } else {
+                            String::new()
+                        },
+                        vec![s.clone()],
+                    ));
+                }
+            }
+            for (key, sel) in keys {
+                let mut per_t: Vec<(f64, Vec<f64>)> = Vec::new();
+                for run in &runs {
+                    let fl = select(run, &sel[0]);
+                    let len = fl.iter().map(|f| f.series.len()).max().unwrap_or(0);
+                    if len == 0 {
+                        return Err(PlotError::Spec(format!(
+                            "plot `{}`: the results have no time series (set `sample_interval` in the scenario)",
+                            spec.name
+                        )));
+                    }
+                    for i in 0..len {
+                        let t = fl
+                            .iter()
+                            .find_map(|f| f.series.get(i).map(|s| s[0]))
+                            .unwrap_or(0.0);
+                        let v = reduce(
+                            fl.iter().map(|f| f.series.get(i).map_or(0.0, |s| s[1])),
+                            spec.reduce,
+                        );
+                        match per_t.get_mut(i) {
+                            Some(slot) => slot.1.push(v),
+                            None => per_t.push((t, vec![v])),
+                        }
+                    }
+                }
+                let name = join(&[variant, if multi_point { point } else { "" }, &key]);
+                lines.push(Line {
+                    name,
+                    points: per_t
+                        .iter()
+                        .filter_map(|(t, vs)| est_or_point(vs).map(|e| (*t, e)))
+                        .collect(),
+                });
+            }
+        }
+    }
+    Ok(Figure {
+        kind: PlotKind::Series,
+        title,
+        x_label: spec.x_label.clone().unwrap_or_else(|| "time (s)".into()),
+        y_label: spec
+            .y_label
+            .clone()
+            .unwrap_or_else(|| spec.metric.axis_label(spec.reduce)),
+        categories: Vec::new(),
+        lines,
+    })
+}
+
+fn y_range(fig: &Figure) -> (f64, f64) {
+    let mut hi: f64 = 0.0;
+    let mut lo: f64 = 0.0;
+    for l in &fig.lines {
+        for (_, e) in &l.points {
+            let ci = e.ci95.unwrap_or(0.0);
+            hi = hi.max(e.mean + ci);
+            lo = lo.min(e.mean - ci);
+        }
+    }
+    if hi <= lo {
+        hi = lo + 1.0;
+    }
+    // Headroom for the legend in the upper right corner: about 5 % of the height per entry.
+    let entries = fig.lines.len().min(10) as f64;
+    (lo, hi / (1.0 - 0.05 * entries - 0.06))
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let (ylo, yhi) = y_range(fig);
+    let (xlo, xhi) = match fig.kind {
+        PlotKind::Series => {
+            let tmax = fig
+                .lines
+                .iter()
+                .flat_map(|l| l.points.iter().map(|p| p.0))
+                .fold(0.0f64, f64::max);
+            (0.0, tmax.max(1.0))
+        }
+        _ => (-0.5, fig.categories.len().max(1) as f64 - 0.5),
+    };
+    let mut chart = ChartBuilder::on(root)
+        .caption(&fig.title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(65)
+        .build_cartesian_2d(xlo..xhi, ylo..yhi)
+        .map_err(e)?;
+    let cats = fig.categories.clone();
+    let categorical = fig.kind != PlotKind::Series;
+    let fmt_x = move |x: &f64| {
+        if categorical {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < cats.len() {
+                cats[i as usize].clone()
+            } else {
+                String::new()
+            }
+        } else {
+            format!("{x}")
+        }
+    };
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(&fig.x_label)
+        .y_desc(&fig.y_label)
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 15))
+        .max_light_lines(0)
+        .x_label_formatter(&fmt_x);
+    if categorical {
+        mesh.x_labels(fig.categories.len().max(1) * 2 + 1)
+            .disable_x_mesh();
+    }
+    mesh.draw().map_err(e)?;
+
+    let n = fig.lines.len().max(1) as f64;
+    for (li, line) in fig.lines.iter().enumerate() {
+        let color = PALETTE[li % PALETTE.len()];
+        let style = color.stroke_width(2);
+        match fig.kind {
+            PlotKind::Line | PlotKind::Series => {
+                let pts: Vec<(f64, f64)> = line.points.iter().map(|(x, e)| (*x, e.mean)).collect();
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), style))
+                    .map_err(e)?
+                    .label(line.name.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                    });
+                if fig.kind == PlotKind::Line {
+                    chart
+                        .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                        .map_err(e)?;
+                }
+                let with_ci = line.points.iter().filter_map(|(x, est)| {
+                    est.ci95.map(|ci| {
+                        ErrorBar::new_vertical(*x, est.mean - ci, est.mean, est.mean + ci, style, 8)
+                    })
+                });
+                if fig.kind == PlotKind::Line {
+                    chart.draw_series(with_ci).map_err(e)?;
+                }
+            }
+            PlotKind::Bar => {
+                let width = 0.8 / n;
+                let off = -0.4 + width * li as f64;
+                chart
+                    .draw_series(line.points.iter().map(|(x, est)| {
+                        Rectangle::new(
+                            [(x + off, 0.0), (x + off + width * 0.92, est.mean)],
+                            color.filled(),
+                        )
+                    }))
+                    .map_err(e)?
+                    .label(if line.name.is_empty() {
+                        "mean ± 95 % CI".to_string()
+                    } else {
+                        line.name.clone()
+                    })
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
+                    });
+                chart
+                    .draw_series(line.points.iter().filter_map(|(x, est)| {
+                        est.ci95.map(|ci| {
+                            ErrorBar::new_vertical(
+                                x + off + width * 0.46,
+                                est.mean - ci,
+                                est.mean,
+                                est.mean + ci,
+                                BLACK.stroke_width(1),
+                                6,
+                            )
+                        })
+                    }))
+                    .map_err(e)?;
+            }
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(e)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_names_round_trip() {
+        for m in [
+            "goodput",
+            "completion",
+            "fairness",
+            "ratio",
+            "path-throughput",
+            "path-share",
+        ] {
+            assert_eq!(Metric::parse(m).unwrap().name(), m);
+        }
+        let e = Metric::parse("latency").unwrap_err().to_string();
+        assert!(
+            e.starts_with("unknown metric `latency` (known: goodput,"),
+            "{e}"
+        );
+    }
+}

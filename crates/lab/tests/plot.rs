@@ -1,0 +1,220 @@
+//! The plot pipeline: a small scenario run in-process, written as JSON, read back and
+//! rendered; bad inputs give clear errors.
+
+use std::path::PathBuf;
+use tributary_lab::plot::{load_report, render, Metric, PlotKind, PlotSpec, Reduce};
+use tributary_lab::{run, RunOptions, Scenario};
+
+const SCENARIO: &str = r#"
+name = "tiny"
+duration = "4s"
+seed = 3
+repetitions = 2
+sample_interval = "1s"
+
+[[links]]
+name = "a"
+rate = "4Mbps"
+delay = "10ms"
+loss = "1%"
+
+[[links]]
+name = "b"
+rate = "2Mbps"
+delay = "30ms"
+
+[[flows]]
+name = "mp"
+paths = ["a", "b"]
+cc = "lia"
+count = 2
+
+[[flows]]
+name = "tcp"
+paths = ["a"]
+scheme = "tcp"
+
+[[variants]]
+name = "LIA"
+
+[[variants]]
+name = "OLIA"
+set = { "flows.mp.cc" = "olia" }
+
+[sweep]
+parameter = "links.b.rate"
+values = ["1Mbps", "2Mbps"]
+labels = ["1 Mbit/s", "2 Mbit/s"]
+
+[[plots]]
+name = "tiny-goodput"
+kind = "line"
+flows = ["mp", "tcp"]
+reduce = "mean"
+title = "Tiny goodput versus rate"
+x_label = "rate of link b"
+
+[[plots]]
+name = "tiny-share"
+kind = "bar"
+metric = "path-share"
+flows = ["mp"]
+
+[[plots]]
+name = "tiny-series"
+kind = "series"
+flows = ["mp"]
+"#;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tributary-plot-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn results(dir: &std::path::Path) -> (Scenario, PathBuf) {
+    let s = Scenario::parse(SCENARIO, "tiny.toml").unwrap();
+    let report = run::run(&s, &RunOptions::default(), &|| {}).unwrap();
+    let p = dir.join("tiny.json");
+    std::fs::write(&p, report.to_json()).unwrap();
+    (s, p)
+}
+
+#[test]
+fn renders_png_and_svg_deterministically() {
+    let dir = tmp("ok");
+    let (s, json) = results(&dir);
+    assert_eq!(s.plots.len(), 3);
+    let report = load_report(&json).unwrap();
+    for spec in &s.plots {
+        let files = render(&report, spec, &dir.join("a")).unwrap();
+        let again = render(&report, spec, &dir.join("b")).unwrap();
+        for (f, g) in files.iter().zip(&again) {
+            let bytes = std::fs::read(f).unwrap();
+            assert!(
+                bytes.len() > 1000,
+                "{} is {} bytes",
+                f.display(),
+                bytes.len()
+            );
+            assert_eq!(bytes, std::fs::read(g).unwrap(), "{} differs", f.display());
+        }
+        assert!(std::fs::read(&files[0]).unwrap().starts_with(b"\x89PNG"));
+    }
+    let svg = std::fs::read_to_string(dir.join("a/tiny-goodput.svg")).unwrap();
+    for text in [
+        "Tiny goodput versus rate",
+        "rate of link b",
+        "goodput per flow (Mbit/s)",
+        "LIA mp",
+        "OLIA tcp",
+        "1 Mbit/s",
+    ] {
+        assert!(svg.contains(text), "missing {text:?}");
+    }
+    let svg = std::fs::read_to_string(dir.join("a/tiny-share.svg")).unwrap();
+    for text in [
+        "share of traffic per path (%)",
+        "variant",
+        "OLIA",
+        "1 Mbit/s a",
+    ] {
+        assert!(svg.contains(text), "missing {text:?}");
+    }
+    let svg = std::fs::read_to_string(dir.join("a/tiny-series.svg")).unwrap();
+    assert!(svg.contains("time (s)"));
+    assert!(svg.contains("LIA 2 Mbit/s"));
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    let dir = tmp("bad");
+    let e = load_report(&dir.join("missing.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("cannot read results file"), "{e}");
+    let p = dir.join("bad.json");
+    std::fs::write(&p, "{ not json").unwrap();
+    let e = load_report(&p).unwrap_err().to_string();
+    assert!(e.contains("not a tributary results file"), "{e}");
+    std::fs::write(&p, r#"{"scenario": "x", "runs": 3}"#).unwrap();
+    let e = load_report(&p).unwrap_err().to_string();
+    assert!(e.contains("not a tributary results file"), "{e}");
+
+    let e = Metric::parse("latency").unwrap_err().to_string();
+    assert!(e.contains("unknown metric `latency`"), "{e}");
+    let bad = SCENARIO.replace("metric = \"path-share\"", "metric = \"latency\"");
+    let e = Scenario::parse(&bad, "tiny.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("plots[1].metric: unknown variant `latency`"),
+        "{e}"
+    );
+
+    let (_, json) = results(&dir);
+    let report = load_report(&json).unwrap();
+    let spec = |kind, metric, flows: &[&str]| PlotSpec {
+        name: "x".into(),
+        kind,
+        metric,
+        flows: flows.iter().map(|s| s.to_string()).collect(),
+        reduce: Reduce::Sum,
+        per_flow: false,
+        title: None,
+        x_label: None,
+        y_label: None,
+    };
+    let e = render(
+        &report,
+        &spec(PlotKind::Line, Metric::Goodput, &["web"]),
+        &dir,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no flow or flow entry `web`"), "{e}");
+    let e = render(&report, &spec(PlotKind::Bar, Metric::Ratio, &["mp"]), &dir)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs exactly two flow selectors"), "{e}");
+    let e = render(
+        &report,
+        &spec(PlotKind::Series, Metric::Fairness, &["mp"]),
+        &dir,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("series plot shows goodput"), "{e}");
+}
+
+/// Every platform scenario parses and renders its figures; one of them end to end with a
+/// 3-second duration (the smoke test of the pipeline on a real scenario file).
+#[test]
+fn platform_scenarios_render() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/platform");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 9, "{files:?}");
+    for f in &files {
+        let s = Scenario::load(f).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!s.plots.is_empty(), "{} has no [[plots]]", f.display());
+    }
+    let text = std::fs::read_to_string(root.join("loadbalance-2.toml"))
+        .unwrap()
+        .replace("duration = \"120s\"", "duration = \"3s\"");
+    let s = Scenario::parse(&text, "loadbalance-2.toml").unwrap();
+    let opts = RunOptions {
+        repetitions: Some(2),
+        ..RunOptions::default()
+    };
+    let report = run::run(&s, &opts, &|| {}).unwrap();
+    let dir = tmp("platform");
+    for spec in &s.plots {
+        let files = render(&report, spec, &dir).unwrap();
+        let svg = std::fs::read_to_string(&files[1]).unwrap();
+        assert!(svg.contains("MPVeno") && svg.contains("mp link2"), "{svg}");
+    }
+}
