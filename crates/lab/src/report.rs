@@ -56,10 +56,10 @@ pub struct FlowRecord {
     pub series: Vec<[f64; 2]>,
     /// Block delivery delay: first transmission of a block's bytes → in-order delivery
     /// (blocks of the connection's `metric_block` bytes, 32 KiB by default).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_delay: Option<tributary_sim::BlockDelay>,
     /// (delivery time s, delay ms) per block when `sample_interval` is set.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub block_delay_series: Vec<[f64; 2]>,
 }
 

@@ -25,7 +25,7 @@ pub struct PathResult {
 
 /// Block delivery delay: from the first transmission of any byte of a block to its in-order
 /// delivery, over all blocks delivered (block size = the connection's `metric_block`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BlockDelay {
     /// Blocks measured.
     pub blocks: u64,
