@@ -11,7 +11,11 @@
 //! - *penalisation*: the path that holds that segment has its window halved (at most once per
 //!   its RTT);
 //! - data of a path whose retransmission timer expired is also offered to the other paths
-//!   (Linux MPTCP reinjects on subflow RTO).
+//!   (Linux MPTCP reinjects on subflow RTO);
+//! - a path whose retransmission timer expired is *potentially failed* (Linux MPTCP's
+//!   `pf` flag): until one of its packets is acknowledged it carries only its own
+//!   retransmissions — or, with none, a PING probe — and no new data, so a dead path does not
+//!   swallow a fresh segment every backed-off timeout.
 
 use super::{
     Action, LossKind, PacketTag, RecvCtx, SchemeError, SchemeReceiver, SchemeSender, SendCtx,
@@ -62,7 +66,12 @@ pub struct ArqSender {
     retx: Vec<VecDeque<(u64, u32)>>,
     timed_out: VecDeque<(u64, u32, usize)>,
     last_penalty: Vec<Option<Instant>>,
+    /// Potentially failed: timed out and not acknowledged since.
+    pf: Vec<bool>,
 }
+
+/// Tag of a PING probe on a potentially failed path (no stream bytes).
+const PROBE: PacketTag = PacketTag { a: u64::MAX, b: 0 };
 
 impl ArqSender {
     /// A sender registered as `name`.
@@ -75,6 +84,7 @@ impl ArqSender {
             retx: Vec::new(),
             timed_out: VecDeque::new(),
             last_penalty: Vec::new(),
+            pf: Vec::new(),
         }
     }
 
@@ -82,6 +92,7 @@ impl ArqSender {
         if self.retx.len() < n {
             self.retx.resize_with(n, VecDeque::new);
             self.last_penalty.resize(n, None);
+            self.pf.resize(n, false);
         }
     }
 
@@ -161,6 +172,10 @@ impl SchemeSender for ArqSender {
             ctx.stats.count_retransmission(path, tag.b);
             return Some(tag);
         }
+        // A potentially failed path probes instead of taking new data.
+        if self.pf[path] {
+            return pkt.push(&Frame::Ping).ok().map(|()| PROBE);
+        }
         // 2. Data stranded on a path whose timer expired, offered to the others.
         if let Some(i) = self.timed_out.iter().position(|&(_, _, from)| from != path) {
             let (off, len, _) = self.timed_out.remove(i).unwrap_or_default();
@@ -216,7 +231,12 @@ impl SchemeSender for ArqSender {
         Some(tag)
     }
 
-    fn on_acked(&mut self, _ctx: &mut SendCtx<'_>, _path: usize, tag: PacketTag) {
+    fn on_acked(&mut self, ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag) {
+        self.ensure_paths(ctx.paths.len());
+        self.pf[path] = false;
+        if tag == PROBE {
+            return;
+        }
         if let Some(i) = self.seg_index(tag.a) {
             self.segs[i].acked = true;
         }
@@ -224,7 +244,10 @@ impl SchemeSender for ArqSender {
 
     fn on_lost(&mut self, ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag, kind: LossKind) {
         self.ensure_paths(ctx.paths.len());
-        if tag.a + tag.b <= ctx.data_ack {
+        if kind == LossKind::Timeout && ctx.paths.len() > 1 {
+            self.pf[path] = true;
+        }
+        if tag == PROBE || tag.a + tag.b <= ctx.data_ack {
             return;
         }
         let len = tag.b as u32;
