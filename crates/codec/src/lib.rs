@@ -18,6 +18,7 @@ pub mod error;
 pub mod gf256;
 pub mod lt;
 pub mod parity;
+pub mod raptorq;
 pub mod rlnc;
 
 pub use error::{Error, Result};
