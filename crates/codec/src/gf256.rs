@@ -318,6 +318,27 @@ mod x86 {
     use std::arch::asm;
     use std::arch::x86_64::*;
 
+    /// Runs one 32-byte step on the last `dst.len() − n` (< 32) bytes through zero-padded
+    /// stack copies, so short tails stay on the vector path.
+    #[inline(always)]
+    fn with_padded_tail(
+        dst: &mut [u8],
+        src: &[u8],
+        n: usize,
+        step: impl FnOnce(&mut [u8; 32], &[u8; 32]),
+    ) {
+        let rem = dst.len() - n;
+        if rem == 0 {
+            return;
+        }
+        let mut d = [0u8; 32];
+        let mut s = [0u8; 32];
+        d[..rem].copy_from_slice(&dst[n..]);
+        s[..rem].copy_from_slice(&src[n..]);
+        step(&mut d, &s);
+        dst[n..].copy_from_slice(&d[..rem]);
+    }
+
     /// The two 16-entry split tables of `c`: products with the low and the high nibble.
     fn split_tables(c: u8) -> ([u8; 16], [u8; 16]) {
         let row = &MUL[c as usize];
@@ -414,11 +435,13 @@ mod x86 {
                 store32(dst.as_mut_ptr().add(i), p);
                 i += 32;
             }
-        }
-        if ADD {
-            scalar::mul_add(&mut dst[n..], &src[n..], c);
-        } else {
-            scalar::mul(&mut dst[n..], &src[n..], c);
+            with_padded_tail(dst, src, n, |d, s| {
+                let mut p = shuf_mul(load32(s.as_ptr()), tlo, thi, mask);
+                if ADD {
+                    p = _mm256_xor_si256(p, load32(d.as_ptr()));
+                }
+                store32(d.as_mut_ptr(), p);
+            });
         }
     }
 
@@ -461,11 +484,13 @@ mod x86 {
                 store32(dst.as_mut_ptr().add(i), p);
                 i += 32;
             }
-        }
-        if ADD {
-            scalar::mul_add(&mut dst[n..], &src[n..], c);
-        } else {
-            scalar::mul(&mut dst[n..], &src[n..], c);
+            with_padded_tail(dst, src, n, |d, s| {
+                let mut p = gf_mul(load32(s.as_ptr()), cv);
+                if ADD {
+                    p = _mm256_xor_si256(p, load32(d.as_ptr()));
+                }
+                store32(d.as_mut_ptr(), p);
+            });
         }
     }
 
@@ -513,7 +538,7 @@ mod x86 {
                 }
             }
             for &(c, s) in g {
-                scalar::mul_add(&mut dst[n..], &s[n..], c);
+                unsafe { mul_gfni_impl::<true>(&mut dst[n..], &s[n..], c) };
             }
         }
         for &(c, s) in groups.remainder() {
@@ -561,7 +586,7 @@ mod x86 {
                 }
             }
             for &(c, s) in g {
-                scalar::mul_add(&mut dst[n..], &s[n..], c);
+                unsafe { mul_avx2_impl::<true>(&mut dst[n..], &s[n..], c) };
             }
         }
         for &(c, s) in groups.remainder() {

@@ -253,6 +253,8 @@ pub struct RlncDecoder {
     coeffs: Vec<u8>,
     data: Vec<u8>,
     has_row: Vec<bool>,
+    /// Columns without a row (the only places a stored row can be non-zero besides its pivot).
+    free: Vec<usize>,
     decoded: Vec<bool>,
     rank: usize,
     decoded_count: usize,
@@ -273,6 +275,7 @@ impl RlncDecoder {
             coeffs: vec![0; g * g],
             data: vec![0; config.generation_bytes()],
             has_row: vec![false; g],
+            free: (0..g).collect(),
             decoded: vec![false; g],
             rank: 0,
             decoded_count: 0,
@@ -383,7 +386,10 @@ impl RlncDecoder {
         let t = self.config.symbol_size;
         self.has_row[p] = true;
         self.rank += 1;
-        if is_unit(&self.coeffs[p * g..(p + 1) * g]) {
+        if let Some(at) = self.free.iter().position(|&j| j == p) {
+            self.free.swap_remove(at);
+        }
+        if self.is_unit(p) {
             self.mark_decoded(p);
         }
         for r in 0..g {
@@ -401,10 +407,17 @@ impl RlncDecoder {
                 self.kernel.mul_add_unchecked(row_r, row_p, m);
                 self.kernel.mul_add_unchecked(data_r, data_p, m);
             }
-            if is_unit(row_r) {
+            if self.is_unit(r) {
                 self.mark_decoded(r);
             }
         }
+    }
+
+    /// Whether the row with pivot `r` is a unit vector. Rows are normalised and zero in every
+    /// other pivot column, so it suffices that they are zero in the free columns.
+    fn is_unit(&self, r: usize) -> bool {
+        let row = &self.coeffs[r * self.config.generation_size..];
+        self.free.iter().all(|&j| row[j] == 0)
     }
 
     fn mark_decoded(&mut self, i: usize) {
@@ -469,19 +482,6 @@ impl RlncDecoder {
         self.data()?;
         Ok(self.data)
     }
-}
-
-fn is_unit(row: &[u8]) -> bool {
-    let mut ones = 0;
-    for &c in row {
-        if c != 0 {
-            if c != 1 {
-                return false;
-            }
-            ones += 1;
-        }
-    }
-    ones == 1
 }
 
 /// Disjoint rows `a` (mutable) and `b` of a row-major buffer with rows of `len` bytes.
