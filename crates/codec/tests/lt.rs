@@ -139,3 +139,47 @@ fn solve_completes_a_stalled_peel() {
     }
     assert!(stalled_and_solved > 0, "no stalled peel in 20 trials");
 }
+
+/// Cross-check of the peeling decoder against a naive, independent implementation of the same
+/// rule (repeatedly take any received symbol with exactly one unknown neighbour): both must
+/// need the same number of symbols, since the set a peel recovers does not depend on order.
+#[test]
+fn peeling_matches_a_naive_peeler() {
+    let (k, t) = (300, 4);
+    let params = LtParams::new(k, t, 0.05, 0.05).unwrap();
+    let source = vec![0u8; k * t];
+    let mut enc = LtEncoder::new(params.clone(), 2, &source).unwrap();
+    let mut buf = vec![0; t];
+    let mut neighbours = Vec::new();
+    for trial in 0..10u32 {
+        let mut dec = LtDecoder::new(params.clone(), 2);
+        let mut sets: Vec<Vec<u32>> = Vec::new();
+        let mut known = vec![false; k];
+        for n in 1.. {
+            let id = enc.encode(trial << 20 | n, &mut buf).unwrap();
+            params.neighbours(id, &mut neighbours);
+            sets.push(neighbours.clone());
+            let fast = dec.push(id, &buf).unwrap().decoded;
+            // Naive peel to a fixed point.
+            loop {
+                let mut progress = false;
+                for s in &sets {
+                    let unknown: Vec<u32> =
+                        s.iter().copied().filter(|&x| !known[x as usize]).collect();
+                    if unknown.len() == 1 {
+                        known[unknown[0] as usize] = true;
+                        progress = true;
+                    }
+                }
+                if !progress {
+                    break;
+                }
+            }
+            let naive = known.iter().filter(|&&x| x).count();
+            assert_eq!(fast, naive, "trial {trial}, {n} symbols");
+            if naive == k {
+                break;
+            }
+        }
+    }
+}
