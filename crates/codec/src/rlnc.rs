@@ -255,6 +255,10 @@ pub struct RlncDecoder {
     has_row: Vec<bool>,
     /// Columns without a row (the only places a stored row can be non-zero besides its pivot).
     free: Vec<usize>,
+    /// Position of each free column in `free`.
+    free_pos: Vec<usize>,
+    /// Rows that are not unit vectors yet.
+    pending: Vec<usize>,
     decoded: Vec<bool>,
     rank: usize,
     decoded_count: usize,
@@ -276,6 +280,8 @@ impl RlncDecoder {
             data: vec![0; config.generation_bytes()],
             has_row: vec![false; g],
             free: (0..g).collect(),
+            free_pos: (0..g).collect(),
+            pending: Vec::new(),
             decoded: vec![false; g],
             rank: 0,
             decoded_count: 0,
@@ -386,30 +392,36 @@ impl RlncDecoder {
         let t = self.config.symbol_size;
         self.has_row[p] = true;
         self.rank += 1;
-        if let Some(at) = self.free.iter().position(|&j| j == p) {
-            self.free.swap_remove(at);
+        let at = self.free_pos[p];
+        self.free.swap_remove(at);
+        if let Some(&moved) = self.free.get(at) {
+            self.free_pos[moved] = at;
+        }
+        // Only rows that are not unit vectors can be non-zero in column p.
+        let mut i = 0;
+        while i < self.pending.len() {
+            let r = self.pending[i];
+            let m = self.coeffs[r * g + p];
+            if m != 0 {
+                let (row_r, row_p) = two_rows(&mut self.coeffs, g, r, p);
+                let (data_r, data_p) = two_rows(&mut self.data, t, r, p);
+                // SAFETY: the kernel is available; rows have g resp. T bytes.
+                unsafe {
+                    self.kernel.mul_add_unchecked(row_r, row_p, m);
+                    self.kernel.mul_add_unchecked(data_r, data_p, m);
+                }
+                if self.is_unit(r) {
+                    self.pending.swap_remove(i);
+                    self.mark_decoded(r);
+                    continue;
+                }
+            }
+            i += 1;
         }
         if self.is_unit(p) {
             self.mark_decoded(p);
-        }
-        for r in 0..g {
-            if r == p || !self.has_row[r] {
-                continue;
-            }
-            let m = self.coeffs[r * g + p];
-            if m == 0 {
-                continue;
-            }
-            let (row_r, row_p) = two_rows(&mut self.coeffs, g, r, p);
-            let (data_r, data_p) = two_rows(&mut self.data, t, r, p);
-            // SAFETY: the kernel is available; rows have g resp. T bytes.
-            unsafe {
-                self.kernel.mul_add_unchecked(row_r, row_p, m);
-                self.kernel.mul_add_unchecked(data_r, data_p, m);
-            }
-            if self.is_unit(r) {
-                self.mark_decoded(r);
-            }
+        } else {
+            self.pending.push(p);
         }
     }
 
