@@ -42,11 +42,12 @@ fn gf256(c: &mut Criterion) {
     let srcs: Vec<Vec<u8>> = (0..4).map(|i| random(T, 10 + i)).collect();
     let terms: Vec<(u8, &[u8])> = srcs.iter().map(|s| (0x35, &s[..])).collect();
     g.throughput(Throughput::Bytes(4 * T as u64));
-    let best = Kernel::best();
-    g.bench_function(
-        BenchmarkId::new("mul_add_multi4_1400", format!("{best:?}")),
-        |b| b.iter(|| best.mul_add_multi(black_box(&mut dst), black_box(&terms))),
-    );
+    for k in Kernel::available() {
+        g.bench_function(
+            BenchmarkId::new("mul_add_multi4_1400", format!("{k:?}")),
+            |b| b.iter(|| k.mul_add_multi(black_box(&mut dst), black_box(&terms))),
+        );
+    }
     g.throughput(Throughput::Bytes(T as u64));
     for k in Kernel::available() {
         g.bench_function(BenchmarkId::new("xor_1400", format!("{k:?}")), |b| {

@@ -318,27 +318,6 @@ mod x86 {
     use std::arch::asm;
     use std::arch::x86_64::*;
 
-    /// Runs one 32-byte step on the last `dst.len() − n` (< 32) bytes through zero-padded
-    /// stack copies, so short tails stay on the vector path.
-    #[inline(always)]
-    fn with_padded_tail(
-        dst: &mut [u8],
-        src: &[u8],
-        n: usize,
-        step: impl FnOnce(&mut [u8; 32], &[u8; 32]),
-    ) {
-        let rem = dst.len() - n;
-        if rem == 0 {
-            return;
-        }
-        let mut d = [0u8; 32];
-        let mut s = [0u8; 32];
-        d[..rem].copy_from_slice(&dst[n..]);
-        s[..rem].copy_from_slice(&src[n..]);
-        step(&mut d, &s);
-        dst[n..].copy_from_slice(&d[..rem]);
-    }
-
     /// The two 16-entry split tables of `c`: products with the low and the high nibble.
     fn split_tables(c: u8) -> ([u8; 16], [u8; 16]) {
         let row = &MUL[c as usize];
@@ -420,38 +399,6 @@ mod x86 {
         }
     }
 
-    #[target_feature(enable = "avx2")]
-    unsafe fn mul_avx2_impl<const ADD: bool>(dst: &mut [u8], src: &[u8], c: u8) {
-        let n = dst.len() / 32 * 32;
-        unsafe {
-            let (tlo, thi) = tables256(c);
-            let mask = _mm256_set1_epi8(0x0f);
-            let mut i = 0;
-            while i < n {
-                let mut p = shuf_mul(load32(src.as_ptr().add(i)), tlo, thi, mask);
-                if ADD {
-                    p = _mm256_xor_si256(p, load32(dst.as_ptr().add(i)));
-                }
-                store32(dst.as_mut_ptr().add(i), p);
-                i += 32;
-            }
-            with_padded_tail(dst, src, n, |d, s| {
-                let mut p = shuf_mul(load32(s.as_ptr()), tlo, thi, mask);
-                if ADD {
-                    p = _mm256_xor_si256(p, load32(d.as_ptr()));
-                }
-                store32(d.as_mut_ptr(), p);
-            });
-        }
-    }
-
-    pub(super) unsafe fn mul_add_avx2(dst: &mut [u8], src: &[u8], c: u8) {
-        unsafe { mul_avx2_impl::<true>(dst, src, c) }
-    }
-    pub(super) unsafe fn mul_avx2(dst: &mut [u8], src: &[u8], c: u8) {
-        unsafe { mul_avx2_impl::<false>(dst, src, c) }
-    }
-
     /// `VGF2P8MULB ymm`: 32 products in the 0x11B field. Written as inline assembly because
     /// the GFNI intrinsics are newer than the workspace's minimum Rust version.
     #[inline]
@@ -470,130 +417,164 @@ mod x86 {
         p
     }
 
+    /// One 32-byte window at offset `i`: `c·src[i..i+32]`, XORed with `dst[i..i+32]` if `ADD`.
+    #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn mul_gfni_impl<const ADD: bool>(dst: &mut [u8], src: &[u8], c: u8) {
-        let n = dst.len() / 32 * 32;
+    unsafe fn window<const ADD: bool, const GFNI: bool>(
+        dst: *const u8,
+        src: *const u8,
+        i: usize,
+        t: &(__m256i, __m256i, __m256i),
+    ) -> __m256i {
         unsafe {
-            let cv = _mm256_set1_epi8(c as i8);
-            let mut i = 0;
-            while i < n {
-                let mut p = gf_mul(load32(src.as_ptr().add(i)), cv);
-                if ADD {
-                    p = _mm256_xor_si256(p, load32(dst.as_ptr().add(i)));
-                }
-                store32(dst.as_mut_ptr().add(i), p);
-                i += 32;
+            let x = load32(src.add(i));
+            let mut p = if GFNI {
+                gf_mul(x, t.0)
+            } else {
+                shuf_mul(x, t.0, t.1, t.2)
+            };
+            if ADD {
+                p = _mm256_xor_si256(p, load32(dst.add(i)));
             }
-            with_padded_tail(dst, src, n, |d, s| {
-                let mut p = gf_mul(load32(s.as_ptr()), cv);
-                if ADD {
-                    p = _mm256_xor_si256(p, load32(d.as_ptr()));
-                }
-                store32(d.as_mut_ptr(), p);
-            });
+            p
         }
     }
 
+    /// The constants a window needs: the broadcast coefficient (GFNI), or the two split
+    /// tables and the nibble mask.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn consts<const GFNI: bool>(c: u8) -> (__m256i, __m256i, __m256i) {
+        unsafe {
+            if GFNI {
+                let v = _mm256_set1_epi8(c as i8);
+                (v, v, v)
+            } else {
+                let (lo, hi) = tables256(c);
+                (lo, hi, _mm256_set1_epi8(0x0f))
+            }
+        }
+    }
+
+    /// `dst (^)= c·src` over whole 32-byte windows. A ragged end is handled by one window
+    /// ending exactly at the end of the slice, computed from the original bytes *before* the
+    /// main loop runs and stored after it: every output byte depends only on its own input
+    /// bytes, so the overlap is rewritten with the same values.
+    #[target_feature(enable = "avx2")]
+    unsafe fn mul_impl<const ADD: bool, const GFNI: bool>(dst: &mut [u8], src: &[u8], c: u8) {
+        let len = dst.len();
+        if len < 32 {
+            if ADD {
+                scalar::mul_add(dst, src, c);
+            } else {
+                scalar::mul(dst, src, c);
+            }
+            return;
+        }
+        let n = len / 32 * 32;
+        unsafe {
+            let t = consts::<GFNI>(c);
+            let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
+            let last = window::<ADD, GFNI>(d, s, len - 32, &t);
+            let mut i = 0;
+            // Two independent windows per iteration keep both vector pipes busy.
+            while i + 64 <= n {
+                let p = window::<ADD, GFNI>(d, s, i, &t);
+                let q = window::<ADD, GFNI>(d, s, i + 32, &t);
+                store32(d.add(i), p);
+                store32(d.add(i + 32), q);
+                i += 64;
+            }
+            if i < n {
+                store32(d.add(i), window::<ADD, GFNI>(d, s, i, &t));
+            }
+            store32(d.add(len - 32), last);
+        }
+    }
+
+    pub(super) unsafe fn mul_add_avx2(dst: &mut [u8], src: &[u8], c: u8) {
+        unsafe { mul_impl::<true, false>(dst, src, c) }
+    }
+    pub(super) unsafe fn mul_avx2(dst: &mut [u8], src: &[u8], c: u8) {
+        unsafe { mul_impl::<false, false>(dst, src, c) }
+    }
     pub(super) unsafe fn mul_add_gfni(dst: &mut [u8], src: &[u8], c: u8) {
-        unsafe { mul_gfni_impl::<true>(dst, src, c) }
+        unsafe { mul_impl::<true, true>(dst, src, c) }
     }
     pub(super) unsafe fn mul_gfni(dst: &mut [u8], src: &[u8], c: u8) {
-        unsafe { mul_gfni_impl::<false>(dst, src, c) }
+        unsafe { mul_impl::<false, true>(dst, src, c) }
     }
 
-    /// Sources are consumed four at a time so `dst` is loaded and stored once per four.
+    /// `dst[i..i+32] ^ Σ cⱼ·srcⱼ[i..i+32]` for a group of four sources.
+    #[inline]
     #[target_feature(enable = "avx2")]
+    unsafe fn window4<const GFNI: bool>(
+        dst: *const u8,
+        s: &[*const u8; 4],
+        t: &[(__m256i, __m256i, __m256i); 4],
+        i: usize,
+    ) -> __m256i {
+        unsafe {
+            let a = _mm256_xor_si256(
+                window::<false, GFNI>(dst, s[0], i, &t[0]),
+                window::<false, GFNI>(dst, s[1], i, &t[1]),
+            );
+            let b = _mm256_xor_si256(
+                window::<false, GFNI>(dst, s[2], i, &t[2]),
+                window::<false, GFNI>(dst, s[3], i, &t[3]),
+            );
+            _mm256_xor_si256(load32(dst.add(i)), _mm256_xor_si256(a, b))
+        }
+    }
+
+    /// Sources are consumed four at a time so `dst` is loaded and stored once per four; the
+    /// ragged end is handled as in [`mul_impl`].
+    #[target_feature(enable = "avx2")]
+    unsafe fn mul_add_multi_impl<const GFNI: bool>(dst: &mut [u8], srcs: &[(u8, &[u8])]) {
+        let len = dst.len();
+        let mut groups = srcs.chunks_exact(4);
+        if len >= 32 {
+            let n = len / 32 * 32;
+            for g in &mut groups {
+                unsafe {
+                    let t = [
+                        consts::<GFNI>(g[0].0),
+                        consts::<GFNI>(g[1].0),
+                        consts::<GFNI>(g[2].0),
+                        consts::<GFNI>(g[3].0),
+                    ];
+                    let s = [
+                        g[0].1.as_ptr(),
+                        g[1].1.as_ptr(),
+                        g[2].1.as_ptr(),
+                        g[3].1.as_ptr(),
+                    ];
+                    let d = dst.as_mut_ptr();
+                    let last = window4::<GFNI>(d, &s, &t, len - 32);
+                    let mut i = 0;
+                    while i < n {
+                        store32(d.add(i), window4::<GFNI>(d, &s, &t, i));
+                        i += 32;
+                    }
+                    store32(d.add(len - 32), last);
+                }
+            }
+        }
+        for &(c, s) in groups.remainder() {
+            unsafe { mul_impl::<true, GFNI>(dst, s, c) };
+        }
+        if len < 32 {
+            for &(c, s) in srcs.chunks_exact(4).flatten() {
+                scalar::mul_add(dst, s, c);
+            }
+        }
+    }
+
     pub(super) unsafe fn mul_add_multi_gfni(dst: &mut [u8], srcs: &[(u8, &[u8])]) {
-        let len = dst.len();
-        let n = len / 32 * 32;
-        let mut groups = srcs.chunks_exact(4);
-        for g in &mut groups {
-            unsafe {
-                let c0 = _mm256_set1_epi8(g[0].0 as i8);
-                let c1 = _mm256_set1_epi8(g[1].0 as i8);
-                let c2 = _mm256_set1_epi8(g[2].0 as i8);
-                let c3 = _mm256_set1_epi8(g[3].0 as i8);
-                let (s0, s1, s2, s3) = (
-                    g[0].1.as_ptr(),
-                    g[1].1.as_ptr(),
-                    g[2].1.as_ptr(),
-                    g[3].1.as_ptr(),
-                );
-                let mut i = 0;
-                while i < n {
-                    let a = _mm256_xor_si256(
-                        gf_mul(load32(s0.add(i)), c0),
-                        gf_mul(load32(s1.add(i)), c1),
-                    );
-                    let b = _mm256_xor_si256(
-                        gf_mul(load32(s2.add(i)), c2),
-                        gf_mul(load32(s3.add(i)), c3),
-                    );
-                    let d = load32(dst.as_ptr().add(i));
-                    store32(
-                        dst.as_mut_ptr().add(i),
-                        _mm256_xor_si256(d, _mm256_xor_si256(a, b)),
-                    );
-                    i += 32;
-                }
-            }
-            for &(c, s) in g {
-                unsafe { mul_gfni_impl::<true>(&mut dst[n..], &s[n..], c) };
-            }
-        }
-        for &(c, s) in groups.remainder() {
-            if c != 0 {
-                unsafe { mul_gfni_impl::<true>(dst, s, c) };
-            }
-        }
+        unsafe { mul_add_multi_impl::<true>(dst, srcs) }
     }
-
-    /// Split-table version of [`mul_add_multi_gfni`].
-    #[target_feature(enable = "avx2")]
     pub(super) unsafe fn mul_add_multi_avx2(dst: &mut [u8], srcs: &[(u8, &[u8])]) {
-        let len = dst.len();
-        let n = len / 32 * 32;
-        let mut groups = srcs.chunks_exact(4);
-        for g in &mut groups {
-            unsafe {
-                let mask = _mm256_set1_epi8(0x0f);
-                let (l0, h0) = tables256(g[0].0);
-                let (l1, h1) = tables256(g[1].0);
-                let (l2, h2) = tables256(g[2].0);
-                let (l3, h3) = tables256(g[3].0);
-                let (s0, s1, s2, s3) = (
-                    g[0].1.as_ptr(),
-                    g[1].1.as_ptr(),
-                    g[2].1.as_ptr(),
-                    g[3].1.as_ptr(),
-                );
-                let mut i = 0;
-                while i < n {
-                    let a = _mm256_xor_si256(
-                        shuf_mul(load32(s0.add(i)), l0, h0, mask),
-                        shuf_mul(load32(s1.add(i)), l1, h1, mask),
-                    );
-                    let b = _mm256_xor_si256(
-                        shuf_mul(load32(s2.add(i)), l2, h2, mask),
-                        shuf_mul(load32(s3.add(i)), l3, h3, mask),
-                    );
-                    let d = load32(dst.as_ptr().add(i));
-                    store32(
-                        dst.as_mut_ptr().add(i),
-                        _mm256_xor_si256(d, _mm256_xor_si256(a, b)),
-                    );
-                    i += 32;
-                }
-            }
-            for &(c, s) in g {
-                unsafe { mul_avx2_impl::<true>(&mut dst[n..], &s[n..], c) };
-            }
-        }
-        for &(c, s) in groups.remainder() {
-            if c != 0 {
-                unsafe { mul_avx2_impl::<true>(dst, s, c) };
-            }
-        }
+        unsafe { mul_add_multi_impl::<false>(dst, srcs) }
     }
 
     #[target_feature(enable = "avx2")]

@@ -83,3 +83,46 @@ fn every_coefficient_on_every_byte() {
         }
     }
 }
+
+/// Every length around the vector widths (ragged ends, and slices shorter than one vector).
+#[test]
+fn every_short_length() {
+    for len in 0..130usize {
+        let src: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+        let src2: Vec<u8> = (0..len).map(|i| (i * 101 + 3) as u8).collect();
+        for c in [0u8, 1, 2, 0x53, 0xff] {
+            let mut expected = vec![0xa5; len];
+            reference_mul_add(&mut expected, &src, c);
+            let mut expected_multi = expected.clone();
+            for (s, c2) in [
+                (&src2, 7u8),
+                (&src, 9),
+                (&src2, 200),
+                (&src, 1),
+                (&src2, 77),
+            ] {
+                reference_mul_add(&mut expected_multi, s, c2);
+            }
+            for k in Kernel::available() {
+                let mut d = vec![0xa5; len];
+                k.mul_add(&mut d, &src, c).unwrap();
+                assert_eq!(d, expected, "{k:?} len={len} c={c}");
+                let mut m = vec![0; len];
+                k.mul(&mut m, &src, c).unwrap();
+                let expected_mul: Vec<u8> = src.iter().map(|&s| gf256::mul(c, s)).collect();
+                assert_eq!(m, expected_mul, "{k:?} len={len} c={c}");
+                let terms: [(u8, &[u8]); 6] = [
+                    (c, &src),
+                    (7, &src2),
+                    (9, &src),
+                    (200, &src2),
+                    (1, &src),
+                    (77, &src2),
+                ];
+                let mut d = vec![0xa5; len];
+                k.mul_add_multi(&mut d, &terms).unwrap();
+                assert_eq!(d, expected_multi, "{k:?} multi len={len} c={c}");
+            }
+        }
+    }
+}
