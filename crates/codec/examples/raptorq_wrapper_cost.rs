@@ -66,10 +66,14 @@ fn main() {
         }
 
         let mut out = vec![0u8; repairs * T];
-        let wrapper_encode = |out: &mut [u8], data: Vec<u8>| {
+        // The wrapper takes its block by value and gives it back; the buffer is reused, as a
+        // sender would.
+        let mut block = Some(source.clone());
+        let mut wrapper_encode = |out: &mut [u8]| {
             time(|| {
-                let enc = RaptorqEncoder::new(config, data).unwrap();
+                let enc = RaptorqEncoder::new(config, block.take().unwrap()).unwrap();
                 enc.encode_repair(k as u32, out).unwrap();
+                block = Some(enc.into_data());
             })
         };
         let crate_encode = || {
@@ -99,17 +103,14 @@ fn main() {
         let (mut enc_ratio, mut dec_ratio, mut enc_crate, mut dec_crate) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for round in 0..rounds + 3 {
-            // The wrapper takes its block by value, as a sender owning its buffer would; the
-            // copy made here for it is not timed.
-            let data = source.clone();
             let (we, ce, wd, cd) = if round % 2 == 0 {
-                let we = wrapper_encode(&mut out, data);
+                let we = wrapper_encode(&mut out);
                 let ce = crate_encode();
                 let wd = wrapper_decode();
                 (we, ce, wd, crate_decode())
             } else {
                 let ce = crate_encode();
-                let we = wrapper_encode(&mut out, data);
+                let we = wrapper_encode(&mut out);
                 let cd = crate_decode();
                 (we, ce, wrapper_decode(), cd)
             };

@@ -8,6 +8,9 @@
 use crate::error::{check_len, Error, Result};
 use crate::gf256::Kernel;
 
+/// Longest packet a [`XorDecoder`] accepts in its length list (a UDP payload bound).
+pub const MAX_PACKET_LEN: usize = 65_535;
+
 /// Builds the parity of a group packet by packet (the sender side).
 #[derive(Debug, Clone, Default)]
 pub struct XorEncoder {
@@ -74,13 +77,21 @@ pub struct XorDecoder {
 impl XorDecoder {
     /// A decoder for a group whose packet lengths are `lengths` (from the parity's header).
     ///
-    /// Errors if the group is empty.
+    /// Errors if the group is empty or a length exceeds [`MAX_PACKET_LEN`] (lengths come from
+    /// the network; this bounds the buffer they make the decoder allocate).
     pub fn new(lengths: Vec<usize>) -> Result<Self> {
         if lengths.is_empty() {
             return Err(Error::BlockSizeOutOfRange {
                 k: 0,
                 min: 1,
                 max: usize::MAX,
+            });
+        }
+        if let Some(&len) = lengths.iter().find(|&&l| l > MAX_PACKET_LEN) {
+            return Err(Error::SymbolSizeOutOfRange {
+                size: len,
+                min: 0,
+                max: MAX_PACKET_LEN,
             });
         }
         let max = lengths.iter().copied().max().unwrap_or(0);
@@ -207,5 +218,9 @@ mod tests {
             Err(Error::LengthMismatch { .. })
         ));
         assert!(XorDecoder::new(vec![]).is_err());
+        assert!(matches!(
+            XorDecoder::new(vec![10, MAX_PACKET_LEN + 1]),
+            Err(Error::SymbolSizeOutOfRange { .. })
+        ));
     }
 }

@@ -116,6 +116,11 @@ impl RaptorqEncoder {
         &self.config
     }
 
+    /// Gives the block back, so a sender can reuse its buffer for the next block.
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
     /// Writes the symbol with encoding symbol id `esi` into `out` (T bytes).
     ///
     /// Errors if `out` is not T bytes or `esi` > [`MAX_ENCODING_SYMBOL_ID`].
