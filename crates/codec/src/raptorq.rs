@@ -147,7 +147,7 @@ impl RaptorqEncoder {
     pub fn encode_repair(&self, first_esi: u32, out: &mut [u8]) -> Result<()> {
         let t = self.config.symbol_size;
         let k = self.config.k as u32;
-        if out.len() % t != 0 {
+        if !out.len().is_multiple_of(t) {
             return Err(Error::LengthMismatch {
                 expected: out.len() / t * t,
                 actual: out.len(),

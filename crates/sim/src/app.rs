@@ -20,7 +20,7 @@ pub fn fill(seed: u64, offset: u64, dst: &mut [u8]) {
     let mut o = offset;
     let mut d = dst;
     // Unaligned head.
-    while o % 8 != 0 && !d.is_empty() {
+    while !o.is_multiple_of(8) && !d.is_empty() {
         d[0] = word(seed, o / 8).to_le_bytes()[(o % 8) as usize];
         d = &mut d[1..];
         o += 1;
@@ -81,7 +81,7 @@ impl Source {
             self.hasher.update(&rest[..n]);
             self.written += n as u64;
             rest = &rest[n..];
-            if self.written % SNAPSHOT_EVERY == 0 {
+            if self.written.is_multiple_of(SNAPSHOT_EVERY) {
                 self.snapshots.push(self.hasher.clone());
             }
         }

@@ -144,7 +144,7 @@ fn build<'a>(k: u8, a: u64, b: u64, data: &'a [u8], id: u32) -> Frame<'a> {
         5 => Frame::Feedback(FeedbackFrame {
             block: a,
             count: b,
-            decoded: id % 2 == 0,
+            decoded: id.is_multiple_of(2),
         }),
         6 => Frame::Scheme {
             kind: b,
