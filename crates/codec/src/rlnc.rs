@@ -1,0 +1,509 @@
+//! Random linear network coding over GF(2^8), one generation at a time.
+//!
+//! A generation is g source symbols of T bytes. A coded symbol is `Σ cᵢ·sᵢ` for a coefficient
+//! vector `c ∈ GF(2^8)^g`, described on the wire by a [`Coding`]:
+//!
+//! * [`Coding::Source`]: source symbol i itself (a unit vector; the systematic part);
+//! * [`Coding::Seeded`]: coefficients expanded from a 4-byte seed by [`seeded_coefficients`];
+//! * [`Coding::Explicit`]: the g coefficients themselves (for recoding, or a scheme that wants
+//!   to choose them).
+//!
+//! **Why the seed expander is ChaCha8.** The coefficient generator must not be linear over
+//! GF(2). If it were (an LFSR, xorshift, a plain Galois-field LCG), every output bit would be a
+//! GF(2)-linear function of the 32 seed bits, so all coefficient vectors of all seeds would lie
+//! in the GF(2)-span of 32 fixed vectors; their GF(2^8)-span then has dimension at most 32, and a
+//! generation with g > 32 could never be decoded from seeded symbols alone, however many arrive.
+//! ChaCha mixes with 32-bit modular additions, which are not GF(2)-linear, and its output is
+//! indistinguishable from uniform, so seeded vectors behave like uniformly random ones (the
+//! tests check the full-rank probability against the theory for uniform vectors). Its stream
+//! is also fixed by the algorithm, so sender and receiver agree across platforms and versions.
+//!
+//! [`RlncMode`] maps a per-generation symbol counter to a [`Coding`]: systematic mode sends the
+//! g source symbols first and then seeded repair symbols; non-systematic mode sends only seeded
+//! symbols.
+//!
+//! The [`RlncDecoder`] is progressive: it keeps the received symbols in reduced row-echelon
+//! form (Gauss–Jordan, one row per pivot column, stored in the slot of its pivot), so each push
+//! reports the rank, whether the symbol was innovative, and any source symbol whose row became a
+//! unit vector is released at once ([`RlncDecoder::pop_decoded`]).
+
+use crate::error::{check_len, Error, Result};
+use crate::gf256::{self, Kernel};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use std::collections::VecDeque;
+
+/// Largest supported generation size g.
+pub const MAX_GENERATION_SIZE: usize = 1024;
+/// Largest supported symbol size T in bytes.
+pub const MAX_SYMBOL_SIZE: usize = 1 << 16;
+
+/// Generation size and symbol size, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RlncConfig {
+    generation_size: usize,
+    symbol_size: usize,
+}
+
+impl RlncConfig {
+    /// g source symbols of `symbol_size` bytes. Errors if g ∉ 1..=[`MAX_GENERATION_SIZE`] or
+    /// the size ∉ 1..=[`MAX_SYMBOL_SIZE`].
+    pub fn new(generation_size: usize, symbol_size: usize) -> Result<Self> {
+        if !(1..=MAX_GENERATION_SIZE).contains(&generation_size) {
+            return Err(Error::BlockSizeOutOfRange {
+                k: generation_size,
+                min: 1,
+                max: MAX_GENERATION_SIZE,
+            });
+        }
+        if !(1..=MAX_SYMBOL_SIZE).contains(&symbol_size) {
+            return Err(Error::SymbolSizeOutOfRange {
+                size: symbol_size,
+                min: 1,
+                max: MAX_SYMBOL_SIZE,
+            });
+        }
+        Ok(Self {
+            generation_size,
+            symbol_size,
+        })
+    }
+
+    /// g, the number of source symbols per generation.
+    pub fn generation_size(&self) -> usize {
+        self.generation_size
+    }
+
+    /// T, the symbol size in bytes.
+    pub fn symbol_size(&self) -> usize {
+        self.symbol_size
+    }
+
+    /// g·T, the bytes of one generation.
+    pub fn generation_bytes(&self) -> usize {
+        self.generation_size * self.symbol_size
+    }
+}
+
+/// How a coded symbol was formed from the generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coding<'a> {
+    /// Source symbol i, uncoded.
+    Source(u32),
+    /// Coefficients from [`seeded_coefficients`] with this seed.
+    Seeded(u32),
+    /// These g coefficients.
+    Explicit(&'a [u8]),
+}
+
+/// Which symbols a sender emits for a generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RlncMode {
+    /// The g source symbols first, then seeded repair symbols.
+    Systematic,
+    /// Seeded symbols only.
+    NonSystematic,
+}
+
+impl RlncMode {
+    /// The coding of the `n`-th symbol sent for a generation of `generation_size` symbols:
+    /// systematic mode sends `Source(n)` for n < g and `Seeded(n)` after; non-systematic mode
+    /// always `Seeded(n)`. Seeds are distinct within a generation.
+    pub fn coding(self, generation_size: usize, n: u32) -> Coding<'static> {
+        match self {
+            RlncMode::Systematic if (n as usize) < generation_size => Coding::Source(n),
+            _ => Coding::Seeded(n),
+        }
+    }
+}
+
+/// Expands `seed` into `out.len()` uniformly random coefficients with ChaCha8 (see the module
+/// documentation for why a GF(2)-nonlinear generator is needed).
+pub fn seeded_coefficients(seed: u32, out: &mut [u8]) {
+    let mut key = [0u8; 32];
+    key[..16].copy_from_slice(b"tributary-rlnc-1");
+    key[16..20].copy_from_slice(&seed.to_le_bytes());
+    ChaCha8Rng::from_seed(key).fill_bytes(out);
+}
+
+/// Checks a coding against a configuration and writes its coefficient vector into `out`.
+fn coefficients_into(config: &RlncConfig, coding: Coding<'_>, out: &mut [u8]) -> Result<()> {
+    let g = config.generation_size;
+    match coding {
+        Coding::Source(i) => {
+            if i as usize >= g {
+                return Err(Error::UnknownSymbol {
+                    id: u64::from(i),
+                    limit: g as u64,
+                });
+            }
+            out.fill(0);
+            out[i as usize] = 1;
+        }
+        Coding::Seeded(seed) => seeded_coefficients(seed, out),
+        Coding::Explicit(c) => {
+            check_len(g, c.len())?;
+            out.copy_from_slice(c);
+        }
+    }
+    Ok(())
+}
+
+/// `out ^= Σ coeffs[i]·symbol(i)`, grouping non-zero terms by four for the fused kernel.
+fn combine<'s>(kernel: Kernel, out: &mut [u8], terms: impl Iterator<Item = (u8, &'s [u8])>) {
+    let mut group: [(u8, &[u8]); 4] = [(0, &[]); 4];
+    let mut n = 0;
+    for (c, s) in terms {
+        if c == 0 {
+            continue;
+        }
+        group[n] = (c, s);
+        n += 1;
+        if n == 4 {
+            // SAFETY: `kernel` is available; every term has `out.len()` bytes (callers' invariant).
+            unsafe { kernel.mul_add_multi_unchecked(out, &group) };
+            n = 0;
+        }
+    }
+    if n > 0 {
+        // SAFETY: as above.
+        unsafe { kernel.mul_add_multi_unchecked(out, &group[..n]) };
+    }
+}
+
+/// Produces coded symbols of one generation (the sender side).
+#[derive(Debug, Clone)]
+pub struct RlncEncoder {
+    config: RlncConfig,
+    data: Vec<u8>,
+    coeffs: Vec<u8>,
+    kernel: Kernel,
+}
+
+impl RlncEncoder {
+    /// An encoder over `generation`, which must be exactly g·T bytes (symbol i is bytes
+    /// `i·T..(i+1)·T`).
+    pub fn new(config: RlncConfig, generation: &[u8]) -> Result<Self> {
+        check_len(config.generation_bytes(), generation.len())?;
+        Ok(Self {
+            config,
+            data: generation.to_vec(),
+            coeffs: vec![0; config.generation_size],
+            kernel: Kernel::best(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RlncConfig {
+        &self.config
+    }
+
+    /// Source symbol i.
+    pub fn source_symbol(&self, i: usize) -> Option<&[u8]> {
+        let t = self.config.symbol_size;
+        self.data.get(i * t..(i + 1) * t)
+    }
+
+    /// Writes the symbol described by `coding` into `out` (T bytes).
+    ///
+    /// Errors if `out` is not T bytes, a source index is ≥ g, or explicit coefficients are not
+    /// g bytes.
+    pub fn encode(&mut self, coding: Coding<'_>, out: &mut [u8]) -> Result<()> {
+        let t = self.config.symbol_size;
+        check_len(t, out.len())?;
+        if let Coding::Source(i) = coding {
+            let i = i as usize;
+            let src = self.source_symbol(i).ok_or(Error::UnknownSymbol {
+                id: i as u64,
+                limit: self.config.generation_size as u64,
+            })?;
+            out.copy_from_slice(src);
+            return Ok(());
+        }
+        coefficients_into(&self.config, coding, &mut self.coeffs)?;
+        out.fill(0);
+        combine(
+            self.kernel,
+            out,
+            self.coeffs.iter().copied().zip(self.data.chunks_exact(t)),
+        );
+        Ok(())
+    }
+}
+
+/// What one [`RlncDecoder::push`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RlncProgress {
+    /// Whether the symbol increased the rank.
+    pub innovative: bool,
+    /// Rank after the symbol (≤ g).
+    pub rank: usize,
+    /// Source symbols that became known because of this symbol.
+    pub newly_decoded: usize,
+    /// Whether the whole generation is known.
+    pub complete: bool,
+}
+
+/// Progressive Gauss–Jordan decoder of one generation (the receiver side).
+#[derive(Debug, Clone)]
+pub struct RlncDecoder {
+    config: RlncConfig,
+    kernel: Kernel,
+    /// Row with pivot p lives at `coeffs[p·g..]` and `data[p·T..]`.
+    coeffs: Vec<u8>,
+    data: Vec<u8>,
+    has_row: Vec<bool>,
+    /// Columns without a row (the only places a stored row can be non-zero besides its pivot).
+    free: Vec<usize>,
+    /// Position of each free column in `free`.
+    free_pos: Vec<usize>,
+    /// Rows that are not unit vectors yet.
+    pending: Vec<usize>,
+    decoded: Vec<bool>,
+    rank: usize,
+    decoded_count: usize,
+    received: usize,
+    ready: VecDeque<usize>,
+    scratch_c: Vec<u8>,
+    scratch_p: Vec<u8>,
+    terms: Vec<(u8, usize)>,
+}
+
+impl RlncDecoder {
+    /// An empty decoder.
+    pub fn new(config: RlncConfig) -> Self {
+        let g = config.generation_size;
+        Self {
+            config,
+            kernel: Kernel::best(),
+            coeffs: vec![0; g * g],
+            data: vec![0; config.generation_bytes()],
+            has_row: vec![false; g],
+            free: (0..g).collect(),
+            free_pos: (0..g).collect(),
+            pending: Vec::new(),
+            decoded: vec![false; g],
+            rank: 0,
+            decoded_count: 0,
+            received: 0,
+            ready: VecDeque::new(),
+            scratch_c: vec![0; g],
+            scratch_p: vec![0; config.symbol_size],
+            terms: Vec::with_capacity(g),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RlncConfig {
+        &self.config
+    }
+
+    /// Adds a received symbol.
+    ///
+    /// Errors (and changes nothing) if `payload` is not T bytes, a source index is ≥ g, or
+    /// explicit coefficients are not g bytes.
+    pub fn push(&mut self, coding: Coding<'_>, payload: &[u8]) -> Result<RlncProgress> {
+        let g = self.config.generation_size;
+        let t = self.config.symbol_size;
+        check_len(t, payload.len())?;
+        coefficients_into(&self.config, coding, &mut self.scratch_c)?;
+        self.received += 1;
+        let before = self.decoded_count;
+        let innovative = if self.rank == g {
+            false
+        } else if let Coding::Source(i) = coding {
+            let i = i as usize;
+            if self.has_row[i] {
+                self.scratch_p.copy_from_slice(payload);
+                self.insert_scratch()
+            } else {
+                // A unit vector on a free column is already reduced: store it directly.
+                self.coeffs[i * g..(i + 1) * g].copy_from_slice(&self.scratch_c);
+                self.data[i * t..(i + 1) * t].copy_from_slice(payload);
+                self.add_row(i);
+                true
+            }
+        } else {
+            self.scratch_p.copy_from_slice(payload);
+            self.insert_scratch()
+        };
+        Ok(RlncProgress {
+            innovative,
+            rank: self.rank,
+            newly_decoded: self.decoded_count - before,
+            complete: self.is_complete(),
+        })
+    }
+
+    /// Reduces the symbol in the scratch buffers against the stored rows and stores it if it
+    /// is innovative.
+    fn insert_scratch(&mut self) -> bool {
+        let g = self.config.generation_size;
+        let t = self.config.symbol_size;
+        self.terms.clear();
+        for j in 0..g {
+            let m = self.scratch_c[j];
+            if m == 0 || !self.has_row[j] {
+                continue;
+            }
+            // Rows are reduced (zero in every other pivot column), so the multiplier of row j
+            // is the symbol's original coefficient j, whatever order rows are subtracted in.
+            if self.decoded[j] {
+                self.scratch_c[j] = 0;
+            } else {
+                // SAFETY: the kernel is available; both slices have g bytes.
+                unsafe {
+                    self.kernel.mul_add_unchecked(
+                        &mut self.scratch_c,
+                        &self.coeffs[j * g..(j + 1) * g],
+                        m,
+                    )
+                };
+            }
+            self.terms.push((m, j));
+        }
+        let data = &self.data;
+        combine(
+            self.kernel,
+            &mut self.scratch_p,
+            self.terms
+                .iter()
+                .map(|&(m, j)| (m, &data[j * t..(j + 1) * t])),
+        );
+        let Some(p) = self.scratch_c.iter().position(|&c| c != 0) else {
+            return false;
+        };
+        let inv = gf256::inv(self.scratch_c[p]).unwrap_or(1);
+        // SAFETY: the kernel is available; slices have g resp. T bytes.
+        unsafe {
+            self.kernel
+                .mul_unchecked(&mut self.coeffs[p * g..(p + 1) * g], &self.scratch_c, inv);
+            self.kernel
+                .mul_unchecked(&mut self.data[p * t..(p + 1) * t], &self.scratch_p, inv);
+        }
+        self.add_row(p);
+        true
+    }
+
+    /// Registers the normalised row stored at pivot `p` and eliminates column p from every
+    /// other row (keeping the form reduced), releasing rows that become unit vectors.
+    fn add_row(&mut self, p: usize) {
+        let g = self.config.generation_size;
+        let t = self.config.symbol_size;
+        self.has_row[p] = true;
+        self.rank += 1;
+        let at = self.free_pos[p];
+        self.free.swap_remove(at);
+        if let Some(&moved) = self.free.get(at) {
+            self.free_pos[moved] = at;
+        }
+        // Only rows that are not unit vectors can be non-zero in column p.
+        let mut i = 0;
+        while i < self.pending.len() {
+            let r = self.pending[i];
+            let m = self.coeffs[r * g + p];
+            if m != 0 {
+                let (row_r, row_p) = two_rows(&mut self.coeffs, g, r, p);
+                let (data_r, data_p) = two_rows(&mut self.data, t, r, p);
+                // SAFETY: the kernel is available; rows have g resp. T bytes.
+                unsafe {
+                    self.kernel.mul_add_unchecked(row_r, row_p, m);
+                    self.kernel.mul_add_unchecked(data_r, data_p, m);
+                }
+                if self.is_unit(r) {
+                    self.pending.swap_remove(i);
+                    self.mark_decoded(r);
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        if self.is_unit(p) {
+            self.mark_decoded(p);
+        } else {
+            self.pending.push(p);
+        }
+    }
+
+    /// Whether the row with pivot `r` is a unit vector. Rows are normalised and zero in every
+    /// other pivot column, so it suffices that they are zero in the free columns.
+    fn is_unit(&self, r: usize) -> bool {
+        let row = &self.coeffs[r * self.config.generation_size..];
+        self.free.iter().all(|&j| row[j] == 0)
+    }
+
+    fn mark_decoded(&mut self, i: usize) {
+        if !self.decoded[i] {
+            self.decoded[i] = true;
+            self.decoded_count += 1;
+            self.ready.push_back(i);
+        }
+    }
+
+    /// Current rank (number of innovative symbols received).
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Symbols pushed so far, innovative or not (malformed ones not counted).
+    pub fn received(&self) -> usize {
+        self.received
+    }
+
+    /// Number of source symbols known.
+    pub fn decoded_count(&self) -> usize {
+        self.decoded_count
+    }
+
+    /// Whether every source symbol is known.
+    pub fn is_complete(&self) -> bool {
+        self.decoded_count == self.config.generation_size
+    }
+
+    /// Whether source symbol i is known.
+    pub fn is_decoded(&self, i: usize) -> bool {
+        self.decoded.get(i).copied().unwrap_or(false)
+    }
+
+    /// Source symbol i, once known.
+    pub fn source_symbol(&self, i: usize) -> Option<&[u8]> {
+        let t = self.config.symbol_size;
+        self.is_decoded(i).then(|| &self.data[i * t..(i + 1) * t])
+    }
+
+    /// The index of a source symbol decoded since the last call, in the order they became
+    /// known; read it with [`RlncDecoder::source_symbol`].
+    pub fn pop_decoded(&mut self) -> Option<usize> {
+        self.ready.pop_front()
+    }
+
+    /// The whole generation (g·T bytes), once complete.
+    pub fn data(&self) -> Result<&[u8]> {
+        if self.is_complete() {
+            Ok(&self.data)
+        } else {
+            Err(Error::NotDecoded {
+                decoded: self.decoded_count,
+                k: self.config.generation_size,
+            })
+        }
+    }
+
+    /// Consumes the decoder and returns the generation, once complete.
+    pub fn into_data(self) -> Result<Vec<u8>> {
+        self.data()?;
+        Ok(self.data)
+    }
+}
+
+/// Disjoint rows `a` (mutable) and `b` of a row-major buffer with rows of `len` bytes.
+fn two_rows(buf: &mut [u8], len: usize, a: usize, b: usize) -> (&mut [u8], &[u8]) {
+    debug_assert_ne!(a, b);
+    if a < b {
+        let (lo, hi) = buf.split_at_mut(b * len);
+        (&mut lo[a * len..(a + 1) * len], &hi[..len])
+    } else {
+        let (lo, hi) = buf.split_at_mut(a * len);
+        (&mut hi[..len], &lo[b * len..(b + 1) * len])
+    }
+}

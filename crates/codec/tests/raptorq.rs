@@ -1,0 +1,133 @@
+//! RaptorQ wrapper properties: exact recovery from random erasure patterns, no completion
+//! below k symbols, typed errors where the crate would panic, and symbols identical to the
+//! crate's own.
+
+use proptest::prelude::*;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use tributary_codec::raptorq::{
+    RaptorqConfig, RaptorqDecoder, RaptorqEncoder, MAX_ENCODING_SYMBOL_ID,
+};
+use tributary_codec::Error;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn decodes_exactly_from_random_erasure_patterns(
+        k in 1usize..300,
+        t in 1usize..64,
+        seed in any::<u64>(),
+    ) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let config = RaptorqConfig::new(k, t).unwrap();
+        let mut source = vec![0u8; k * t];
+        rng.fill_bytes(&mut source);
+        let enc = RaptorqEncoder::new(config, source.clone()).unwrap();
+        let mut dec = RaptorqDecoder::new(config);
+        // A random order over ESIs 0..2k+20: any mix of source and repair symbols, arriving
+        // in any order, with the rest lost.
+        let mut esis: Vec<u32> = (0..(2 * k + 20) as u32).collect();
+        for i in (1..esis.len()).rev() {
+            esis.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+        let mut buf = vec![0; t];
+        for (n, &esi) in esis.iter().enumerate() {
+            enc.encode(esi, &mut buf).unwrap();
+            let p = dec.push(esi, &buf).unwrap();
+            prop_assert_eq!(p.received, n + 1);
+            if n + 1 < k {
+                prop_assert!(!p.complete);
+                let is_not_decoded = matches!(dec.data(), Err(Error::NotDecoded { .. }));
+                prop_assert!(is_not_decoded);
+            }
+            if p.complete {
+                break;
+            }
+        }
+        prop_assert!(dec.is_complete(), "not decoded from {} symbols", esis.len());
+        // A duplicate changes nothing.
+        let p = dec.push(esis[0], &buf).unwrap();
+        prop_assert!(!p.new_symbol);
+        prop_assert_eq!(dec.into_data().unwrap(), source);
+    }
+}
+
+#[test]
+fn repair_symbols_are_the_crates() {
+    let (k, t) = (50usize, 24usize);
+    let data: Vec<u8> = (0..k * t).map(|i| (i * 7 + 3) as u8).collect();
+    let config = RaptorqConfig::new(k, t).unwrap();
+    let ours = RaptorqEncoder::new(config, data.clone()).unwrap();
+    let oti = raptorq::ObjectTransmissionInformation::new((k * t) as u64, t as u16, 1, 1, 1);
+    let theirs = raptorq::SourceBlockEncoder::new(0, &oti, &data);
+    let packets = theirs.repair_packets(0, 30);
+    let mut buf = vec![0; t];
+    let mut batch = vec![0; 30 * t];
+    ours.encode_repair(k as u32, &mut batch).unwrap();
+    for (i, p) in packets.iter().enumerate() {
+        assert_eq!(p.payload_id().encoding_symbol_id(), (k + i) as u32);
+        ours.encode((k + i) as u32, &mut buf).unwrap();
+        assert_eq!(&buf[..], p.data());
+        assert_eq!(&batch[i * t..(i + 1) * t], p.data());
+    }
+}
+
+#[test]
+fn malformed_input_is_a_typed_error() {
+    assert!(matches!(
+        RaptorqConfig::new(0, 8),
+        Err(Error::BlockSizeOutOfRange { .. })
+    ));
+    assert!(matches!(
+        RaptorqConfig::new(56_404, 8),
+        Err(Error::BlockSizeOutOfRange { .. })
+    ));
+    assert!(matches!(
+        RaptorqConfig::new(10, 0),
+        Err(Error::SymbolSizeOutOfRange { .. })
+    ));
+    assert!(matches!(
+        RaptorqConfig::new(10, 65_536),
+        Err(Error::SymbolSizeOutOfRange { .. })
+    ));
+    let config = RaptorqConfig::new(10, 8).unwrap();
+    assert!(matches!(
+        RaptorqEncoder::new(config, vec![0; 81]),
+        Err(Error::LengthMismatch { .. })
+    ));
+    let enc = RaptorqEncoder::new(config, vec![0; 80]).unwrap();
+    assert!(matches!(
+        enc.encode(MAX_ENCODING_SYMBOL_ID + 1, &mut [0; 8]),
+        Err(Error::UnknownSymbol { .. })
+    ));
+    assert!(matches!(
+        enc.encode(3, &mut [0; 9]),
+        Err(Error::LengthMismatch { .. })
+    ));
+    assert!(matches!(
+        enc.encode_repair(5, &mut [0; 16]),
+        Err(Error::UnknownSymbol { .. })
+    ));
+    assert!(matches!(
+        enc.encode_repair(MAX_ENCODING_SYMBOL_ID, &mut [0; 16]),
+        Err(Error::UnknownSymbol { .. })
+    ));
+    assert!(matches!(
+        enc.encode_repair(10, &mut [0; 15]),
+        Err(Error::LengthMismatch { .. })
+    ));
+    let mut dec = RaptorqDecoder::new(config);
+    assert!(matches!(
+        dec.push(1 << 24, &[0; 8]),
+        Err(Error::UnknownSymbol { .. })
+    ));
+    assert!(matches!(
+        dec.push(0, &[0; 7]),
+        Err(Error::LengthMismatch { .. })
+    ));
+    assert_eq!(dec.received(), 0);
+    // The highest valid id is accepted (the crate asserts beyond it).
+    enc.encode(MAX_ENCODING_SYMBOL_ID, &mut [0; 8]).unwrap();
+    dec.push(MAX_ENCODING_SYMBOL_ID, &[0; 8]).unwrap();
+}
