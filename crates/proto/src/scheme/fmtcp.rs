@@ -716,6 +716,10 @@ impl SchemeSender for FmtcpSender {
             ctx.stats.rejected_frames += 1;
             return Err(SchemeError::Unexpected);
         };
+        if count > u64::from(MAX_ENCODING_SYMBOL_ID) + 1 {
+            ctx.stats.rejected_frames += 1;
+            return Err(SchemeError::Invalid("symbol count beyond the id space"));
+        }
         if block >= self.next_block {
             ctx.stats.rejected_frames += 1;
             return Err(SchemeError::Unknown("feedback for a block never sent"));
@@ -787,6 +791,9 @@ impl FmtcpReceiver {
             Coding::Seed(len) if len > 0 && len < g.block => len,
             _ => return Self::reject(ctx, SchemeError::Invalid("bad block length")),
         };
+        if s.id > MAX_ENCODING_SYMBOL_ID {
+            return Self::reject(ctx, SchemeError::Invalid("symbol id out of range"));
+        }
         let contiguous = ctx.recv_buf.contiguous_end();
         if start + len <= contiguous || self.done.contains(&s.block) {
             ctx.stats.fmtcp.late_symbols += 1;
@@ -799,9 +806,6 @@ impl FmtcpReceiver {
         }
         if start + len > ctx.recv_buf.max_data() {
             return Self::reject(ctx, SchemeError::Unknown("block beyond the receive window"));
-        }
-        if s.id > MAX_ENCODING_SYMBOL_ID {
-            return Self::reject(ctx, SchemeError::Invalid("symbol id out of range"));
         }
         let k = (len as usize).div_ceil(g.symbol);
         let cfg = self.cfg;
