@@ -33,10 +33,18 @@ fn eq4_reproduces_the_papers_appending_numbers() {
 /// is on one path.
 #[test]
 fn arrivals_match_eq4_on_one_path() {
-    for &(w, l, p) in &[(6u64, 1u64, 0.05), (24, 2, 0.01), (24, 5, 0.2), (10, 0, 0.1)] {
+    for &(w, l, p) in &[
+        (6u64, 1u64, 0.05),
+        (24, 2, 0.01),
+        (24, 5, 0.2),
+        (10, 0, 0.1),
+    ] {
         let mut a = Arrivals::new(w as usize);
         a.add_many(w + l, 1.0 - p);
-        assert!((a.failure() - eq4_failure(w, l, p)).abs() < 1e-9, "{w} {l} {p}");
+        assert!(
+            (a.failure() - eq4_failure(w, l, p)).abs() < 1e-9,
+            "{w} {l} {p}"
+        );
     }
 }
 
@@ -78,7 +86,7 @@ fn edt_rt_eat_by_hand() {
     let full = PathEstimate::from_view(&view(0.1, 200, 400, 10, 10), now);
     assert_eq!(full.space, 0);
     assert!((full.eat(0) - 0.314444).abs() < 1e-6);
-    // Our extension: one more RT per window's worth of packets.
+    // Our extension (ACK clock): each further packet RT/c later; 10 packets = one RT.
     assert!((full.eat(10) - 0.534444).abs() < 1e-6);
     // The 6 free packets of `open` come first, then its next window.
     assert!((open.eat(6) - (0.144444 + 0.22 - 0.05)).abs() < 1e-6);
@@ -99,29 +107,30 @@ fn est(edt: f64, rt: f64, loss: f64, space: u64, cwnd: u64) -> PathEstimate {
 }
 
 /// Fast path: EDT 50 ms, RT 100 ms, 10 free packets of a 10-packet window, so its virtual
-/// packets arrive at 0.05 (10 of them), 0.15, 0.25, 0.35, 0.45 s, then 0.55 s. Slow path: EDT
-/// 0.5 s. Blocks need 24 symbols each, no loss.
+/// packets arrive at 0.05 s (10 of them), then 0.15 + 0.01·m s (m = 0, 1, ...: the ACK clock);
+/// slow path: EDT 0.505 s. The fast path can deliver 10 + 36 = 46 packets before the slow
+/// one's first. Blocks need 24 symbols each, no loss.
 #[test]
 fn algorithm1_gives_the_slow_path_what_the_fast_path_cannot_deliver_earlier() {
-    let paths = [est(0.05, 0.1, 0.0, 10, 10), est(0.5, 1.0, 0.0, 10, 10)];
+    let paths = [est(0.05, 0.1, 0.0, 10, 10), est(0.505, 1.0, 0.0, 10, 10)];
     let blocks = |n| (0..n).map(|_| Arrivals::new(24)).collect::<Vec<_>>();
-    // Two blocks (48 symbols): the fast path's 50 packets before 0.5 s cover both; the slow
-    // path is given nothing.
-    assert!(allocate_packet(1, &paths, &mut blocks(2), 1, 0.05, true).is_empty());
-    // Three blocks: the fast path covers blocks 0 and 1 and 2 symbols of block 2; the slow
-    // path gets a symbol of block 2.
+    // One block (24 symbols): the fast path delivers it before 0.505 s; the slow path is
+    // given nothing.
+    assert!(allocate_packet(1, &paths, &mut blocks(1), 1, 0.05, true).is_empty());
+    // Two blocks (48 symbols): the fast path covers block 0 and 22 symbols of block 1; the
+    // slow path gets a symbol of block 1.
     assert_eq!(
-        allocate_packet(1, &paths, &mut blocks(3), 1, 0.05, true),
-        vec![(2, 1)]
+        allocate_packet(1, &paths, &mut blocks(2), 1, 0.05, true),
+        vec![(1, 1)]
     );
     // The fast path asking gets the first block.
     assert_eq!(
-        allocate_packet(0, &paths, &mut blocks(3), 1, 0.05, true),
+        allocate_packet(0, &paths, &mut blocks(2), 1, 0.05, true),
         vec![(0, 1)]
     );
     // Allocation off (greedy, Fig. 14 "coding only"): the slow path takes the first block.
     assert_eq!(
-        allocate_packet(1, &paths, &mut blocks(3), 1, 0.05, false),
+        allocate_packet(1, &paths, &mut blocks(2), 1, 0.05, false),
         vec![(0, 1)]
     );
     // Several symbols per packet fill across blocks: 30 symbols = 24 of block 0 + 6 of block 1.
@@ -213,7 +222,9 @@ fn transfer(
 }
 
 fn data(n: u32) -> Vec<u8> {
-    (0..n).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect()
+    (0..n)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
 }
 
 fn send_all(a: &mut Connection, b: &mut Connection, d: &[u8], drop: usize) -> Vec<u8> {
@@ -363,7 +374,10 @@ fn hostile_symbols_and_feedback_are_dropped_and_counted() {
 fn invalid_configurations_are_refused() {
     let mut c = cfg(Code::Raptorq);
     c.recv_buffer = 16 << 10;
-    assert!(Connection::new(c, 2).is_err(), "block larger than the receive buffer");
+    assert!(
+        Connection::new(c, 2).is_err(),
+        "block larger than the receive buffer"
+    );
     let mut c = cfg(Code::Raptorq);
     c.scheme = SchemeConfig::Fmtcp(FmtcpConfig {
         symbols_per_packet: 0,

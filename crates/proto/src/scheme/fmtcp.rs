@@ -38,10 +38,12 @@
 //! that path), and its EAT is advanced, until f_p is the chosen path: f_p then sends what it
 //! was given, possibly nothing (the faster paths are expected to deliver everything pending
 //! earlier). Algorithm 1's line 14 sets the chosen path's EAT to EDT + RT − τ (its next packet
-//! waits for the window); we generalise it to the n-th virtual packet of a path with s free
-//! packets in a window of c packets: EAT = EDT for n < s, else EDT + r·RT − τ with
-//! r = ⌊(n − s)/c⌋ + 1 (one more response time per window's worth), so a fast path cannot
-//! absorb an unbounded number of virtual packets. With `allocation = false` the scheme is the
+//! waits for the window to open, RT − τ from now); taken literally, a path whose window is full
+//! would then keep the same EAT for every further virtual packet. We generalise it with the
+//! ACK clock: the n-th virtual packet of a path with s free packets in a window of c packets
+//! has EAT = EDT for n < s (Eq. 10, first case), else EDT + max(RT − τ, 0) + (n − s)·RT/c
+//! (Eq. 10's second case for the first one, then one window per response time), so a fast
+//! path absorbs as many packets as it can deliver before the slower path's EDT, no more. With `allocation = false` the scheme is the
 //! paper's greedy baseline (Fig. 14): f_p takes symbols of the first block that is not
 //! δ-complete.
 //!
@@ -317,13 +319,13 @@ impl PathEstimate {
     }
 
     /// Eq. 10, generalised to the n-th packet from now (module docs): EDT while the window has
-    /// space, then EDT + r·RT − τ for the r-th window to come (never below EDT).
+    /// space, then EDT + max(RT − τ, 0) + (n − s)·RT/c as the ACK clock opens the window.
     pub fn eat(&self, n: u64) -> f64 {
         if n < self.space {
             self.edt
         } else {
-            let r = (n - self.space) / self.cwnd + 1;
-            (self.edt + r as f64 * self.rt - self.tau).max(self.edt)
+            let m = (n - self.space) as f64;
+            self.edt + (self.rt - self.tau).max(0.0) + m * self.rt / self.cwnd as f64
         }
     }
 }
