@@ -811,21 +811,21 @@ impl FmtcpReceiver {
         }
         let k = (len as usize).div_ceil(g.symbol);
         let cfg = self.cfg;
-        if !self.blocks.contains_key(&s.block) {
-            let dec = match cfg.code {
-                Code::Raptorq => match RaptorqConfig::new(k, g.symbol) {
-                    Ok(c) => Decoder::Raptorq(RaptorqDecoder::new(c)),
-                    Err(_) => return Self::reject(ctx, SchemeError::Invalid("bad block")),
-                },
-                Code::Lt => match LtParams::new(k, g.symbol, cfg.lt_c, cfg.lt_delta) {
-                    Ok(p) => Decoder::Lt(LtDecoder::with_elimination(p, s.block as u32)),
-                    Err(_) => return Self::reject(ctx, SchemeError::Invalid("bad block")),
-                },
-            };
-            self.blocks.insert(s.block, RxBlock { len, dec });
-        }
-        let Some(rb) = self.blocks.get_mut(&s.block) else {
-            return Ok(());
+        let rb = match self.blocks.entry(s.block) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let dec = match cfg.code {
+                    Code::Raptorq => match RaptorqConfig::new(k, g.symbol) {
+                        Ok(c) => Decoder::Raptorq(RaptorqDecoder::new(c)),
+                        Err(_) => return Self::reject(ctx, SchemeError::Invalid("bad block")),
+                    },
+                    Code::Lt => match LtParams::new(k, g.symbol, cfg.lt_c, cfg.lt_delta) {
+                        Ok(p) => Decoder::Lt(LtDecoder::with_elimination(p, s.block as u32)),
+                        Err(_) => return Self::reject(ctx, SchemeError::Invalid("bad block")),
+                    },
+                };
+                e.insert(RxBlock { len, dec })
+            }
         };
         if rb.len != len {
             return Self::reject(ctx, SchemeError::Invalid("block length changed"));
