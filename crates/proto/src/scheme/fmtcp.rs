@@ -29,7 +29,10 @@
 //! symbols. Symbols sent once the block already had k̂ symbols outstanding or received and no
 //! unreplaced loss are the l_b of Eq. 4, counted as "appended" (Eq. 7's r_f = (k̂ + l_b)/k_b).
 //! k̂ = k for RaptorQ (≈ 99 % of blocks decode from k symbols; a block reported as holding k̂
-//! symbols but not decoded owes one more), k + 2 for LT.
+//! symbols but not decoded owes one more). For LT, k̂ = ⌈(1 + `lt_overhead`)·k⌉ (default
+//! 0.25): at k = 24 LT needs on average 12–15 % more than k symbols with a long tail, and
+//! every symbol beyond k̂ costs a feedback round trip (measured in docs/experiments/fmtcp.md:
+//! k̂ = k + 2 gave half the goodput of k̂ = 1.25k).
 //!
 //! **Allocation (§V-B, Algorithm 1).** When path f_p has window space, every path's expected
 //! delivery time (EDT, Eq. 8), response time (RT, Eq. 9) and expected arrival time (EAT,
@@ -109,6 +112,8 @@ pub struct FmtcpConfig {
     pub lt_c: f64,
     /// LT: robust soliton δ.
     pub lt_delta: f64,
+    /// LT: k̂ = ⌈(1 + lt_overhead)·k⌉, the symbols expected to decode a block.
+    pub lt_overhead: f64,
 }
 
 impl Default for FmtcpConfig {
@@ -121,6 +126,7 @@ impl Default for FmtcpConfig {
             allocation: true,
             lt_c: 0.1,
             lt_delta: 0.05,
+            lt_overhead: 0.25,
         }
     }
 }
@@ -150,6 +156,9 @@ impl FmtcpConfig {
         }
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err("delta must be in (0, 1)".into());
+        }
+        if !(0.0..=10.0).contains(&self.lt_overhead) {
+            return Err("lt_overhead must be in [0, 10]".into());
         }
         let t_max = mss.saturating_sub(SYMBOL_HEADER * s) / s;
         if t_max == 0 {
@@ -536,7 +545,8 @@ impl FmtcpSender {
                     let e = LtEncoder::new(p, self.next_block as u32, &data)
                         .expect("block of k·T bytes");
                     self.block_buf = data;
-                    (Encoder::Lt(e), k as u64 + 2)
+                    let k_hat = (k as f64 * (1.0 + self.cfg.lt_overhead)).ceil() as u64;
+                    (Encoder::Lt(e), k_hat.max(k as u64))
                 }
             };
             ctx.stats.fmtcp.source_symbols += k as u64;
