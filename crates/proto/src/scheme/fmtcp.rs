@@ -175,7 +175,11 @@ impl FmtcpConfig {
             return Err(format!("block of {k} symbols exceeds the code's {kmax}"));
         }
         if self.code == Code::Lt {
-            LtParams::new(k, t, self.lt_c, self.lt_delta).map_err(|e| e.to_string())?;
+            // S = c·ln(k/δ)·√k grows with k, so k = 1 (the shortest final block) is the
+            // binding case for the robust soliton's validity.
+            for kk in [1, k] {
+                LtParams::new(kk, t, self.lt_c, self.lt_delta).map_err(|e| e.to_string())?;
+            }
         }
         Ok(Geometry {
             block: b as u64,
