@@ -461,10 +461,8 @@ fn raw(path: u8, pn: u64, body: &[u8]) -> Vec<u8> {
         path,
         pn,
     };
-    let w = PacketWriter::new(&mut buf, 4096, hdr).unwrap();
-    let start = 4096 - w.remaining() - tributary_proto::wire::CHECKSUM_LEN;
-    drop(w);
-    buf.truncate(start);
+    let room = PacketWriter::new(&mut buf, 4096, hdr).unwrap().remaining();
+    buf.truncate(4096 - room - tributary_proto::wire::CHECKSUM_LEN);
     buf.extend_from_slice(body);
     let crc = crc32fast::hash(&buf);
     buf.extend_from_slice(&crc.to_be_bytes());
