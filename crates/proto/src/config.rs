@@ -158,6 +158,9 @@ impl ConnectionConfig {
                 format!("is {} but {} paths were given", self.max_paths, paths),
             );
         }
+        if let Err(reason) = self.scheme.validate(self.mss, self.recv_buffer) {
+            return bad("scheme", reason);
+        }
         if let Some(max) = self.scheme.max_paths() {
             if paths > max {
                 return bad(

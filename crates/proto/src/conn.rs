@@ -177,7 +177,7 @@ impl Connection {
     /// A connection over `paths` paths (a receiver may pass 0 and learn paths from packets).
     pub fn new(cfg: ConnectionConfig, paths: usize) -> Result<Self, ConfigError> {
         cfg.validate(paths)?;
-        let (tx, rx) = cfg.scheme.build();
+        let (tx, rx) = cfg.scheme.build(cfg.mss);
         let mut c = Connection {
             max_datagram: cfg.max_datagram(),
             paths: Vec::new(),

@@ -11,7 +11,7 @@
 //! - [`cc`]: congestion control trait and the algorithm family (NewReno, CUBIC, Vegas, Veno,
 //!   EWTCP, Coupled, LIA, OLIA, BALIA, wVegas, MPVeno);
 //! - [`sched`]: path schedulers;
-//! - [`scheme`]: recovery/coding schemes (`tcp`, `mptcp`);
+//! - [`scheme`]: recovery/coding schemes (`tcp`, `mptcp`, `fmtcp`);
 //! - [`conn`]: the connection state machine;
 //! - [`buffer`]: send and receive buffers.
 

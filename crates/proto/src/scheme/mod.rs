@@ -18,8 +18,10 @@
 //!   block size.
 
 mod arq;
+pub mod fmtcp;
 
 pub use arq::{ArqConfig, ArqReceiver, ArqSender};
+pub use fmtcp::{CodingStats, FmtcpConfig};
 
 use crate::buffer::{RecvBuffer, SendBuffer};
 use crate::path::PathView;
@@ -76,6 +78,8 @@ pub struct SchemeStats {
     pub penalizations: u64,
     /// Frames the receiving half rejected (unknown blocks, out-of-range ids, bad sizes).
     pub rejected_frames: u64,
+    /// Coded schemes: symbols, coding overhead and Eq. 7 redundancy.
+    pub fmtcp: CodingStats,
 }
 
 impl SchemeStats {
@@ -265,6 +269,8 @@ pub enum SchemeConfig {
     Tcp,
     /// IETF-MPTCP-like ARQ over all paths.
     Mptcp(ArqConfig),
+    /// FMTCP: fountain-coded blocks, Eq. 4 redundancy, Algorithm 1 allocation.
+    Fmtcp(FmtcpConfig),
 }
 
 impl Default for SchemeConfig {
@@ -275,13 +281,14 @@ impl Default for SchemeConfig {
 
 impl SchemeConfig {
     /// Every accepted name.
-    pub const NAMES: &'static [&'static str] = &["tcp", "mptcp"];
+    pub const NAMES: &'static [&'static str] = &["tcp", "mptcp", "fmtcp"];
 
     /// Registry name.
     pub fn name(&self) -> &'static str {
         match self {
             SchemeConfig::Tcp => "tcp",
             SchemeConfig::Mptcp(_) => "mptcp",
+            SchemeConfig::Fmtcp(_) => "fmtcp",
         }
     }
 
@@ -289,12 +296,30 @@ impl SchemeConfig {
     pub fn max_paths(&self) -> Option<usize> {
         match self {
             SchemeConfig::Tcp => Some(1),
-            SchemeConfig::Mptcp(_) => None,
+            SchemeConfig::Mptcp(_) | SchemeConfig::Fmtcp(_) => None,
         }
     }
 
-    /// Builds both halves.
-    pub fn build(&self) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
+    /// Checks the scheme's options against the connection's MSS and receive buffer.
+    pub fn validate(&self, mss: usize, recv_buffer: usize) -> Result<(), String> {
+        match self {
+            SchemeConfig::Fmtcp(c) => {
+                c.geometry(mss)?;
+                if c.block_size > recv_buffer {
+                    return Err(format!(
+                        "fmtcp block_size {} exceeds the receive buffer {recv_buffer}",
+                        c.block_size
+                    ));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Builds both halves for a connection of this MSS (the largest stream payload per
+    /// packet).
+    pub fn build(&self, mss: usize) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
         match self {
             SchemeConfig::Tcp => (
                 Box::new(ArqSender::new(
@@ -308,6 +333,10 @@ impl SchemeConfig {
             ),
             SchemeConfig::Mptcp(c) => {
                 (Box::new(ArqSender::new("mptcp", *c)), Box::new(ArqReceiver))
+            }
+            SchemeConfig::Fmtcp(c) => {
+                let (tx, rx) = c.build(mss);
+                (Box::new(tx), Box::new(rx))
             }
         }
     }

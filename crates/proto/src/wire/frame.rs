@@ -162,11 +162,12 @@ pub struct FeedbackFrame {
 }
 
 impl Frame<'_> {
-    /// True if the receiver must acknowledge a packet carrying this frame.
+    /// True if the receiver must acknowledge a packet carrying this frame. FEEDBACK rides in
+    /// ACK packets, which are never acknowledged (every ACK carries fresh feedback).
     pub fn is_ack_eliciting(&self) -> bool {
         !matches!(
             self,
-            Frame::Padding(_) | Frame::Ack(_) | Frame::Close { .. }
+            Frame::Padding(_) | Frame::Ack(_) | Frame::Close { .. } | Frame::Feedback(_)
         )
     }
 

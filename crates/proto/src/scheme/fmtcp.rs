@@ -1,0 +1,956 @@
+//! `fmtcp`: fountain-coded multipath transfer with expected-arrival-time allocation, after Cui
+//! et al., "FMTCP: A Fountain Code-based Multipath Transmission Control Protocol"
+//! (`shared/papers/fmtcp.txt`; equations cited by their number there).
+//!
+//! **Blocks and symbols (§IV-B).** The stream is cut into blocks of `block_size` bytes (32 KiB
+//! by default, as in the paper); block `b` covers stream bytes `[b·B, (b+1)·B)`. Each block is
+//! split into k source symbols of T bytes, with `symbols_per_packet` symbols per packet (1 by
+//! default). T is the largest size for which the packet's SYMBOL frames fit in the MSS,
+//! evened out so the block divides into k nearly equal symbols:
+//! `T_max = ⌊(MSS − 12·s)/s⌋` (12 = largest SYMBOL frame header), `k = ⌈B/T_max⌉`,
+//! `T = ⌈B/k⌉`. With MSS 1400, s = 1: T = 1366 B, k = 24 (16 padding bytes per block).
+//! A short final block (the stream ends inside it) has its own k = ⌈len/T⌉ and carries its
+//! byte length in the SYMBOL frame's seed field; full blocks use the plain coding. Symbols come
+//! from RaptorQ (RFC 6330; SYMBOL block = SBN, id = ESI, source symbols first) or, selectable,
+//! from the LT code of `tributary_codec::lt` (id = seed).
+//!
+//! **No retransmission.** A packet lost on a path makes its block owe more symbols; they are
+//! new symbols (next ESI), sent on whichever path the allocator picks.
+//!
+//! **Redundancy (§V-A, Eq. 4).** For each pending block the sender estimates the probability
+//! δ_b that the symbols still outstanding will not complete it: `need` symbols are missing
+//! (k̂ minus what the receiver is known to hold, from path ACKs and FEEDBACK counts) and each
+//! symbol in flight on path f arrives with probability 1 − p_f, so the number of arrivals is
+//! a sum of binomials and δ_b = P(arrivals < need). With all symbols on one path and `need =
+//! ŵ_f`, `ŵ_f + l_b` in flight, this is exactly Eq. 4; the expected window ŵ_f of the paper is
+//! the block's unacknowledged symbols (those whose fate is not known yet). A block with
+//! δ_b < δ̂ is δ-complete (Definition 2): the sender moves on to the next block without
+//! waiting for acknowledgements; a detected loss raises δ_b again and the block gets new
+//! symbols. Symbols sent once the block already had k̂ symbols outstanding or received and no
+//! unreplaced loss are the l_b of Eq. 4, counted as "appended" (Eq. 7's r_f = (k̂ + l_b)/k_b).
+//! k̂ = k for RaptorQ (≈ 99 % of blocks decode from k symbols; a block reported as holding k̂
+//! symbols but not decoded owes one more). For LT, k̂ = ⌈(1 + `lt_overhead`)·k⌉ (default
+//! 0.25): at k = 24 LT needs on average 12–15 % more than k symbols with a long tail, and
+//! every symbol beyond k̂ costs a feedback round trip (measured in docs/experiments/fmtcp.md:
+//! k̂ = k + 2 gave half the goodput of k̂ = 1.25k).
+//!
+//! **Allocation (§V-B, Algorithm 1).** When path f_p has window space, every path's expected
+//! delivery time (EDT, Eq. 8), response time (RT, Eq. 9) and expected arrival time (EAT,
+//! Eq. 10) are computed; the path with the smallest EAT is virtually given the next packet,
+//! filled from the first blocks that are not δ-complete (virtually counted as in flight on
+//! that path), and its EAT is advanced, until f_p is the chosen path: f_p then sends what it
+//! was given, possibly nothing (the faster paths are expected to deliver everything pending
+//! earlier). Algorithm 1's line 14 sets the chosen path's EAT to EDT + RT − τ (its next packet
+//! waits for the window to open, RT − τ from now); taken literally, a path whose window is full
+//! would then keep the same EAT for every further virtual packet. We generalise it with the
+//! ACK clock: the n-th virtual packet of a path with s free packets in a window of c packets
+//! has EAT = EDT for n < s (Eq. 10, first case), else EDT + max(RT − τ, 0) + (n − s)·RT/c
+//! (Eq. 10's second case for the first one, then one window per response time), so a fast
+//! path absorbs as many packets as it can deliver before the slower path's EDT, no more. With `allocation = false` the scheme is the
+//! paper's greedy baseline (Fig. 14): f_p takes symbols of the first block that is not
+//! δ-complete.
+//!
+//! **Estimators.** p_f = the path's loss-rate estimate ([`PathView::loss_rate`]: EWMA of packet
+//! outcomes over about 100 packets, starting at 0), capped at 0.95 in Eqs. 8–10 and 4.
+//! RTT_f = smoothed RTT (RFC 6298; the RTO before the first sample), RTO_f = the path's current
+//! RTO, DT_f = RTT_f/2 (as the paper), τ_f = now − send time of the oldest unacknowledged
+//! packet, window in packets = cwnd / MSS.
+//!
+//! **Receiver.** One decoder per block inside the receive window; a decoded block is inserted
+//! into the receive buffer at its stream offset, so in-order delivery and flow control are the
+//! engine's. Blocks are only sent, and only accepted, when they lie wholly below the
+//! flow-control limit (`max_data`); `block_size` must not exceed the receive buffer. Every ACK
+//! carries FEEDBACK frames (received-symbol count, decoded flag) for the blocks decoded out of
+//! order and the blocks being decoded. Symbols for blocks already decoded are dropped and
+//! counted as late (`late_symbols`, normal with redundancy); symbols for blocks outside the
+//! window or past the stream end, ids out of range, wrong sizes or lengths are dropped and
+//! counted in `rejected_frames`.
+
+use super::{LossKind, PacketTag, RecvCtx, SchemeError, SchemeReceiver, SchemeSender, SendCtx};
+use crate::path::PathView;
+use crate::time::Instant;
+use crate::wire::{Coding, FeedbackFrame, Frame, PacketWriter, SymbolFrame};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use tributary_codec::lt::{LtDecoder, LtEncoder, LtParams, LtSymbolId};
+use tributary_codec::raptorq::{
+    RaptorqConfig, RaptorqDecoder, RaptorqEncoder, MAX_ENCODING_SYMBOL_ID,
+};
+
+/// Largest SYMBOL frame header: type, block (varint ≤ 4 B below 2^30 blocks), id (≤ 4 B),
+/// coding byte, length (2 B).
+const SYMBOL_HEADER: usize = 12;
+/// Loss rates are capped here in Eqs. 4 and 8–10 (Eq. 8 diverges at p = 1).
+const MAX_LOSS: f64 = 0.95;
+/// Bound on virtual packets per allocation (Algorithm 1 ends far earlier in practice).
+const MAX_VIRTUAL_PACKETS: usize = 4096;
+
+/// The fountain code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Code {
+    /// RaptorQ (RFC 6330), systematic.
+    Raptorq,
+    /// LT with the robust soliton distribution (parameters `lt_c`, `lt_delta`).
+    Lt,
+}
+
+/// Options of the `fmtcp` scheme.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FmtcpConfig {
+    /// Block size in bytes (the paper's 32 KB); at most the receive buffer.
+    pub block_size: usize,
+    /// Symbols per packet; the symbol size follows from the MSS (module docs).
+    pub symbols_per_packet: usize,
+    /// The fountain code.
+    pub code: Code,
+    /// δ̂, the acceptable decoding-failure probability of Definition 2 / Eq. 4.
+    pub delta: f64,
+    /// Algorithm 1 (expected-arrival-time allocation); false = greedy first pending block.
+    pub allocation: bool,
+    /// LT: robust soliton constant c.
+    pub lt_c: f64,
+    /// LT: robust soliton δ.
+    pub lt_delta: f64,
+    /// LT: k̂ = ⌈(1 + lt_overhead)·k⌉, the symbols expected to decode a block.
+    pub lt_overhead: f64,
+}
+
+impl Default for FmtcpConfig {
+    fn default() -> Self {
+        FmtcpConfig {
+            block_size: 32 * 1024,
+            symbols_per_packet: 1,
+            code: Code::Raptorq,
+            delta: 0.05,
+            allocation: true,
+            lt_c: 0.1,
+            lt_delta: 0.05,
+            lt_overhead: 0.25,
+        }
+    }
+}
+
+/// Block geometry shared by both halves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// Block size B in bytes.
+    pub block: u64,
+    /// Symbol size T in bytes.
+    pub symbol: usize,
+    /// Source symbols of a full block.
+    pub k: usize,
+    /// Symbols per packet.
+    pub per_packet: usize,
+}
+
+impl FmtcpConfig {
+    /// The block geometry for a connection MSS (see the module docs), or why it is invalid.
+    pub fn geometry(&self, mss: usize) -> Result<Geometry, String> {
+        let s = self.symbols_per_packet;
+        if s == 0 {
+            return Err("symbols_per_packet must be at least 1".into());
+        }
+        if self.block_size == 0 {
+            return Err("block_size must be at least 1 byte".into());
+        }
+        if !(self.delta > 0.0 && self.delta < 1.0) {
+            return Err("delta must be in (0, 1)".into());
+        }
+        if !(0.0..=10.0).contains(&self.lt_overhead) {
+            return Err("lt_overhead must be in [0, 10]".into());
+        }
+        let t_max = mss.saturating_sub(SYMBOL_HEADER * s) / s;
+        if t_max == 0 {
+            return Err(format!("{s} symbols per packet do not fit an MSS of {mss}"));
+        }
+        let b = self.block_size;
+        let k = b.div_ceil(t_max);
+        let t = b.div_ceil(k);
+        let kmax = match self.code {
+            Code::Raptorq => tributary_codec::raptorq::MAX_SOURCE_SYMBOLS,
+            Code::Lt => tributary_codec::lt::MAX_SOURCE_SYMBOLS,
+        };
+        if k > kmax {
+            return Err(format!("block of {k} symbols exceeds the code's {kmax}"));
+        }
+        if self.code == Code::Lt {
+            // S = c·ln(k/δ)·√k grows with k, so k = 1 (the shortest final block) is the
+            // binding case for the robust soliton's validity.
+            for kk in [1, k] {
+                LtParams::new(kk, t, self.lt_c, self.lt_delta).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(Geometry {
+            block: b as u64,
+            symbol: t,
+            k,
+            per_packet: s,
+        })
+    }
+
+    /// Builds both halves for a connection MSS. Panics only on an invalid configuration,
+    /// which [`crate::ConnectionConfig::validate`] refuses beforehand.
+    pub fn build(&self, mss: usize) -> (FmtcpSender, FmtcpReceiver) {
+        let g = self
+            .geometry(mss)
+            .unwrap_or_else(|e| panic!("invalid fmtcp configuration: {e}"));
+        (FmtcpSender::new(*self, g), FmtcpReceiver::new(*self, g))
+    }
+}
+
+// ---------------------------------------------------------------------------- the model
+
+/// Eq. 4: probability that more than `l` of `w + l` packets are lost at loss rate `p`, i.e.
+/// that a block sent as ŵ_f = `w` needed packets plus `l` appended ones fails to decode.
+pub fn eq4_failure(w: u64, l: u64, p: f64) -> f64 {
+    let n = w + l;
+    let p = p.clamp(0.0, 1.0);
+    // P(losses ≤ l) by the binomial pmf, accumulated in log space for large n.
+    let mut ok = 0.0;
+    for j in 0..=l.min(n) {
+        ok += binom_pmf(n, j, p);
+    }
+    (1.0 - ok).max(0.0)
+}
+
+fn binom_pmf(n: u64, j: u64, p: f64) -> f64 {
+    if p == 0.0 {
+        return if j == 0 { 1.0 } else { 0.0 };
+    }
+    if p == 1.0 {
+        return if j == n { 1.0 } else { 0.0 };
+    }
+    let mut ln_c = 0.0;
+    for i in 0..j {
+        ln_c += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
+    }
+    (ln_c + j as f64 * p.ln() + (n - j) as f64 * (1.0 - p).ln()).exp()
+}
+
+/// l_b* of §V-A: the smallest l with δ_b(l) ≤ δ̂ (Eq. 4), searched up to `w` (and returned as
+/// `w` + 1 beyond).
+pub fn appended_symbols(w: u64, p: f64, delta_hat: f64) -> u64 {
+    (0..=w.max(64))
+        .find(|&l| eq4_failure(w, l, p) <= delta_hat)
+        .unwrap_or(w.max(64) + 1)
+}
+
+/// Distribution of the number of arrivals among independent symbols, capped at `need`
+/// (`prob[need]` = P(at least `need` arrive)). δ_b = 1 − `prob[need]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arrivals {
+    prob: Vec<f64>,
+}
+
+impl Arrivals {
+    /// Nothing in flight yet, `need` symbols missing.
+    pub fn new(need: usize) -> Self {
+        let mut prob = vec![0.0; need + 1];
+        prob[0] = 1.0;
+        Arrivals { prob }
+    }
+    /// One more symbol in flight, arriving with probability `q`.
+    pub fn add(&mut self, q: f64) {
+        let n = self.prob.len() - 1;
+        if n == 0 {
+            return;
+        }
+        let q = q.clamp(0.0, 1.0);
+        self.prob[n] += self.prob[n - 1] * q;
+        for i in (1..n).rev() {
+            self.prob[i] = self.prob[i] * (1.0 - q) + self.prob[i - 1] * q;
+        }
+        self.prob[0] *= 1.0 - q;
+    }
+    /// Adds `count` symbols of arrival probability `q`.
+    pub fn add_many(&mut self, count: u64, q: f64) {
+        for _ in 0..count {
+            self.add(q);
+            if self.failure() < 1e-12 {
+                break;
+            }
+        }
+    }
+    /// δ_b: probability that fewer than `need` arrive.
+    pub fn failure(&self) -> f64 {
+        let n = self.prob.len() - 1;
+        (1.0 - self.prob[n]).max(0.0)
+    }
+}
+
+/// What the allocator needs to know about one path (Eqs. 8–10).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathEstimate {
+    /// Usable (active).
+    pub active: bool,
+    /// Loss probability p_f.
+    pub loss: f64,
+    /// EDT_f (Eq. 8), seconds.
+    pub edt: f64,
+    /// RT_f (Eq. 9), seconds.
+    pub rt: f64,
+    /// τ_f: time since the oldest unacknowledged packet was sent, seconds.
+    pub tau: f64,
+    /// Free window space in packets (w_f of Eq. 10, rounded up).
+    pub space: u64,
+    /// Congestion window in packets (at least 1).
+    pub cwnd: u64,
+}
+
+/// Eq. 8: EDT_f = p·RTO/(1 − p) + DT_f, with DT_f = RTT/2.
+pub fn edt(p: f64, rtt: f64, rto: f64) -> f64 {
+    let p = p.clamp(0.0, MAX_LOSS);
+    p * rto / (1.0 - p) + rtt / 2.0
+}
+
+/// Eq. 9: RT_f = (1 − p)·RTT + p·RTO.
+pub fn rt(p: f64, rtt: f64, rto: f64) -> f64 {
+    let p = p.clamp(0.0, MAX_LOSS);
+    (1.0 - p) * rtt + p * rto
+}
+
+impl PathEstimate {
+    /// Estimates from a path view at `now`.
+    pub fn from_view(v: &PathView, now: Instant) -> Self {
+        let p = v.loss_rate.clamp(0.0, MAX_LOSS);
+        let rtt = v.rtt_or_rto().as_secs_f64();
+        let rto = v.rto.as_secs_f64();
+        let tau = v
+            .oldest_unacked_sent
+            .map_or(0.0, |t| now.saturating_since(t).as_secs_f64());
+        let mss = v.mss.max(1);
+        PathEstimate {
+            active: v.active,
+            loss: p,
+            edt: edt(p, rtt, rto),
+            rt: rt(p, rtt, rto),
+            tau,
+            space: v.window_space().div_ceil(mss),
+            cwnd: (v.cwnd / mss).max(1),
+        }
+    }
+
+    /// Eq. 10, generalised to the n-th packet from now (module docs): EDT while the window has
+    /// space, then EDT + max(RT − τ, 0) + (n − s)·RT/c as the ACK clock opens the window.
+    pub fn eat(&self, n: u64) -> f64 {
+        if n < self.space {
+            self.edt
+        } else {
+            let m = (n - self.space) as f64;
+            self.edt + (self.rt - self.tau).max(0.0) + m * self.rt / self.cwnd as f64
+        }
+    }
+}
+
+/// Algorithm 1 (AllocatePacket): symbols per pending block for the packet of path `fp`.
+///
+/// `blocks` are the pending blocks in stream order with their arrival distributions; they are
+/// updated virtually as symbols are assigned (callers pass copies). Returns `(block index,
+/// symbols)` for `fp`'s packet of `per_packet` symbols at most, empty if the faster paths are
+/// expected to complete every pending block first. With `allocate = false`, `fp` is simply
+/// filled from the first blocks that are not δ-complete (the greedy baseline of §V-B).
+pub fn allocate_packet(
+    fp: usize,
+    paths: &[PathEstimate],
+    blocks: &mut [Arrivals],
+    per_packet: usize,
+    delta_hat: f64,
+    allocate: bool,
+) -> Vec<(usize, usize)> {
+    let mut virtual_sent = vec![0u64; paths.len()];
+    for _ in 0..MAX_VIRTUAL_PACKETS {
+        // Line 2: f ← argmin EAT (ties go to fp, then to the lower index).
+        let f = if allocate {
+            let mut best = fp;
+            let mut best_eat = paths[fp].eat(virtual_sent[fp]);
+            for (g, pe) in paths.iter().enumerate() {
+                if !pe.active || g == fp {
+                    continue;
+                }
+                let e = pe.eat(virtual_sent[g]);
+                if e < best_eat {
+                    best = g;
+                    best_eat = e;
+                }
+            }
+            best
+        } else {
+            fp
+        };
+        // Lines 3–13: fill one packet from the first blocks that are not δ-complete.
+        let q = 1.0 - paths[f].loss;
+        let mut v: Vec<(usize, usize)> = Vec::new();
+        let mut s = 0;
+        for (i, b) in blocks.iter_mut().enumerate() {
+            if s >= per_packet {
+                break;
+            }
+            let mut vi = 0;
+            while s < per_packet && b.failure() >= delta_hat {
+                b.add(q);
+                vi += 1;
+                s += 1;
+            }
+            if vi > 0 {
+                v.push((i, vi));
+            }
+        }
+        // Line 15: until f = fp.
+        if f == fp || v.is_empty() {
+            return if f == fp { v } else { Vec::new() };
+        }
+        // Line 14: the chosen path's EAT advances.
+        virtual_sent[f] += 1;
+    }
+    Vec::new()
+}
+
+// ---------------------------------------------------------------------------- sender
+
+#[derive(Debug)]
+enum Encoder {
+    Raptorq(RaptorqEncoder),
+    Lt(LtEncoder),
+}
+
+#[derive(Debug)]
+struct TxBlock {
+    index: u64,
+    start: u64,
+    /// Stream bytes of the block (B, or less for a short final block).
+    len: u64,
+    /// k̂: symbols the receiver is expected to need.
+    k_hat: u64,
+    enc: Encoder,
+    next_id: u32,
+    sent: u64,
+    acked: u64,
+    reported: u64,
+    decoded: bool,
+    in_flight: Vec<u64>,
+    lost_unreplaced: u64,
+}
+
+impl TxBlock {
+    /// Symbols still missing at the receiver, as far as the sender knows.
+    fn need(&self) -> u64 {
+        if self.decoded {
+            return 0;
+        }
+        let got = self.acked.max(self.reported);
+        if got < self.k_hat {
+            self.k_hat - got
+        } else {
+            1
+        }
+    }
+
+    fn arrivals(&self, paths: &[PathEstimate]) -> Arrivals {
+        let mut a = Arrivals::new(self.need() as usize);
+        for (p, &n) in self.in_flight.iter().enumerate() {
+            let q = 1.0 - paths.get(p).map_or(MAX_LOSS, |e| e.loss);
+            a.add_many(n, q);
+        }
+        a
+    }
+
+    fn in_flight_total(&self) -> u64 {
+        self.in_flight.iter().sum()
+    }
+}
+
+/// Sending half of `fmtcp`.
+#[derive(Debug)]
+pub struct FmtcpSender {
+    cfg: FmtcpConfig,
+    geo: Geometry,
+    blocks: VecDeque<TxBlock>,
+    next_block: u64,
+    records: HashMap<u64, Vec<(u64, u32)>>,
+    next_record: u64,
+    scratch: Vec<u8>,
+    block_buf: Vec<u8>,
+}
+
+impl FmtcpSender {
+    fn new(cfg: FmtcpConfig, geo: Geometry) -> Self {
+        FmtcpSender {
+            cfg,
+            geo,
+            blocks: VecDeque::new(),
+            next_block: 0,
+            records: HashMap::new(),
+            next_record: 0,
+            scratch: vec![0; geo.symbol],
+            block_buf: Vec::new(),
+        }
+    }
+
+    /// The block geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.geo
+    }
+
+    fn block_mut(&mut self, index: u64) -> Option<&mut TxBlock> {
+        let first = self.blocks.front()?.index;
+        self.blocks.get_mut(index.checked_sub(first)? as usize)
+    }
+
+    /// Drops finished blocks and opens new ones inside the flow-control window.
+    fn refresh(&mut self, ctx: &mut SendCtx<'_>) {
+        let ack = ctx.data_ack;
+        while self
+            .blocks
+            .front()
+            .is_some_and(|b| b.start + b.len <= ack || b.decoded)
+        {
+            self.blocks.pop_front();
+        }
+        let b = self.geo.block;
+        loop {
+            let start = self.next_block * b;
+            let mut end = start + b;
+            if let Some(f) = ctx.final_size {
+                if start >= f {
+                    return;
+                }
+                end = end.min(f);
+            }
+            if end > ctx.max_data || end > ctx.send_buf.end() {
+                return;
+            }
+            if start < ctx.data_ack {
+                // The receiver already holds it (cannot happen unless the peer misbehaves).
+                self.next_block += 1;
+                continue;
+            }
+            let len = end - start;
+            let t = self.geo.symbol;
+            let k = (len as usize).div_ceil(t);
+            self.block_buf.clear();
+            self.block_buf.resize(k * t, 0);
+            if !ctx
+                .send_buf
+                .copy_out(start, &mut self.block_buf[..len as usize])
+            {
+                return;
+            }
+            let data = std::mem::take(&mut self.block_buf);
+            let (enc, k_hat) = match self.cfg.code {
+                Code::Raptorq => {
+                    let c = RaptorqConfig::new(k, t).expect("geometry validated");
+                    let e = RaptorqEncoder::new(c, data).expect("block of k·T bytes");
+                    (Encoder::Raptorq(e), k as u64)
+                }
+                Code::Lt => {
+                    let p = LtParams::new(k, t, self.cfg.lt_c, self.cfg.lt_delta)
+                        .expect("geometry validated");
+                    let e = LtEncoder::new(p, self.next_block as u32, &data)
+                        .expect("block of k·T bytes");
+                    self.block_buf = data;
+                    let k_hat = (k as f64 * (1.0 + self.cfg.lt_overhead)).ceil() as u64;
+                    (Encoder::Lt(e), k_hat.max(k as u64))
+                }
+            };
+            ctx.stats.fmtcp.source_symbols += k as u64;
+            ctx.stats.fmtcp.blocks += 1;
+            self.blocks.push_back(TxBlock {
+                index: self.next_block,
+                start,
+                len,
+                k_hat,
+                enc,
+                next_id: 0,
+                sent: 0,
+                acked: 0,
+                reported: 0,
+                decoded: false,
+                in_flight: vec![0; ctx.paths.len()],
+                lost_unreplaced: 0,
+            });
+            self.next_block += 1;
+        }
+    }
+
+    /// Writes one new symbol of block `bi` into `pkt`; false if it does not fit.
+    fn emit_symbol(
+        &mut self,
+        ctx: &mut SendCtx<'_>,
+        bi: usize,
+        path: usize,
+        pkt: &mut PacketWriter<'_>,
+    ) -> bool {
+        let full = self.geo.block;
+        let b = &mut self.blocks[bi];
+        let id = b.next_id;
+        if id > MAX_ENCODING_SYMBOL_ID {
+            return false;
+        }
+        let ok = match &mut b.enc {
+            Encoder::Raptorq(e) => e.encode(id, &mut self.scratch).is_ok(),
+            Encoder::Lt(e) => e.encode(id, &mut self.scratch).is_ok(),
+        };
+        if !ok {
+            return false;
+        }
+        let coding = if b.len == full {
+            Coding::Plain
+        } else {
+            Coding::Seed(b.len)
+        };
+        let frame = Frame::Symbol(SymbolFrame {
+            block: b.index,
+            id,
+            coding,
+            data: &self.scratch,
+        });
+        if pkt.push(&frame).is_err() {
+            return false;
+        }
+        if b.sent == 0 {
+            ctx.mark_sent(b.start, b.start + b.len);
+        }
+        let st = &mut ctx.stats.fmtcp;
+        st.symbols_sent += 1;
+        if b.lost_unreplaced > 0 {
+            b.lost_unreplaced -= 1;
+            st.replacement_symbols += 1;
+        } else if b.acked.max(b.reported) + b.in_flight_total() >= b.k_hat {
+            st.appended_symbols += 1;
+        }
+        b.next_id += 1;
+        b.sent += 1;
+        if b.in_flight.len() <= path {
+            b.in_flight.resize(path + 1, 0);
+        }
+        b.in_flight[path] += 1;
+        true
+    }
+
+    fn settle(&mut self, path: usize, tag: PacketTag, lost: bool) {
+        let Some(items) = self.records.remove(&tag.a) else {
+            return;
+        };
+        for (index, n) in items {
+            if let Some(b) = self.block_mut(index) {
+                let n = u64::from(n);
+                if let Some(f) = b.in_flight.get_mut(path) {
+                    *f = f.saturating_sub(n);
+                }
+                if lost {
+                    b.lost_unreplaced += n;
+                } else {
+                    b.acked += n;
+                }
+            }
+        }
+    }
+}
+
+impl SchemeSender for FmtcpSender {
+    fn name(&self) -> &'static str {
+        "fmtcp"
+    }
+
+    fn poll_packet(
+        &mut self,
+        ctx: &mut SendCtx<'_>,
+        path: usize,
+        pkt: &mut PacketWriter<'_>,
+    ) -> Option<PacketTag> {
+        self.refresh(ctx);
+        if self.blocks.is_empty() || path >= ctx.paths.len() {
+            return None;
+        }
+        let est: Vec<PathEstimate> = ctx
+            .paths
+            .iter()
+            .map(|v| PathEstimate::from_view(v, ctx.now))
+            .collect();
+        let mut arr: Vec<Arrivals> = self.blocks.iter().map(|b| b.arrivals(&est)).collect();
+        let alloc = allocate_packet(
+            path,
+            &est,
+            &mut arr,
+            self.geo.per_packet,
+            self.cfg.delta,
+            self.cfg.allocation,
+        );
+        let mut items: Vec<(u64, u32)> = Vec::new();
+        'outer: for (bi, n) in alloc {
+            for _ in 0..n {
+                if !self.emit_symbol(ctx, bi, path, pkt) {
+                    break 'outer;
+                }
+                let index = self.blocks[bi].index;
+                match items.last_mut() {
+                    Some((i, c)) if *i == index => *c += 1,
+                    _ => items.push((index, 1)),
+                }
+            }
+        }
+        if items.is_empty() {
+            return None;
+        }
+        let n: u32 = items.iter().map(|&(_, c)| c).sum();
+        let id = self.next_record;
+        self.next_record += 1;
+        self.records.insert(id, items);
+        Some(PacketTag {
+            a: id,
+            b: u64::from(n),
+        })
+    }
+
+    fn on_acked(&mut self, _ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag) {
+        self.settle(path, tag, false);
+    }
+
+    fn on_lost(&mut self, _ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag, _kind: LossKind) {
+        self.settle(path, tag, true);
+    }
+
+    fn on_data_ack(&mut self, ctx: &mut SendCtx<'_>) {
+        let ack = ctx.data_ack;
+        while self
+            .blocks
+            .front()
+            .is_some_and(|b| b.start + b.len <= ack || b.decoded)
+        {
+            self.blocks.pop_front();
+        }
+    }
+
+    fn on_feedback(&mut self, ctx: &mut SendCtx<'_>, frame: &Frame<'_>) -> Result<(), SchemeError> {
+        let Frame::Feedback(FeedbackFrame {
+            block,
+            count,
+            decoded,
+        }) = *frame
+        else {
+            ctx.stats.rejected_frames += 1;
+            return Err(SchemeError::Unexpected);
+        };
+        if count > u64::from(MAX_ENCODING_SYMBOL_ID) + 1 {
+            ctx.stats.rejected_frames += 1;
+            return Err(SchemeError::Invalid("symbol count beyond the id space"));
+        }
+        if block >= self.next_block {
+            ctx.stats.rejected_frames += 1;
+            return Err(SchemeError::Unknown("feedback for a block never sent"));
+        }
+        if let Some(b) = self.block_mut(block) {
+            if count > b.sent {
+                ctx.stats.rejected_frames += 1;
+                return Err(SchemeError::Invalid("more symbols reported than sent"));
+            }
+            b.reported = b.reported.max(count);
+            if decoded {
+                b.decoded = true;
+                ctx.stats.fmtcp.blocks_decoded += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------- receiver
+
+#[derive(Debug)]
+enum Decoder {
+    Raptorq(RaptorqDecoder),
+    Lt(LtDecoder),
+}
+
+#[derive(Debug)]
+struct RxBlock {
+    len: u64,
+    dec: Decoder,
+}
+
+/// Receiving half of `fmtcp`.
+#[derive(Debug)]
+pub struct FmtcpReceiver {
+    cfg: FmtcpConfig,
+    geo: Geometry,
+    blocks: BTreeMap<u64, RxBlock>,
+    /// Decoded blocks not yet below the in-order delivery point.
+    done: BTreeSet<u64>,
+}
+
+impl FmtcpReceiver {
+    fn new(cfg: FmtcpConfig, geo: Geometry) -> Self {
+        FmtcpReceiver {
+            cfg,
+            geo,
+            blocks: BTreeMap::new(),
+            done: BTreeSet::new(),
+        }
+    }
+
+    fn reject(ctx: &mut RecvCtx<'_>, e: SchemeError) -> Result<(), SchemeError> {
+        ctx.stats.rejected_frames += 1;
+        Err(e)
+    }
+
+    fn on_symbol(&mut self, ctx: &mut RecvCtx<'_>, s: &SymbolFrame<'_>) -> Result<(), SchemeError> {
+        let g = self.geo;
+        if s.data.len() != g.symbol {
+            return Self::reject(ctx, SchemeError::Invalid("symbol of the wrong size"));
+        }
+        let Some(start) = s.block.checked_mul(g.block) else {
+            return Self::reject(ctx, SchemeError::Unknown("block beyond the stream"));
+        };
+        let len = match s.coding {
+            Coding::Plain => g.block,
+            Coding::Seed(len) if len > 0 && len < g.block => len,
+            _ => return Self::reject(ctx, SchemeError::Invalid("bad block length")),
+        };
+        if s.id > MAX_ENCODING_SYMBOL_ID {
+            return Self::reject(ctx, SchemeError::Invalid("symbol id out of range"));
+        }
+        let contiguous = ctx.recv_buf.contiguous_end();
+        if start + len <= contiguous || self.done.contains(&s.block) {
+            ctx.stats.fmtcp.late_symbols += 1;
+            return Ok(());
+        }
+        if let Some(f) = ctx.recv_buf.final_size() {
+            if start >= f || len != g.block.min(f - start) {
+                return Self::reject(ctx, SchemeError::Unknown("block past the stream end"));
+            }
+        }
+        if start + len > ctx.recv_buf.max_data() {
+            return Self::reject(ctx, SchemeError::Unknown("block beyond the receive window"));
+        }
+        let k = (len as usize).div_ceil(g.symbol);
+        let cfg = self.cfg;
+        let rb = match self.blocks.entry(s.block) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let dec = match cfg.code {
+                    Code::Raptorq => match RaptorqConfig::new(k, g.symbol) {
+                        Ok(c) => Decoder::Raptorq(RaptorqDecoder::new(c)),
+                        Err(_) => return Self::reject(ctx, SchemeError::Invalid("bad block")),
+                    },
+                    Code::Lt => match LtParams::new(k, g.symbol, cfg.lt_c, cfg.lt_delta) {
+                        Ok(p) => Decoder::Lt(LtDecoder::with_elimination(p, s.block as u32)),
+                        Err(_) => return Self::reject(ctx, SchemeError::Invalid("bad block")),
+                    },
+                };
+                e.insert(RxBlock { len, dec })
+            }
+        };
+        if rb.len != len {
+            return Self::reject(ctx, SchemeError::Invalid("block length changed"));
+        }
+        let complete = match &mut rb.dec {
+            Decoder::Raptorq(d) => d.push(s.id, s.data).map(|p| p.complete),
+            Decoder::Lt(d) => d
+                .push(
+                    LtSymbolId {
+                        block: s.block as u32,
+                        seed: s.id,
+                    },
+                    s.data,
+                )
+                .map(|p| p.complete),
+        };
+        let complete = match complete {
+            Ok(c) => c,
+            Err(_) => return Self::reject(ctx, SchemeError::Invalid("symbol refused by decoder")),
+        };
+        if complete {
+            if let Some(rb) = self.blocks.remove(&s.block) {
+                let data = match &rb.dec {
+                    Decoder::Raptorq(d) => d.data(),
+                    Decoder::Lt(d) => d.data(),
+                };
+                if let Ok(data) = data {
+                    ctx.recv_buf.insert(start, &data[..len as usize]);
+                }
+                self.done.insert(s.block);
+                ctx.stats.fmtcp.blocks_decoded += 1;
+            }
+        }
+        // Forget what the application can now read in order.
+        let below = ctx.recv_buf.contiguous_end() / g.block;
+        self.done = self.done.split_off(&below);
+        self.blocks = self.blocks.split_off(&below);
+        Ok(())
+    }
+}
+
+impl SchemeReceiver for FmtcpReceiver {
+    fn on_frame(&mut self, ctx: &mut RecvCtx<'_>, frame: &Frame<'_>) -> Result<(), SchemeError> {
+        match frame {
+            Frame::Symbol(s) => self.on_symbol(ctx, s),
+            _ => Self::reject(ctx, SchemeError::Unexpected),
+        }
+    }
+
+    fn write_feedback(&mut self, _now: Instant, _path: usize, pkt: &mut PacketWriter<'_>) {
+        for &b in &self.done {
+            let f = Frame::Feedback(FeedbackFrame {
+                block: b,
+                count: 0,
+                decoded: true,
+            });
+            if pkt.push(&f).is_err() {
+                return;
+            }
+        }
+        for (&b, rb) in &self.blocks {
+            let count = match &rb.dec {
+                Decoder::Raptorq(d) => d.received(),
+                Decoder::Lt(d) => d.received(),
+            } as u64;
+            let f = Frame::Feedback(FeedbackFrame {
+                block: b,
+                count,
+                decoded: false,
+            });
+            if pkt.push(&f).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Counters of the coded schemes (symbols, Eq. 7 redundancy); zero for the others.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CodingStats {
+    /// Blocks opened by the sender.
+    pub blocks: u64,
+    /// Blocks decoded (receiver), or reported decoded (sender).
+    pub blocks_decoded: u64,
+    /// Source symbols of the blocks opened (Σ k_b).
+    pub source_symbols: u64,
+    /// Symbols sent. Coding overhead = symbols_sent / source_symbols − 1.
+    pub symbols_sent: u64,
+    /// Symbols sent in place of symbols a path reported lost.
+    pub replacement_symbols: u64,
+    /// Symbols appended beyond k̂ by the Eq. 4 estimate (the l_b of Eq. 7).
+    pub appended_symbols: u64,
+    /// Symbols that arrived for blocks already decoded (receiver).
+    pub late_symbols: u64,
+}
+
+impl CodingStats {
+    /// Coding overhead: symbols sent per source symbol, minus one.
+    pub fn overhead(&self) -> f64 {
+        if self.source_symbols == 0 {
+            0.0
+        } else {
+            self.symbols_sent as f64 / self.source_symbols as f64 - 1.0
+        }
+    }
+    /// Mean r_f of Eq. 7 with k̂ = k: (k̂ + l_b)/k_b averaged over blocks = 1 + appended/source.
+    pub fn redundancy(&self) -> f64 {
+        if self.source_symbols == 0 {
+            1.0
+        } else {
+            1.0 + self.appended_symbols as f64 / self.source_symbols as f64
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! `fmtcp` in the simulator (which checks the delivered bytes against a digest of those written
+//! on every run): exact delivery over clean and faulty paths, the head-of-line case against
+//! `mptcp`, coding overhead, and the allocation switch. Paths as the FMTCP paper's §VI:
+//! subflow 1 100 ms one-way, 0.1 % loss; 10 Mbit/s; LIA.
+
+mod common;
+use common::*;
+use tributary_proto::cc::CcConfig;
+use tributary_proto::scheme::fmtcp::Code;
+use tributary_proto::scheme::{FmtcpConfig, SchemeConfig};
+use tributary_proto::time::Duration;
+use tributary_sim::*;
+
+fn fmtcp() -> SchemeConfig {
+    SchemeConfig::Fmtcp(FmtcpConfig::default())
+}
+
+fn fmtcp_greedy() -> SchemeConfig {
+    SchemeConfig::Fmtcp(FmtcpConfig {
+        allocation: false,
+        ..FmtcpConfig::default()
+    })
+}
+
+fn two_paths(loss2: f64, delay2_ms: u64) -> Vec<LinkConfig> {
+    vec![
+        link("sub1", 10_000_000, 100, 200, 0.001),
+        link("sub2", 10_000_000, delay2_ms, 200, loss2),
+    ]
+}
+
+fn run_flow(
+    links: Vec<LinkConfig>,
+    scheme: SchemeConfig,
+    buffer: usize,
+    secs: u64,
+    seed: u64,
+    bytes: Option<u64>,
+) -> FlowResult {
+    let n = links.len();
+    let mut f = flow(
+        "f",
+        (0..n).map(|i| vec![i]).collect(),
+        conn(scheme, CcConfig::Lia, buffer),
+        FlowKind::Multipath,
+    );
+    f.bytes = bytes;
+    let cfg = sim(links, vec![f], secs, seed);
+    run(cfg).unwrap().flows.remove(0)
+}
+
+/// Mean over seeds 1..=n of `f(seed)`.
+fn mean(n: u64, f: impl Fn(u64) -> f64) -> f64 {
+    (1..=n).map(&f).sum::<f64>() / n as f64
+}
+
+/// RaptorQ on seeds 1 and 2, LT on seed 3.
+#[test]
+fn delivers_exactly_over_clean_lossy_and_faulty_paths() {
+    let faulty = || {
+        let mut l = two_paths(0.02, 100);
+        for link in &mut l {
+            link.forward.reorder_prob = 0.05;
+            link.forward.reorder_delay = Duration::from_millis(30);
+            link.forward.duplicate_prob = 0.02;
+            link.forward.corrupt_prob = 0.01;
+        }
+        l
+    };
+    let cases: Vec<(&str, Vec<LinkConfig>)> = vec![
+        (
+            "clean",
+            vec![
+                link("a", 10_000_000, 20, 100, 0.0),
+                link("b", 10_000_000, 40, 100, 0.0),
+            ],
+        ),
+        ("lossy 1 % / 10 %", two_paths(0.10, 100)),
+        ("lossy 50 %", two_paths(0.50, 100)),
+        ("reorder+dup+corrupt", faulty()),
+    ];
+    // 3 MB + 1234 bytes: 91 full blocks and a short one.
+    let bytes = 3_000_000 + 1234;
+    let lt = SchemeConfig::Fmtcp(FmtcpConfig {
+        code: Code::Lt,
+        ..FmtcpConfig::default()
+    });
+    for (name, links) in cases {
+        for (scheme, seed) in [(fmtcp(), 1), (fmtcp(), 2), (lt.clone(), 3)] {
+            // `run` fails if a single delivered byte differs from what was written.
+            let r = run_flow(links.clone(), scheme, 128 << 10, 300, seed, Some(bytes));
+            assert_eq!(r.bytes_delivered, bytes, "{name} seed {seed}");
+            assert!(r.completion_s.is_some(), "{name} seed {seed}: unfinished");
+        }
+    }
+}
+
+/// The head-of-line case of §III: a small shared buffer and a lossy or slow subflow 2.
+/// `mptcp` here has reinjection and penalisation (Linux), which already soften the blocking;
+/// fmtcp is still clearly ahead. Means over 3 seeds of 100 s; measured ratios 1.34 and 1.42
+/// at 64 KiB, 1.20 and 1.20 at 128 KiB (seeds 1-3), asserted with about 10 % of margin.
+#[test]
+fn fmtcp_beats_mptcp_in_the_head_of_line_case() {
+    for (buffer, loss2, delay2, min_ratio) in [
+        (64 << 10, 0.05, 100, 1.20),
+        (64 << 10, 0.20, 100, 1.20),
+        (128 << 10, 0.20, 100, 1.10),
+        (128 << 10, 0.01, 500, 1.10),
+    ] {
+        let g = |s: SchemeConfig| {
+            mean(3, |seed| {
+                run_flow(two_paths(loss2, delay2), s.clone(), buffer, 100, seed, None).goodput_mbps
+            })
+        };
+        let (f, m) = (g(fmtcp()), g(mptcp()));
+        eprintln!("buffer {buffer} loss {loss2} delay {delay2}: fmtcp {f:.3} mptcp {m:.3}");
+        assert!(
+            f >= min_ratio * m,
+            "buffer {buffer}, loss {loss2}, delay {delay2}: fmtcp {f:.3} vs mptcp {m:.3} Mbit/s"
+        );
+    }
+}
+
+/// Coding overhead (symbols sent / source symbols − 1) at 1 % loss on subflow 2 (Table II
+/// case 5), on a finite transfer so that nothing is left in flight: one symbol per packet,
+/// 24 source symbols per 32 KiB block, so overhead = data packets / (24 · blocks) − 1. The
+/// packet count also holds the few packets that carry only STREAM_END, so this is an upper
+/// bound. Target ≤ 5 % (issue 4).
+#[test]
+fn coding_overhead_at_one_percent_loss_is_below_five_percent() {
+    let bytes: u64 = 200 * 32768;
+    let oh = mean(3, |seed| {
+        let r = run_flow(
+            two_paths(0.01, 100),
+            fmtcp(),
+            128 << 10,
+            600,
+            seed,
+            Some(bytes),
+        );
+        assert_eq!(r.bytes_delivered, bytes);
+        let sent: u64 = r.paths.iter().map(|p| p.packets_sent).sum();
+        sent as f64 / (24.0 * 200.0) - 1.0
+    });
+    eprintln!("overhead at 1 %: {:.2} %", oh * 100.0);
+    assert!(oh <= 0.05, "overhead {:.2} %", oh * 100.0);
+    assert!(oh > 0.0, "losses must cost something");
+}
+
+/// Fig. 14: with a slow subflow 2 (500 ms, case 8) Algorithm 1 keeps the urgent symbols off
+/// it, so blocks complete sooner and goodput is higher than with the greedy allocation.
+#[test]
+fn allocation_switch_changes_behaviour_with_a_slow_path() {
+    let m = |s: SchemeConfig| {
+        let rs: Vec<FlowResult> = (1..=3)
+            .map(|seed| run_flow(two_paths(0.01, 500), s.clone(), 128 << 10, 100, seed, None))
+            .collect();
+        let g = rs.iter().map(|r| r.goodput_mbps).sum::<f64>() / 3.0;
+        let d = rs
+            .iter()
+            .map(|r| r.block_delay.as_ref().unwrap().mean_ms)
+            .sum::<f64>()
+            / 3.0;
+        (g, d)
+    };
+    let (ga, da) = m(fmtcp());
+    let (gg, dg) = m(fmtcp_greedy());
+    eprintln!("allocation: {ga:.3} Mbit/s {da:.0} ms; greedy: {gg:.3} Mbit/s {dg:.0} ms");
+    assert!(
+        da < 0.85 * dg,
+        "block delay {da:.0} ms vs greedy {dg:.0} ms"
+    );
+    assert!(ga > 1.1 * gg, "goodput {ga:.3} vs greedy {gg:.3} Mbit/s");
+}
