@@ -364,7 +364,7 @@ fn link_params(l: &LinkSpec) -> (LinkParams, LinkParams) {
 
 /// The scheme of a flow: (kind, scheme).
 fn scheme_of(f: &FlowSpec, at: &str, npaths: usize) -> Result<(FlowKind, SchemeConfig), String> {
-    let known = "known: tcp, mptcp, n-tcp";
+    let known = format!("known: {}, n-tcp", SchemeConfig::NAMES.join(", "));
     let value = match &f.scheme {
         None => return Ok((FlowKind::Multipath, SchemeConfig::default())),
         Some(toml::Value::String(s)) if s == "n-tcp" => {
