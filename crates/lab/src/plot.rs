@@ -43,6 +43,15 @@ pub enum Metric {
     PathThroughput,
     /// Each path's share of the selected flows' path throughput, %.
     PathShare,
+    /// Mean block delay (`block_delay.mean_ms`), ms, averaged over the selected flows; in a
+    /// `series` plot, the delays of the blocks delivered in each sampling interval.
+    BlockDelay,
+    /// Jitter (standard deviation of the block delays, `block_delay.jitter_ms`), ms, averaged
+    /// over the selected flows.
+    Jitter,
+    /// Coding overhead of a coded scheme (symbols sent / source symbols − 1), %, averaged
+    /// over the selected flows; runs without coding counters are left out.
+    CodingOverhead,
 }
 
 impl Metric {
@@ -54,18 +63,24 @@ impl Metric {
             Metric::Ratio => "ratio",
             Metric::PathThroughput => "path-throughput",
             Metric::PathShare => "path-share",
+            Metric::BlockDelay => "block-delay",
+            Metric::Jitter => "jitter",
+            Metric::CodingOverhead => "coding-overhead",
         }
     }
 
     /// Parses a metric name as written in `[[plots]]` or on the command line.
     pub fn parse(s: &str) -> Result<Metric, PlotError> {
-        const ALL: [Metric; 6] = [
+        const ALL: [Metric; 9] = [
             Metric::Goodput,
             Metric::Completion,
             Metric::Fairness,
             Metric::Ratio,
             Metric::PathThroughput,
             Metric::PathShare,
+            Metric::BlockDelay,
+            Metric::Jitter,
+            Metric::CodingOverhead,
         ];
         ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
             PlotError::Spec(format!(
@@ -88,6 +103,9 @@ impl Metric {
             Metric::Ratio => format!("goodput ratio{per}"),
             Metric::PathThroughput => format!("throughput per path{per} (Mbit/s)"),
             Metric::PathShare => "share of traffic per path (%)".into(),
+            Metric::BlockDelay => "block delay (ms)".into(),
+            Metric::Jitter => "block delay jitter (ms)".into(),
+            Metric::CodingOverhead => "coding overhead (%)".into(),
         }
     }
 }
@@ -348,6 +366,20 @@ fn run_values(run: &RunRecord, spec: &PlotSpec, sels: &[String]) -> Vec<(String,
             );
             out.push((String::new(), (b > 0.0).then(|| a / b)));
         }
+        Metric::BlockDelay | Metric::Jitter | Metric::CodingOverhead => {
+            for s in sels {
+                let xs: Vec<f64> = select(run, s)
+                    .iter()
+                    .filter_map(|f| match spec.metric {
+                        Metric::BlockDelay => f.block_delay.as_ref().map(|b| b.mean_ms),
+                        Metric::Jitter => f.block_delay.as_ref().map(|b| b.jitter_ms),
+                        _ => f.coding.as_ref().map(|c| 100.0 * c.overhead),
+                    })
+                    .collect();
+                let v = (!xs.is_empty()).then(|| reduce(xs.into_iter(), Reduce::Mean));
+                out.push((label(s), v));
+            }
+        }
         Metric::PathThroughput | Metric::PathShare => {
             for s in sels {
                 let fl = select(run, s);
@@ -542,15 +574,53 @@ fn join(parts: &[&str]) -> String {
         .join(" ")
 }
 
+/// Adds one run's block delays, averaged per sampling interval (the goodput series' step,
+/// 1 s without one), to `per_t` (bin end time → one value per run).
+fn delay_bins(
+    fl: &[&FlowRecord],
+    per_t: &mut Vec<(f64, Vec<f64>)>,
+    spec: &PlotSpec,
+) -> Result<(), PlotError> {
+    if fl.iter().all(|f| f.block_delay_series.is_empty()) {
+        return Err(PlotError::Spec(format!(
+            "plot `{}`: the results have no block delay series (set `sample_interval` in the scenario)",
+            spec.name
+        )));
+    }
+    let step = fl
+        .iter()
+        .find_map(|f| f.series.first().map(|s| s[0]))
+        .filter(|&s| s > 0.0)
+        .unwrap_or(1.0);
+    let mut bins: std::collections::BTreeMap<u64, (f64, usize)> = Default::default();
+    for f in fl {
+        for &[t, d] in &f.block_delay_series {
+            let b = bins.entry((t / step).floor().max(0.0) as u64).or_default();
+            b.0 += d;
+            b.1 += 1;
+        }
+    }
+    for (bin, (sum, n)) in bins {
+        let t = (bin + 1) as f64 * step;
+        let v = sum / n as f64;
+        match per_t.iter_mut().find(|(x, _)| (*x - t).abs() < 1e-9) {
+            Some(slot) => slot.1.push(v),
+            None => per_t.push((t, vec![v])),
+        }
+    }
+    per_t.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(())
+}
+
 fn series_figure(
     report: &Report,
     spec: &PlotSpec,
     sels: &[String],
     title: String,
 ) -> Result<Figure, PlotError> {
-    if spec.metric != Metric::Goodput {
+    if !matches!(spec.metric, Metric::Goodput | Metric::BlockDelay) {
         return Err(PlotError::Spec(format!(
-            "plot `{}`: a series plot shows goodput over time; metric `{}` is not available per sample",
+            "plot `{}`: a series plot shows goodput or block delay over time; metric `{}` is not available per sample",
             spec.name,
             spec.metric.name()
         )));
@@ -589,6 +659,10 @@ fn series_figure(
                 let mut per_t: Vec<(f64, Vec<f64>)> = Vec::new();
                 for run in &runs {
                     let fl = select(run, &sel[0]);
+                    if spec.metric == Metric::BlockDelay {
+                        delay_bins(&fl, &mut per_t, spec)?;
+                        continue;
+                    }
                     let len = fl.iter().map(|f| f.series.len()).max().unwrap_or(0);
                     if len == 0 {
                         return Err(PlotError::Spec(format!(
