@@ -142,6 +142,15 @@ pub struct PlotSpec {
     /// `series`: one line per flow instead of one per selector.
     #[serde(default)]
     pub per_flow: bool,
+    /// Variants to show (default: all).
+    #[serde(default)]
+    pub variants: Vec<String>,
+    /// Line and bar plots: sweep points to show, as groups of whole words of their labels
+    /// (default: all). A point is kept when its label contains one of the groups as a run
+    /// of words; with several sweeps this draws one line per group (`line`), with the rest
+    /// of the label on the x axis — e.g. `["loss 1%", "loss 5%"]` over a δ × loss sweep.
+    #[serde(default)]
+    pub points: Vec<String>,
     /// Title (default: the scenario name and the metric).
     #[serde(default)]
     pub title: Option<String>,
@@ -496,23 +505,77 @@ fn figure(report: &Report, spec: &PlotSpec) -> Result<Figure, PlotError> {
     if spec.kind == PlotKind::Series {
         return series_figure(report, spec, &sels, title);
     }
-    let points = &report.sweep_points;
+    let variants: Vec<&String> = report
+        .variants
+        .iter()
+        .filter(|v| spec.variants.is_empty() || spec.variants.contains(v))
+        .collect();
+    if variants.is_empty() {
+        return Err(PlotError::Spec(format!(
+            "plot `{}`: none of the variants {:?} is in the results (known: {})",
+            spec.name,
+            spec.variants,
+            report.variants.join(", ")
+        )));
+    }
+    // Per sweep point: (group, x category) when shown.
+    let mut categories: Vec<String> = Vec::new();
+    let mut shown: Vec<Option<(String, usize)>> = Vec::new();
+    for p in &report.sweep_points {
+        let m = if spec.points.is_empty() {
+            Some((String::new(), p.clone()))
+        } else {
+            spec.points.iter().find_map(|g| {
+                point_group(p, g).map(|rest| {
+                    (
+                        if spec.points.len() > 1 {
+                            g.clone()
+                        } else {
+                            String::new()
+                        },
+                        rest,
+                    )
+                })
+            })
+        };
+        shown.push(m.map(|(g, x)| {
+            let xi = match categories.iter().position(|c| *c == x) {
+                Some(i) => i,
+                None => {
+                    categories.push(x);
+                    categories.len() - 1
+                }
+            };
+            (g, xi)
+        }));
+    }
+    if shown.iter().all(Option::is_none) {
+        return Err(PlotError::Spec(format!(
+            "plot `{}`: no sweep point matches {:?} (known: {})",
+            spec.name,
+            spec.points,
+            report.sweep_points.join(", ")
+        )));
+    }
     // (line name) → per x index, the values over repetitions.
     let mut lines: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
     let x_count = match spec.kind {
-        PlotKind::Line => points.len(),
-        _ => report.variants.len(),
+        PlotKind::Line => categories.len(),
+        _ => variants.len(),
     };
-    for (vi, variant) in report.variants.iter().enumerate() {
-        for (pi, point) in points.iter().enumerate() {
+    for (vi, variant) in variants.iter().enumerate() {
+        for (pi, point) in report.sweep_points.iter().enumerate() {
+            let Some((group, xi)) = &shown[pi] else {
+                continue;
+            };
             for run in report
                 .runs
                 .iter()
-                .filter(|r| r.variant == *variant && r.sweep == *point)
+                .filter(|r| r.variant == **variant && r.sweep == *point)
             {
                 for (name, v) in run_values(run, spec, &sels) {
                     let (line_name, x) = match spec.kind {
-                        PlotKind::Line => (join(&[variant, &name]), pi),
+                        PlotKind::Line => (join(&[variant, group, &name]), *xi),
                         _ => (join(&[point, &name]), vi),
                     };
                     let idx = match lines.iter().position(|(n, _)| *n == line_name) {
@@ -542,13 +605,13 @@ fn figure(report: &Report, spec: &PlotSpec) -> Result<Figure, PlotError> {
         .collect();
     let (categories, x_label) = match spec.kind {
         PlotKind::Line => (
-            points.clone(),
+            categories,
             spec.x_label
                 .clone()
                 .unwrap_or_else(|| default_x_label(report)),
         ),
         _ => (
-            report.variants.clone(),
+            variants.iter().map(|v| v.to_string()).collect(),
             spec.x_label.clone().unwrap_or_else(|| "variant".into()),
         ),
     };
@@ -563,6 +626,22 @@ fn figure(report: &Report, spec: &PlotSpec) -> Result<Figure, PlotError> {
         categories,
         lines,
     })
+}
+
+/// The rest of `label` when `group`'s words occur in it as a run of whole words.
+fn point_group(label: &str, group: &str) -> Option<String> {
+    let words: Vec<&str> = label.split_whitespace().collect();
+    let g: Vec<&str> = group.split_whitespace().collect();
+    if g.is_empty() || g.len() > words.len() {
+        return None;
+    }
+    (0..=words.len() - g.len())
+        .find(|&i| words[i..i + g.len()] == g[..])
+        .map(|i| {
+            let mut rest = words[..i].to_vec();
+            rest.extend_from_slice(&words[i + g.len()..]);
+            rest.join(" ")
+        })
 }
 
 fn join(parts: &[&str]) -> String {

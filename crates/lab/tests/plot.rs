@@ -149,6 +149,14 @@ fn renders_png_and_svg_deterministically() {
     let svg = std::fs::read_to_string(dir.join("a/tiny-delay-series.svg")).unwrap();
     assert!(svg.contains("block delay (ms)") && svg.contains("time (s)"));
     assert_eq!(Metric::parse("block-delay").unwrap(), Metric::BlockDelay);
+    // Sweep-point groups and a variant filter: one line per group, the rest on x.
+    let mut grouped = s.plots[0].clone();
+    grouped.name = "tiny-grouped".into();
+    grouped.points = vec!["1 Mbit/s".into(), "2 Mbit/s".into()];
+    grouped.variants = vec!["OLIA".into()];
+    render(&report, &grouped, &dir.join("a")).unwrap();
+    let svg = std::fs::read_to_string(dir.join("a/tiny-grouped.svg")).unwrap();
+    assert!(svg.contains("\nOLIA 1 Mbit/s mp\n") && !svg.contains("\nLIA "));
     assert_eq!(Metric::parse("jitter").unwrap(), Metric::Jitter);
 }
 
@@ -223,6 +231,8 @@ fn bad_input_gives_clear_errors() {
         flows: flows.iter().map(|s| s.to_string()).collect(),
         reduce: Reduce::Sum,
         per_flow: false,
+        variants: Vec::new(),
+        points: Vec::new(),
         title: None,
         x_label: None,
         y_label: None,
