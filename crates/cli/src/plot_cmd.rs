@@ -81,6 +81,8 @@ pub fn plot(a: PlotArgs) -> Result<()> {
                 flows: a.flow.clone(),
                 reduce: if a.mean { Reduce::Mean } else { Reduce::Sum },
                 per_flow: a.per_flow,
+                variants: Vec::new(),
+                points: Vec::new(),
                 title: a.title.clone(),
                 x_label: None,
                 y_label: None,

@@ -43,6 +43,15 @@ pub enum Metric {
     PathThroughput,
     /// Each path's share of the selected flows' path throughput, %.
     PathShare,
+    /// Mean block delay (`block_delay.mean_ms`), ms, averaged over the selected flows; in a
+    /// `series` plot, the delays of the blocks delivered in each sampling interval.
+    BlockDelay,
+    /// Jitter (standard deviation of the block delays, `block_delay.jitter_ms`), ms, averaged
+    /// over the selected flows.
+    Jitter,
+    /// Coding overhead of a coded scheme (symbols sent / source symbols − 1), %, averaged
+    /// over the selected flows; runs without coding counters are left out.
+    CodingOverhead,
 }
 
 impl Metric {
@@ -54,18 +63,24 @@ impl Metric {
             Metric::Ratio => "ratio",
             Metric::PathThroughput => "path-throughput",
             Metric::PathShare => "path-share",
+            Metric::BlockDelay => "block-delay",
+            Metric::Jitter => "jitter",
+            Metric::CodingOverhead => "coding-overhead",
         }
     }
 
     /// Parses a metric name as written in `[[plots]]` or on the command line.
     pub fn parse(s: &str) -> Result<Metric, PlotError> {
-        const ALL: [Metric; 6] = [
+        const ALL: [Metric; 9] = [
             Metric::Goodput,
             Metric::Completion,
             Metric::Fairness,
             Metric::Ratio,
             Metric::PathThroughput,
             Metric::PathShare,
+            Metric::BlockDelay,
+            Metric::Jitter,
+            Metric::CodingOverhead,
         ];
         ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
             PlotError::Spec(format!(
@@ -88,6 +103,9 @@ impl Metric {
             Metric::Ratio => format!("goodput ratio{per}"),
             Metric::PathThroughput => format!("throughput per path{per} (Mbit/s)"),
             Metric::PathShare => "share of traffic per path (%)".into(),
+            Metric::BlockDelay => "block delay (ms)".into(),
+            Metric::Jitter => "block delay jitter (ms)".into(),
+            Metric::CodingOverhead => "coding overhead (%)".into(),
         }
     }
 }
@@ -124,6 +142,15 @@ pub struct PlotSpec {
     /// `series`: one line per flow instead of one per selector.
     #[serde(default)]
     pub per_flow: bool,
+    /// Variants to show (default: all).
+    #[serde(default)]
+    pub variants: Vec<String>,
+    /// Line and bar plots: sweep points to show, as groups of whole words of their labels
+    /// (default: all). A point is kept when its label contains one of the groups as a run
+    /// of words; with several sweeps this draws one line per group (`line`), with the rest
+    /// of the label on the x axis — e.g. `["loss 1%", "loss 5%"]` over a δ × loss sweep.
+    #[serde(default)]
+    pub points: Vec<String>,
     /// Title (default: the scenario name and the metric).
     #[serde(default)]
     pub title: Option<String>,
@@ -348,6 +375,20 @@ fn run_values(run: &RunRecord, spec: &PlotSpec, sels: &[String]) -> Vec<(String,
             );
             out.push((String::new(), (b > 0.0).then(|| a / b)));
         }
+        Metric::BlockDelay | Metric::Jitter | Metric::CodingOverhead => {
+            for s in sels {
+                let xs: Vec<f64> = select(run, s)
+                    .iter()
+                    .filter_map(|f| match spec.metric {
+                        Metric::BlockDelay => f.block_delay.as_ref().map(|b| b.mean_ms),
+                        Metric::Jitter => f.block_delay.as_ref().map(|b| b.jitter_ms),
+                        _ => f.coding.as_ref().map(|c| 100.0 * c.overhead),
+                    })
+                    .collect();
+                let v = (!xs.is_empty()).then(|| reduce(xs.into_iter(), Reduce::Mean));
+                out.push((label(s), v));
+            }
+        }
         Metric::PathThroughput | Metric::PathShare => {
             for s in sels {
                 let fl = select(run, s);
@@ -464,23 +505,77 @@ fn figure(report: &Report, spec: &PlotSpec) -> Result<Figure, PlotError> {
     if spec.kind == PlotKind::Series {
         return series_figure(report, spec, &sels, title);
     }
-    let points = &report.sweep_points;
+    let variants: Vec<&String> = report
+        .variants
+        .iter()
+        .filter(|v| spec.variants.is_empty() || spec.variants.contains(v))
+        .collect();
+    if variants.is_empty() {
+        return Err(PlotError::Spec(format!(
+            "plot `{}`: none of the variants {:?} is in the results (known: {})",
+            spec.name,
+            spec.variants,
+            report.variants.join(", ")
+        )));
+    }
+    // Per sweep point: (group, x category) when shown.
+    let mut categories: Vec<String> = Vec::new();
+    let mut shown: Vec<Option<(String, usize)>> = Vec::new();
+    for p in &report.sweep_points {
+        let m = if spec.points.is_empty() {
+            Some((String::new(), p.clone()))
+        } else {
+            spec.points.iter().find_map(|g| {
+                point_group(p, g).map(|rest| {
+                    (
+                        if spec.points.len() > 1 {
+                            g.clone()
+                        } else {
+                            String::new()
+                        },
+                        rest,
+                    )
+                })
+            })
+        };
+        shown.push(m.map(|(g, x)| {
+            let xi = match categories.iter().position(|c| *c == x) {
+                Some(i) => i,
+                None => {
+                    categories.push(x);
+                    categories.len() - 1
+                }
+            };
+            (g, xi)
+        }));
+    }
+    if shown.iter().all(Option::is_none) {
+        return Err(PlotError::Spec(format!(
+            "plot `{}`: no sweep point matches {:?} (known: {})",
+            spec.name,
+            spec.points,
+            report.sweep_points.join(", ")
+        )));
+    }
     // (line name) → per x index, the values over repetitions.
     let mut lines: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
     let x_count = match spec.kind {
-        PlotKind::Line => points.len(),
-        _ => report.variants.len(),
+        PlotKind::Line => categories.len(),
+        _ => variants.len(),
     };
-    for (vi, variant) in report.variants.iter().enumerate() {
-        for (pi, point) in points.iter().enumerate() {
+    for (vi, variant) in variants.iter().enumerate() {
+        for (pi, point) in report.sweep_points.iter().enumerate() {
+            let Some((group, xi)) = &shown[pi] else {
+                continue;
+            };
             for run in report
                 .runs
                 .iter()
-                .filter(|r| r.variant == *variant && r.sweep == *point)
+                .filter(|r| r.variant == **variant && r.sweep == *point)
             {
                 for (name, v) in run_values(run, spec, &sels) {
                     let (line_name, x) = match spec.kind {
-                        PlotKind::Line => (join(&[variant, &name]), pi),
+                        PlotKind::Line => (join(&[variant, group, &name]), *xi),
                         _ => (join(&[point, &name]), vi),
                     };
                     let idx = match lines.iter().position(|(n, _)| *n == line_name) {
@@ -510,13 +605,13 @@ fn figure(report: &Report, spec: &PlotSpec) -> Result<Figure, PlotError> {
         .collect();
     let (categories, x_label) = match spec.kind {
         PlotKind::Line => (
-            points.clone(),
+            categories,
             spec.x_label
                 .clone()
                 .unwrap_or_else(|| default_x_label(report)),
         ),
         _ => (
-            report.variants.clone(),
+            variants.iter().map(|v| v.to_string()).collect(),
             spec.x_label.clone().unwrap_or_else(|| "variant".into()),
         ),
     };
@@ -533,6 +628,22 @@ fn figure(report: &Report, spec: &PlotSpec) -> Result<Figure, PlotError> {
     })
 }
 
+/// The rest of `label` when `group`'s words occur in it as a run of whole words.
+fn point_group(label: &str, group: &str) -> Option<String> {
+    let words: Vec<&str> = label.split_whitespace().collect();
+    let g: Vec<&str> = group.split_whitespace().collect();
+    if g.is_empty() || g.len() > words.len() {
+        return None;
+    }
+    (0..=words.len() - g.len())
+        .find(|&i| words[i..i + g.len()] == g[..])
+        .map(|i| {
+            let mut rest = words[..i].to_vec();
+            rest.extend_from_slice(&words[i + g.len()..]);
+            rest.join(" ")
+        })
+}
+
 fn join(parts: &[&str]) -> String {
     parts
         .iter()
@@ -542,15 +653,53 @@ fn join(parts: &[&str]) -> String {
         .join(" ")
 }
 
+/// Adds one run's block delays, averaged per sampling interval (the goodput series' step,
+/// 1 s without one), to `per_t` (bin end time → one value per run).
+fn delay_bins(
+    fl: &[&FlowRecord],
+    per_t: &mut Vec<(f64, Vec<f64>)>,
+    spec: &PlotSpec,
+) -> Result<(), PlotError> {
+    if fl.iter().all(|f| f.block_delay_series.is_empty()) {
+        return Err(PlotError::Spec(format!(
+            "plot `{}`: the results have no block delay series (set `sample_interval` in the scenario)",
+            spec.name
+        )));
+    }
+    let step = fl
+        .iter()
+        .find_map(|f| f.series.first().map(|s| s[0]))
+        .filter(|&s| s > 0.0)
+        .unwrap_or(1.0);
+    let mut bins: std::collections::BTreeMap<u64, (f64, usize)> = Default::default();
+    for f in fl {
+        for &[t, d] in &f.block_delay_series {
+            let b = bins.entry((t / step).floor().max(0.0) as u64).or_default();
+            b.0 += d;
+            b.1 += 1;
+        }
+    }
+    for (bin, (sum, n)) in bins {
+        let t = (bin + 1) as f64 * step;
+        let v = sum / n as f64;
+        match per_t.iter_mut().find(|(x, _)| (*x - t).abs() < 1e-9) {
+            Some(slot) => slot.1.push(v),
+            None => per_t.push((t, vec![v])),
+        }
+    }
+    per_t.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(())
+}
+
 fn series_figure(
     report: &Report,
     spec: &PlotSpec,
     sels: &[String],
     title: String,
 ) -> Result<Figure, PlotError> {
-    if spec.metric != Metric::Goodput {
+    if !matches!(spec.metric, Metric::Goodput | Metric::BlockDelay) {
         return Err(PlotError::Spec(format!(
-            "plot `{}`: a series plot shows goodput over time; metric `{}` is not available per sample",
+            "plot `{}`: a series plot shows goodput or block delay over time; metric `{}` is not available per sample",
             spec.name,
             spec.metric.name()
         )));
@@ -589,6 +738,10 @@ fn series_figure(
                 let mut per_t: Vec<(f64, Vec<f64>)> = Vec::new();
                 for run in &runs {
                     let fl = select(run, &sel[0]);
+                    if spec.metric == Metric::BlockDelay {
+                        delay_bins(&fl, &mut per_t, spec)?;
+                        continue;
+                    }
                     let len = fl.iter().map(|f| f.series.len()).max().unwrap_or(0);
                     if len == 0 {
                         return Err(PlotError::Spec(format!(

@@ -61,6 +61,10 @@ pub struct FlowRecord {
     /// (delivery time s, delay ms) per block when `sample_interval` is set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub block_delay_series: Vec<[f64; 2]>,
+    /// Coding counters of a coded scheme (`fmtcp`): symbols sent, appended, replacement,
+    /// overhead and Eq. 7 redundancy; absent for the other schemes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coding: Option<tributary_sim::CodingResult>,
 }
 
 /// One simulation.
@@ -119,6 +123,16 @@ pub struct SummaryRow {
     pub fairness: Option<Estimate>,
     /// Mean receive-buffer occupancy, bytes (summed over copies for an aggregate).
     pub buffer_mean_bytes: Estimate,
+    /// Mean block delay, ms: the per-run `block_delay.mean_ms` over the repetitions (mean
+    /// over copies for an aggregate); absent when no run measured a block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_delay_ms: Option<Estimate>,
+    /// Jitter (standard deviation of the block delays), ms, like `block_delay_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<Estimate>,
+    /// Coding overhead, % (symbols sent / source symbols − 1), for coded schemes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coding_overhead_pct: Option<Estimate>,
     /// Per path (summed over copies for an aggregate).
     pub paths: Vec<PathSummary>,
 }
@@ -276,12 +290,16 @@ impl Report {
         if has_sweep {
             header.push("sweep");
         }
-        header.extend([
-            "flow",
-            "goodput Mbit/s (±95% CI)",
-            "completion s",
-            "per path Mbit/s",
-        ]);
+        let has_delay = self.summary.iter().any(|r| r.block_delay_ms.is_some());
+        let has_coding = self.summary.iter().any(|r| r.coding_overhead_pct.is_some());
+        header.extend(["flow", "goodput Mbit/s (±95% CI)", "completion s"]);
+        if has_delay {
+            header.extend(["block delay ms", "jitter ms"]);
+        }
+        if has_coding {
+            header.push("overhead %");
+        }
+        header.push("per path Mbit/s");
         let mut rows: Vec<Vec<String>> = Vec::new();
         for r in &self.summary {
             if !r.aggregate {
@@ -321,6 +339,15 @@ impl Report {
                 }
                 Some(c) => fmt_est(c, 2),
             });
+            let opt =
+                |e: &Option<Estimate>, d: usize| e.as_ref().map_or("-".into(), |e| fmt_est(e, d));
+            if has_delay {
+                row.push(opt(&r.block_delay_ms, 0));
+                row.push(opt(&r.jitter_ms, 0));
+            }
+            if has_coding {
+                row.push(opt(&r.coding_overhead_pct, 1));
+            }
             row.push(
                 r.paths
                     .iter()
@@ -390,6 +417,15 @@ fn row(
             .map(|r| members.iter().map(|&i| f(&r.flows[i])).sum())
             .collect()
     };
+    // Mean over the members that have the value; runs where none has it are left out.
+    let per_run_mean = |f: &dyn Fn(&FlowRecord) -> Option<f64>| -> Vec<f64> {
+        runs.iter()
+            .filter_map(|r| {
+                let xs: Vec<f64> = members.iter().filter_map(|&i| f(&r.flows[i])).collect();
+                (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+            })
+            .collect()
+    };
     let goodput = per_run(&|f| f.goodput_mbps);
     let completions: Vec<f64> = runs
         .iter()
@@ -448,6 +484,15 @@ fn row(
         completion_s: Estimate::of(&completions),
         fairness,
         buffer_mean_bytes: est(&per_run(&|f| f.buffer_mean_bytes)),
+        block_delay_ms: Estimate::of(&per_run_mean(&|f| {
+            f.block_delay.as_ref().map(|b| b.mean_ms)
+        })),
+        jitter_ms: Estimate::of(&per_run_mean(&|f| {
+            f.block_delay.as_ref().map(|b| b.jitter_ms)
+        })),
+        coding_overhead_pct: Estimate::of(&per_run_mean(&|f| {
+            f.coding.as_ref().map(|c| 100.0 * c.overhead)
+        })),
         paths,
     }
 }

@@ -170,6 +170,7 @@ fn run_one(s: &Scenario, r: &RunSpec) -> Result<RunRecord, RunError> {
                 series: f.series.clone(),
                 block_delay: f.block_delay.clone(),
                 block_delay_series: f.block_delay_series.clone(),
+                coding: f.coding.clone(),
             });
         }
     }

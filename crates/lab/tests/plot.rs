@@ -64,6 +64,23 @@ flows = ["mp"]
 name = "tiny-series"
 kind = "series"
 flows = ["mp"]
+
+[[plots]]
+name = "tiny-delay"
+kind = "line"
+metric = "block-delay"
+flows = ["mp"]
+
+[[plots]]
+name = "tiny-jitter"
+kind = "bar"
+metric = "jitter"
+
+[[plots]]
+name = "tiny-delay-series"
+kind = "series"
+metric = "block-delay"
+flows = ["tcp"]
 "#;
 
 fn tmp(name: &str) -> PathBuf {
@@ -85,7 +102,7 @@ fn results(dir: &std::path::Path) -> (Scenario, PathBuf) {
 fn renders_png_and_svg_deterministically() {
     let dir = tmp("ok");
     let (s, json) = results(&dir);
-    assert_eq!(s.plots.len(), 3);
+    assert_eq!(s.plots.len(), 6);
     let report = load_report(&json).unwrap();
     for spec in &s.plots {
         let files = render(&report, spec, &dir.join("a")).unwrap();
@@ -125,6 +142,60 @@ fn renders_png_and_svg_deterministically() {
     let svg = std::fs::read_to_string(dir.join("a/tiny-series.svg")).unwrap();
     assert!(svg.contains("time (s)"));
     assert!(svg.contains("LIA 2 Mbit/s"));
+    let svg = std::fs::read_to_string(dir.join("a/tiny-delay.svg")).unwrap();
+    assert!(svg.contains("block delay (ms)"));
+    let svg = std::fs::read_to_string(dir.join("a/tiny-jitter.svg")).unwrap();
+    assert!(svg.contains("block delay jitter (ms)"));
+    let svg = std::fs::read_to_string(dir.join("a/tiny-delay-series.svg")).unwrap();
+    assert!(svg.contains("block delay (ms)") && svg.contains("time (s)"));
+    assert_eq!(Metric::parse("block-delay").unwrap(), Metric::BlockDelay);
+    // Sweep-point groups and a variant filter: one line per group, the rest on x.
+    let mut grouped = s.plots[0].clone();
+    grouped.name = "tiny-grouped".into();
+    grouped.points = vec!["1 Mbit/s".into(), "2 Mbit/s".into()];
+    grouped.variants = vec!["OLIA".into()];
+    render(&report, &grouped, &dir.join("a")).unwrap();
+    let svg = std::fs::read_to_string(dir.join("a/tiny-grouped.svg")).unwrap();
+    assert!(svg.contains("\nOLIA 1 Mbit/s mp\n") && !svg.contains("\nLIA "));
+    assert_eq!(Metric::parse("jitter").unwrap(), Metric::Jitter);
+}
+
+/// The summary carries block delay and jitter (mean over repetitions of each run's value)
+/// when the runs measured blocks, no coding overhead for uncoded schemes, and the table
+/// shows the delay columns.
+#[test]
+fn summary_has_block_delay_and_jitter() {
+    let s = Scenario::parse(SCENARIO, "tiny.toml").unwrap();
+    let report = run::run(&s, &RunOptions::default(), &|| {}).unwrap();
+    let row = report
+        .summary
+        .iter()
+        .find(|r| r.flow == "tcp" && r.variant == "LIA" && r.sweep == "1 Mbit/s")
+        .unwrap();
+    let runs: Vec<_> = report
+        .runs
+        .iter()
+        .filter(|r| r.variant == "LIA" && r.sweep == "1 Mbit/s")
+        .collect();
+    let per_run = |f: &dyn Fn(&tributary_sim::BlockDelay) -> f64| -> Vec<f64> {
+        runs.iter()
+            .map(|r| {
+                let fl = r.flows.iter().find(|f| f.name == "tcp").unwrap();
+                f(fl.block_delay.as_ref().unwrap())
+            })
+            .collect()
+    };
+    let d = row.block_delay_ms.unwrap();
+    let want = per_run(&|b| b.mean_ms);
+    assert_eq!(d.n, want.len());
+    assert!((d.mean - want.iter().sum::<f64>() / want.len() as f64).abs() < 1e-9);
+    let j = row.jitter_ms.unwrap();
+    let want = per_run(&|b| b.jitter_ms);
+    assert!((j.mean - want.iter().sum::<f64>() / want.len() as f64).abs() < 1e-9);
+    assert!(row.coding_overhead_pct.is_none());
+    let table = report.to_table();
+    assert!(table.contains("block delay ms") && table.contains("jitter ms"));
+    assert!(!table.contains("overhead %"));
 }
 
 #[test]
@@ -160,6 +231,8 @@ fn bad_input_gives_clear_errors() {
         flows: flows.iter().map(|s| s.to_string()).collect(),
         reduce: Reduce::Sum,
         per_flow: false,
+        variants: Vec::new(),
+        points: Vec::new(),
         title: None,
         x_label: None,
         y_label: None,

@@ -8,7 +8,7 @@
 use crate::app::{Sink, Source};
 use crate::config::{Direction, FlowKind, SimConfig, SimConfigError};
 use crate::link::Link;
-use crate::result::{BlockDelay, FlowResult, LinkResult, PathResult, SimResult};
+use crate::result::{BlockDelay, CodingResult, FlowResult, LinkResult, PathResult, SimResult};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use tributary_proto::time::{Duration, Instant};
@@ -563,6 +563,7 @@ impl Simulator {
             let mut reinjected = 0;
             let mut penalizations = 0;
             let mut delays: Vec<(f64, f64)> = Vec::new();
+            let mut coding = tributary_proto::scheme::CodingStats::default();
             let end = f.completed.unwrap_or(self.now);
             let active = (end - f.start).as_secs_f64();
             for &(s, r) in &f.conns {
@@ -611,6 +612,14 @@ impl Simulator {
                 window_drops += rs.window_drops;
                 reinjected += ss.scheme.reinjected_bytes;
                 penalizations += ss.scheme.penalizations;
+                let (sc, rc) = (&ss.scheme.fmtcp, &rs.scheme.fmtcp);
+                coding.blocks += sc.blocks;
+                coding.blocks_decoded += rc.blocks_decoded;
+                coding.source_symbols += sc.source_symbols;
+                coding.symbols_sent += sc.symbols_sent;
+                coding.replacement_symbols += sc.replacement_symbols;
+                coding.appended_symbols += sc.appended_symbols;
+                coding.late_symbols += rc.late_symbols;
                 let (sent, got) = (se.conn.block_sent_times(), re.conn.block_delivered_times());
                 for i in 0..got.len() {
                     if let (Some(s), Some(d)) = (sent.get(i), got.get(i)) {
@@ -642,6 +651,17 @@ impl Simulator {
                 } else {
                     Vec::new()
                 },
+                coding: (coding.symbols_sent > 0).then(|| CodingResult {
+                    blocks: coding.blocks,
+                    blocks_decoded: coding.blocks_decoded,
+                    source_symbols: coding.source_symbols,
+                    symbols_sent: coding.symbols_sent,
+                    replacement_symbols: coding.replacement_symbols,
+                    appended_symbols: coding.appended_symbols,
+                    late_symbols: coding.late_symbols,
+                    overhead: coding.overhead(),
+                    redundancy: coding.redundancy(),
+                }),
             });
         }
         let links = self

@@ -39,6 +39,30 @@ pub struct BlockDelay {
     pub max_ms: f64,
 }
 
+/// Coding counters of a coded scheme (`fmtcp`), summed over the flow's connections: the
+/// sender's symbol counts and the receiver's decoded and late counts.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CodingResult {
+    /// Blocks opened by the sender.
+    pub blocks: u64,
+    /// Blocks the receiver decoded.
+    pub blocks_decoded: u64,
+    /// Source symbols of the blocks opened (Σ k_b).
+    pub source_symbols: u64,
+    /// Symbols sent.
+    pub symbols_sent: u64,
+    /// Symbols sent in place of symbols a path reported lost.
+    pub replacement_symbols: u64,
+    /// Symbols appended beyond k̂ by the Eq. 4 estimate (the l_b of Eq. 7).
+    pub appended_symbols: u64,
+    /// Symbols that arrived for blocks already decoded (receiver).
+    pub late_symbols: u64,
+    /// Coding overhead: `symbols_sent / source_symbols − 1`.
+    pub overhead: f64,
+    /// Mean Eq. 7 redundancy r_f with k̂ = k: `1 + appended_symbols / source_symbols`.
+    pub redundancy: f64,
+}
+
 /// Results of one flow.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct FlowResult {
@@ -71,6 +95,8 @@ pub struct FlowResult {
     pub block_delay: Option<BlockDelay>,
     /// (delivery time s, delay ms) per block, if sampling was asked for.
     pub block_delay_series: Vec<[f64; 2]>,
+    /// Coding counters (none for schemes that send no coded symbols).
+    pub coding: Option<CodingResult>,
 }
 
 /// Counters of one link.

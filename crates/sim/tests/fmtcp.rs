@@ -172,3 +172,33 @@ fn allocation_switch_changes_behaviour_with_a_slow_path() {
     );
     assert!(ga > 1.1 * gg, "goodput {ga:.3} vs greedy {gg:.3} Mbit/s");
 }
+
+/// The scheme's coding counters reach `FlowResult::coding`: on a finite transfer every block
+/// is opened and decoded, the symbol counts agree with the packet counts (one symbol per
+/// packet), and the overhead is the one the packet counts bound; `mptcp` reports none.
+#[test]
+fn coding_counters_are_exported() {
+    let blocks: u64 = 50;
+    let r = run_flow(
+        two_paths(0.05, 100),
+        fmtcp(),
+        128 << 10,
+        300,
+        1,
+        Some(blocks * 32768),
+    );
+    let c = r.coding.expect("fmtcp reports coding counters");
+    assert_eq!(c.blocks, blocks);
+    assert_eq!(c.blocks_decoded, blocks);
+    assert_eq!(c.source_symbols, 24 * blocks);
+    let sent: u64 = r.paths.iter().map(|p| p.packets_sent).sum();
+    assert!(c.symbols_sent > c.source_symbols && c.symbols_sent <= sent);
+    let oh = c.symbols_sent as f64 / c.source_symbols as f64 - 1.0;
+    assert!((c.overhead - oh).abs() < 1e-12);
+    assert!(
+        (c.redundancy - (1.0 + c.appended_symbols as f64 / c.source_symbols as f64)).abs() < 1e-12
+    );
+    assert!(c.replacement_symbols > 0, "5 % loss needs replacements");
+    let m = run_flow(two_paths(0.05, 100), mptcp(), 128 << 10, 20, 1, None);
+    assert!(m.coding.is_none());
+}
