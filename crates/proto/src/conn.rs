@@ -254,13 +254,14 @@ impl Connection {
     pub fn set_path_active(&mut self, i: usize, active: bool) {
         if let Some(p) = self.paths.get_mut(i) {
             p.active = active;
+            self.sync_view(i);
         }
     }
 
-    fn refresh_views(&mut self) {
-        for (v, p) in self.views.iter_mut().zip(&self.paths) {
-            *v = p.view();
-        }
+    /// Re-snapshots path `p`. Invariant: between calls into the connection every view is
+    /// current — whatever changes a path's state re-snapshots that path.
+    fn sync_view(&mut self, p: usize) {
+        self.views[p] = self.paths[p].view();
     }
 
     // ------------------------------------------------------------------ application side
@@ -566,7 +567,6 @@ impl Connection {
     }
 
     fn feedback(&mut self, now: Instant, f: &Frame<'_>) -> Result<(), DatagramError> {
-        self.refresh_views();
         let mut ctx = send_ctx!(self, now);
         // Rejections are counted in the scheme statistics; the packet stays valid.
         let _ = self.tx.on_feedback(&mut ctx, f);
@@ -576,7 +576,6 @@ impl Connection {
 
     fn on_ack_frame(&mut self, now: Instant, a: &AckFrame<'_>) {
         let p = usize::from(a.path);
-        self.refresh_views();
         // Connection level: flow control and the cumulative acknowledgement.
         if a.max_data > self.peer_max_data {
             self.peer_max_data = a.max_data;
@@ -645,9 +644,9 @@ impl Connection {
             path.rto_deadline = (path.packets_in_flight > 0).then(|| now + path.rtt.rto());
         }
         path.trim_front();
+        self.sync_view(p);
         // Window growth, then loss detection (RFC 9002 order).
         if cc_bytes > 0 {
-            self.refresh_views();
             let ev = AckEvent {
                 now,
                 bytes_acked: cc_bytes,
@@ -688,11 +687,12 @@ impl Connection {
                 self.lost.push((p, tag, LossKind::Threshold));
             }
         }
+        self.sync_view(p);
         if congestion {
             let path = &mut self.paths[p];
             path.recovery_start = Some(now);
             path.stats.congestion_events += 1;
-            self.refresh_views();
+            self.sync_view(p);
             let w = self.cc.on_congestion_event(p, now, &self.views);
             self.apply_window(p, w);
         }
@@ -703,7 +703,6 @@ impl Connection {
         if self.lost.is_empty() {
             return;
         }
-        self.refresh_views();
         let lost = std::mem::take(&mut self.lost);
         for &(p, tag, kind) in &lost {
             let mut ctx = send_ctx!(self, now);
@@ -731,7 +730,7 @@ impl Connection {
         }
         path.trim_front();
         path.rto_deadline = None;
-        self.refresh_views();
+        self.sync_view(p);
         let w = self.cc.on_timeout(p, now, &self.views);
         let path = &mut self.paths[p];
         path.recovery_start = Some(now);
@@ -757,11 +756,13 @@ impl Connection {
                         let half = (pp.cwnd / 2).max(pp.mss);
                         pp.cwnd = half;
                         pp.ssthresh = half.max(2 * pp.mss);
+                        self.sync_view(path);
                     }
                 }
                 Action::SetLossThreshold { path, packets } => {
                     if let Some(pp) = self.paths.get_mut(path) {
                         pp.loss_threshold = packets.max(1);
+                        self.sync_view(path);
                     }
                 }
             }
@@ -896,6 +897,7 @@ impl Connection {
             w.push(&Frame::Ping).ok()?;
             let len = w.finish();
             self.paths[p].on_sent(pn, now, len, true, None, false);
+            self.sync_view(p);
             return Some(Transmit { path: p, len });
         }
         None
@@ -911,7 +913,6 @@ impl Connection {
         if self.candidates.is_empty() {
             return None;
         }
-        self.refresh_views();
         let mut cands = std::mem::take(&mut self.candidates);
         self.sched.rank(&self.views, &mut cands);
         let mut result = None;
