@@ -16,6 +16,7 @@
 
 pub mod error;
 pub mod gf256;
+mod known;
 pub mod lt;
 pub mod parity;
 pub mod raptorq;

@@ -28,9 +28,9 @@
 
 use crate::error::{check_len, Error, Result};
 use crate::gf256::Kernel;
+use crate::known::Known;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Largest supported number of source symbols per block.
@@ -380,9 +380,7 @@ pub struct LtDecoder {
     block: u32,
     kernel: Kernel,
     data: Vec<u8>,
-    decoded: Vec<bool>,
-    decoded_count: usize,
-    ready: VecDeque<usize>,
+    known: Known,
     received: usize,
     /// Stored symbols: payload (already XORed with their decoded neighbours), undecoded
     /// neighbours, count of undecoded neighbours, whether still useful.
@@ -405,9 +403,7 @@ impl LtDecoder {
         Self {
             kernel: Kernel::best(),
             data: vec![0; k * params.symbol_size],
-            decoded: vec![false; k],
-            decoded_count: 0,
-            ready: VecDeque::new(),
+            known: Known::new(k),
             received: 0,
             sym_data: Vec::new(),
             sym_neigh: Vec::new(),
@@ -451,7 +447,7 @@ impl LtDecoder {
             });
         }
         self.received += 1;
-        let before = self.decoded_count;
+        let before = self.known.count();
         if !self.is_complete() {
             self.params.neighbours(id, &mut self.neighbours);
             if let Some(tr) = &mut self.tracker {
@@ -468,8 +464,8 @@ impl LtDecoder {
             }
         }
         Ok(LtProgress {
-            newly_decoded: self.decoded_count - before,
-            decoded: self.decoded_count,
+            newly_decoded: self.known.count() - before,
+            decoded: self.known.count(),
             rank: self.rank(),
             complete: self.is_complete(),
         })
@@ -485,7 +481,7 @@ impl LtDecoder {
         let start = self.sym_neigh.len();
         for &n in &self.neighbours {
             let n = n as usize;
-            if self.decoded[n] {
+            if self.known.contains(n) {
                 // SAFETY: the kernel is available; both slices have T bytes.
                 unsafe {
                     self.kernel.xor_unchecked(
@@ -536,7 +532,7 @@ impl LtDecoder {
             let Some(&n) = self
                 .symbol_neighbours(e)
                 .iter()
-                .find(|&&n| !self.decoded[n as usize])
+                .find(|&&n| !self.known.contains(n as usize))
             else {
                 continue;
             };
@@ -566,11 +562,7 @@ impl LtDecoder {
     }
 
     fn mark_decoded(&mut self, i: usize) {
-        if !self.decoded[i] {
-            self.decoded[i] = true;
-            self.decoded_count += 1;
-            self.ready.push_back(i);
-        }
+        self.known.mark(i);
     }
 
     /// Completes decoding by Gaussian elimination over GF(2) on the symbols the peel could not
@@ -583,7 +575,7 @@ impl LtDecoder {
         let t = self.params.symbol_size;
         let k = self.params.k();
         let mut col_of = vec![u32::MAX; k];
-        let unknowns: Vec<usize> = (0..k).filter(|&i| !self.decoded[i]).collect();
+        let unknowns: Vec<usize> = (0..k).filter(|&i| !self.known.contains(i)).collect();
         for (c, &i) in unknowns.iter().enumerate() {
             col_of[i] = c as u32;
         }
@@ -599,7 +591,7 @@ impl LtDecoder {
         let mut payload = vec![0u8; active.len() * t];
         for (r, &e) in active.iter().enumerate() {
             for &n in self.symbol_neighbours(e) {
-                if !self.decoded[n as usize] {
+                if !self.known.contains(n as usize) {
                     let c = col_of[n as usize] as usize;
                     bits[r * words + c / 64] |= 1 << (c % 64);
                 }
@@ -672,17 +664,17 @@ impl LtDecoder {
 
     /// Number of source symbols known.
     pub fn decoded_count(&self) -> usize {
-        self.decoded_count
+        self.known.count()
     }
 
     /// Whether every source symbol is known.
     pub fn is_complete(&self) -> bool {
-        self.decoded_count == self.params.k()
+        self.known.is_complete()
     }
 
     /// Whether source symbol i is known.
     pub fn is_decoded(&self, i: usize) -> bool {
-        self.decoded.get(i).copied().unwrap_or(false)
+        self.known.contains(i)
     }
 
     /// Source symbol i, once known.
@@ -694,7 +686,7 @@ impl LtDecoder {
     /// The index of a source symbol decoded since the last call, in the order they became
     /// known.
     pub fn pop_decoded(&mut self) -> Option<usize> {
-        self.ready.pop_front()
+        self.known.pop()
     }
 
     /// The whole block (k·T bytes), once complete.
@@ -703,7 +695,7 @@ impl LtDecoder {
             Ok(&self.data)
         } else {
             Err(Error::NotDecoded {
-                decoded: self.decoded_count,
+                decoded: self.known.count(),
                 k: self.params.k(),
             })
         }

@@ -29,9 +29,9 @@
 
 use crate::error::{check_len, Error, Result};
 use crate::gf256::{self, Kernel};
+use crate::known::Known;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
-use std::collections::VecDeque;
 
 /// Largest supported generation size g.
 pub const MAX_GENERATION_SIZE: usize = 1024;
@@ -259,11 +259,9 @@ pub struct RlncDecoder {
     free_pos: Vec<usize>,
     /// Rows that are not unit vectors yet.
     pending: Vec<usize>,
-    decoded: Vec<bool>,
+    known: Known,
     rank: usize,
-    decoded_count: usize,
     received: usize,
-    ready: VecDeque<usize>,
     scratch_c: Vec<u8>,
     scratch_p: Vec<u8>,
     terms: Vec<(u8, usize)>,
@@ -282,11 +280,9 @@ impl RlncDecoder {
             free: (0..g).collect(),
             free_pos: (0..g).collect(),
             pending: Vec::new(),
-            decoded: vec![false; g],
+            known: Known::new(g),
             rank: 0,
-            decoded_count: 0,
             received: 0,
-            ready: VecDeque::new(),
             scratch_c: vec![0; g],
             scratch_p: vec![0; config.symbol_size],
             terms: Vec::with_capacity(g),
@@ -308,7 +304,7 @@ impl RlncDecoder {
         check_len(t, payload.len())?;
         coefficients_into(&self.config, coding, &mut self.scratch_c)?;
         self.received += 1;
-        let before = self.decoded_count;
+        let before = self.known.count();
         let innovative = if self.rank == g {
             false
         } else if let Coding::Source(i) = coding {
@@ -330,7 +326,7 @@ impl RlncDecoder {
         Ok(RlncProgress {
             innovative,
             rank: self.rank,
-            newly_decoded: self.decoded_count - before,
+            newly_decoded: self.known.count() - before,
             complete: self.is_complete(),
         })
     }
@@ -348,7 +344,7 @@ impl RlncDecoder {
             }
             // Rows are reduced (zero in every other pivot column), so the multiplier of row j
             // is the symbol's original coefficient j, whatever order rows are subtracted in.
-            if self.decoded[j] {
+            if self.known.contains(j) {
                 self.scratch_c[j] = 0;
             } else {
                 // SAFETY: the kernel is available; both slices have g bytes.
@@ -433,11 +429,7 @@ impl RlncDecoder {
     }
 
     fn mark_decoded(&mut self, i: usize) {
-        if !self.decoded[i] {
-            self.decoded[i] = true;
-            self.decoded_count += 1;
-            self.ready.push_back(i);
-        }
+        self.known.mark(i);
     }
 
     /// Current rank (number of innovative symbols received).
@@ -452,17 +444,17 @@ impl RlncDecoder {
 
     /// Number of source symbols known.
     pub fn decoded_count(&self) -> usize {
-        self.decoded_count
+        self.known.count()
     }
 
     /// Whether every source symbol is known.
     pub fn is_complete(&self) -> bool {
-        self.decoded_count == self.config.generation_size
+        self.known.is_complete()
     }
 
     /// Whether source symbol i is known.
     pub fn is_decoded(&self, i: usize) -> bool {
-        self.decoded.get(i).copied().unwrap_or(false)
+        self.known.contains(i)
     }
 
     /// Source symbol i, once known.
@@ -474,7 +466,7 @@ impl RlncDecoder {
     /// The index of a source symbol decoded since the last call, in the order they became
     /// known; read it with [`RlncDecoder::source_symbol`].
     pub fn pop_decoded(&mut self) -> Option<usize> {
-        self.ready.pop_front()
+        self.known.pop()
     }
 
     /// The whole generation (g·T bytes), once complete.
@@ -483,7 +475,7 @@ impl RlncDecoder {
             Ok(&self.data)
         } else {
             Err(Error::NotDecoded {
-                decoded: self.decoded_count,
+                decoded: self.known.count(),
                 k: self.config.generation_size,
             })
         }
