@@ -15,6 +15,8 @@ pub enum Kind {
     Bar,
     /// Goodput over time (needs `sample_interval`).
     Series,
+    /// Cumulative distribution of `lost-per-block` (coded schemes).
+    Cdf,
 }
 
 /// Arguments of `tributary plot`.
@@ -68,6 +70,7 @@ pub fn plot(a: PlotArgs) -> Result<()> {
                 Some(Kind::Line) => PlotKind::Line,
                 Some(Kind::Bar) => PlotKind::Bar,
                 Some(Kind::Series) => PlotKind::Series,
+                Some(Kind::Cdf) => PlotKind::Cdf,
                 None if report.sweep_points.len() > 1 => PlotKind::Line,
                 None => PlotKind::Bar,
             };

@@ -24,6 +24,10 @@ pub enum PlotKind {
     Bar,
     /// Goodput over time (`sample_interval`), one line per variant (× sweep point × flow).
     Series,
+    /// Cumulative distribution of a histogram metric (`lost-per-block`): per variant × sweep
+    /// point, the share of blocks (%) with at most x lost packets, histograms summed over
+    /// the repetitions and the selected flows.
+    Cdf,
 }
 
 /// The quantity plotted.
@@ -52,6 +56,9 @@ pub enum Metric {
     /// Coding overhead of a coded scheme (symbols sent / source symbols − 1), %, averaged
     /// over the selected flows; runs without coding counters are left out.
     CodingOverhead,
+    /// Lost packets per block of a coded scheme (the `coding.lost_per_block` histogram);
+    /// `cdf` plots only.
+    LostPerBlock,
 }
 
 impl Metric {
@@ -66,12 +73,13 @@ impl Metric {
             Metric::BlockDelay => "block-delay",
             Metric::Jitter => "jitter",
             Metric::CodingOverhead => "coding-overhead",
+            Metric::LostPerBlock => "lost-per-block",
         }
     }
 
     /// Parses a metric name as written in `[[plots]]` or on the command line.
     pub fn parse(s: &str) -> Result<Metric, PlotError> {
-        const ALL: [Metric; 9] = [
+        const ALL: [Metric; 10] = [
             Metric::Goodput,
             Metric::Completion,
             Metric::Fairness,
@@ -81,6 +89,7 @@ impl Metric {
             Metric::BlockDelay,
             Metric::Jitter,
             Metric::CodingOverhead,
+            Metric::LostPerBlock,
         ];
         ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
             PlotError::Spec(format!(
@@ -106,6 +115,7 @@ impl Metric {
             Metric::BlockDelay => "block delay (ms)".into(),
             Metric::Jitter => "block delay jitter (ms)".into(),
             Metric::CodingOverhead => "coding overhead (%)".into(),
+            Metric::LostPerBlock => "blocks with at most x lost packets (%)".into(),
         }
     }
 }
@@ -389,6 +399,7 @@ fn run_values(run: &RunRecord, spec: &PlotSpec, sels: &[String]) -> Vec<(String,
                 out.push((label(s), v));
             }
         }
+        Metric::LostPerBlock => {}
         Metric::PathThroughput | Metric::PathShare => {
             for s in sels {
                 let fl = select(run, s);
@@ -504,6 +515,15 @@ fn figure(report: &Report, spec: &PlotSpec) -> Result<Figure, PlotError> {
     });
     if spec.kind == PlotKind::Series {
         return series_figure(report, spec, &sels, title);
+    }
+    if (spec.kind == PlotKind::Cdf) != (spec.metric == Metric::LostPerBlock) {
+        return Err(PlotError::Spec(format!(
+            "plot `{}`: metric `lost-per-block` goes with kind `cdf` and `cdf` with it only",
+            spec.name
+        )));
+    }
+    if spec.kind == PlotKind::Cdf {
+        return cdf_figure(report, spec, &sels, title);
     }
     let variants: Vec<&String> = report
         .variants
@@ -788,7 +808,111 @@ fn series_figure(
     })
 }
 
+/// `cdf` plots: per variant × sweep point (filtered by `points`), the lost-per-block
+/// histograms of the selected flows summed over the repetitions, drawn as the cumulative
+/// share of blocks (%) with at most x lost packets, x = 0 .. the largest count seen.
+fn cdf_figure(
+    report: &Report,
+    spec: &PlotSpec,
+    sels: &[String],
+    title: String,
+) -> Result<Figure, PlotError> {
+    let variants: Vec<&String> = report
+        .variants
+        .iter()
+        .filter(|v| spec.variants.is_empty() || spec.variants.contains(v))
+        .collect();
+    let multi_variant = variants.len() > 1;
+    let multi_point = report.sweep_points.len() > 1;
+    let mut lines = Vec::new();
+    for variant in variants {
+        for point in &report.sweep_points {
+            if !spec.points.is_empty()
+                && !spec.points.iter().any(|g| point_group(point, g).is_some())
+            {
+                continue;
+            }
+            let mut hist: Vec<u64> = Vec::new();
+            for run in report
+                .runs
+                .iter()
+                .filter(|r| r.variant == *variant && r.sweep == *point)
+            {
+                for s in sels {
+                    for f in select(run, s) {
+                        for (x, &n) in f
+                            .coding
+                            .iter()
+                            .flat_map(|c| c.lost_per_block.iter())
+                            .enumerate()
+                        {
+                            if hist.len() <= x {
+                                hist.resize(x + 1, 0);
+                            }
+                            hist[x] += n;
+                        }
+                    }
+                }
+            }
+            let total: u64 = hist.iter().sum();
+            if total == 0 {
+                continue;
+            }
+            let mut cum = 0;
+            let points = hist
+                .iter()
+                .enumerate()
+                .map(|(x, &n)| {
+                    cum += n;
+                    let v = 100.0 * cum as f64 / total as f64;
+                    (
+                        x as f64,
+                        Estimate {
+                            mean: v,
+                            ci95: None,
+                            std: None,
+                            min: v,
+                            max: v,
+                            n: 1,
+                        },
+                    )
+                })
+                .collect();
+            lines.push(Line {
+                name: join(&[
+                    if multi_variant { variant } else { "" },
+                    if multi_point { point } else { "" },
+                ]),
+                points,
+            });
+        }
+    }
+    if lines.is_empty() {
+        return Err(PlotError::Spec(format!(
+            "plot `{}`: no run of the selected variants and points has a lost-per-block histogram (a coded scheme's `coding.lost_per_block`)",
+            spec.name
+        )));
+    }
+    Ok(Figure {
+        kind: PlotKind::Cdf,
+        title,
+        x_label: spec
+            .x_label
+            .clone()
+            .unwrap_or_else(|| "lost packets per block (x)".into()),
+        y_label: spec
+            .y_label
+            .clone()
+            .unwrap_or_else(|| spec.metric.axis_label(spec.reduce)),
+        categories: Vec::new(),
+        lines,
+    })
+}
+
 fn y_range(fig: &Figure) -> (f64, f64) {
+    if fig.kind == PlotKind::Cdf {
+        return (0.0, 102.0);
+    }
     let mut hi: f64 = 0.0;
     let mut lo: f64 = 0.0;
     for l in &fig.lines {
@@ -814,6 +938,14 @@ where
     root.fill(&WHITE).map_err(e)?;
     let (ylo, yhi) = y_range(fig);
     let (xlo, xhi) = match fig.kind {
+        PlotKind::Cdf => {
+            let xmax = fig
+                .lines
+                .iter()
+                .flat_map(|l| l.points.iter().map(|p| p.0))
+                .fold(0.0f64, f64::max);
+            (-0.5, xmax.max(1.0) + 0.5)
+        }
         PlotKind::Series => {
             let tmax = fig
                 .lines
@@ -832,12 +964,20 @@ where
         .build_cartesian_2d(xlo..xhi, ylo..yhi)
         .map_err(e)?;
     let cats = fig.categories.clone();
-    let categorical = fig.kind != PlotKind::Series;
+    let cdf = fig.kind == PlotKind::Cdf;
+    let categorical = matches!(fig.kind, PlotKind::Line | PlotKind::Bar);
     let fmt_x = move |x: &f64| {
         if categorical {
             let i = x.round();
             if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < cats.len() {
                 cats[i as usize].clone()
+            } else {
+                String::new()
+            }
+        } else if cdf {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                format!("{i}")
             } else {
                 String::new()
             }
@@ -856,6 +996,9 @@ where
         mesh.x_labels(fig.categories.len().max(1) * 2 + 1)
             .disable_x_mesh();
     }
+    if cdf {
+        mesh.x_labels(((xhi - xlo).round() as usize).min(40) * 2 + 1);
+    }
     mesh.draw().map_err(e)?;
 
     let n = fig.lines.len().max(1) as f64;
@@ -863,7 +1006,7 @@ where
         let color = PALETTE[li % PALETTE.len()];
         let style = color.stroke_width(2);
         match fig.kind {
-            PlotKind::Line | PlotKind::Series => {
+            PlotKind::Line | PlotKind::Series | PlotKind::Cdf => {
                 let pts: Vec<(f64, f64)> = line.points.iter().map(|(x, e)| (*x, e.mean)).collect();
                 chart
                     .draw_series(LineSeries::new(pts.clone(), style))
@@ -872,7 +1015,7 @@ where
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
                     });
-                if fig.kind == PlotKind::Line {
+                if matches!(fig.kind, PlotKind::Line | PlotKind::Cdf) {
                     chart
                         .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
                         .map_err(e)?;
@@ -924,7 +1067,11 @@ where
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(if cdf {
+            SeriesLabelPosition::LowerRight
+        } else {
+            SeriesLabelPosition::UpperRight
+        })
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 13))

@@ -291,3 +291,79 @@ fn platform_scenarios_render() {
         assert!(svg.contains("MPVeno") && svg.contains("mp link2"), "{svg}");
     }
 }
+
+/// `cdf` of `lost-per-block`: an fmtcp scenario over a lossy path, through the JSON file,
+/// rendered to PNG and SVG; the histogram reaches the run records; the kind/metric pairing
+/// is checked.
+#[test]
+fn cdf_of_lost_per_block_renders() {
+    let dir = tmp("cdf");
+    let text = r#"
+name = "coded"
+duration = "10s"
+seed = 5
+repetitions = 2
+
+[[links]]
+name = "a"
+rate = "10Mbps"
+delay = "20ms"
+loss = 0.001
+
+[[links]]
+name = "b"
+rate = "10Mbps"
+delay = "20ms"
+loss = 0.05
+
+[[flows]]
+name = "f"
+paths = ["a", "b"]
+scheme = "fmtcp"
+cc = "lia"
+buffer = "128KiB"
+
+[sweep]
+parameter = "links.b.loss"
+values = [0.0, 0.10]
+labels = ["clean", "lossy"]
+"#;
+    let s = Scenario::parse(text, "coded.toml").unwrap();
+    let report = run::run(&s, &RunOptions::default(), &|| {}).unwrap();
+    let p = dir.join("coded.json");
+    std::fs::write(&p, report.to_json()).unwrap();
+    let report = load_report(&p).unwrap();
+    for r in &report.runs {
+        let h = &r.flows[0].coding.as_ref().unwrap().lost_per_block;
+        assert!(h.iter().sum::<u64>() > 0, "{h:?}");
+        if r.sweep == "lossy" {
+            assert!(h.iter().skip(1).sum::<u64>() > 0, "{h:?}");
+        }
+    }
+    let spec = PlotSpec {
+        name: "coded-cdf".into(),
+        kind: PlotKind::Cdf,
+        metric: Metric::LostPerBlock,
+        flows: vec![],
+        reduce: Reduce::Sum,
+        per_flow: false,
+        variants: vec![],
+        points: vec![],
+        title: Some("CDF of lost packets per block".into()),
+        x_label: None,
+        y_label: None,
+    };
+    let files = render(&report, &spec, &dir).unwrap();
+    assert_eq!(files.len(), 2);
+    let png = std::fs::read(dir.join("coded-cdf.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG"));
+    let svg = std::fs::read_to_string(dir.join("coded-cdf.svg")).unwrap();
+    assert!(svg.contains("CDF of lost packets per block"));
+    assert!(svg.contains("lossy") && svg.contains("lost packets per block (x)"));
+    let bad = PlotSpec {
+        metric: Metric::Goodput,
+        ..spec
+    };
+    let e = render(&report, &bad, &dir).unwrap_err().to_string();
+    assert!(e.contains("lost-per-block"), "{e}");
+}

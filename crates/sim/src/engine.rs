@@ -620,6 +620,9 @@ impl Simulator {
                 coding.replacement_symbols += sc.replacement_symbols;
                 coding.appended_symbols += sc.appended_symbols;
                 coding.late_symbols += rc.late_symbols;
+                for (x, &n) in sc.lost_per_block.iter().enumerate() {
+                    coding.record_block_losses_n(x, n);
+                }
                 let (sent, got) = (se.conn.block_sent_times(), re.conn.block_delivered_times());
                 for i in 0..got.len() {
                     if let (Some(s), Some(d)) = (sent.get(i), got.get(i)) {
@@ -659,6 +662,7 @@ impl Simulator {
                     replacement_symbols: coding.replacement_symbols,
                     appended_symbols: coding.appended_symbols,
                     late_symbols: coding.late_symbols,
+                    lost_per_block: coding.lost_per_block.clone(),
                     overhead: coding.overhead(),
                     redundancy: coding.redundancy(),
                 }),

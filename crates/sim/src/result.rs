@@ -57,6 +57,11 @@ pub struct CodingResult {
     pub appended_symbols: u64,
     /// Symbols that arrived for blocks already decoded (receiver).
     pub late_symbols: u64,
+    /// Histogram of lost packets per finished block (sender), summed element-wise over
+    /// connections: entry x = blocks that lost x packets while the sender held them
+    /// (FMTCP Fig. 6).
+    #[serde(default)]
+    pub lost_per_block: Vec<u64>,
     /// Coding overhead: `symbols_sent / source_symbols − 1`.
     pub overhead: f64,
     /// Mean Eq. 7 redundancy r_f with k̂ = k: `1 + appended_symbols / source_symbols`.

@@ -202,3 +202,35 @@ fn coding_counters_are_exported() {
     let m = run_flow(two_paths(0.05, 100), mptcp(), 128 << 10, 20, 1, None);
     assert!(m.coding.is_none());
 }
+
+/// Fig. 6's record: lost packets per finished block. Lossless paths put every block in bin
+/// 0; 10 % loss on subflow 2 fills bins 1+. Every block the sender saw finished is counted:
+/// all but the last few, whose acknowledgement is still in flight when the run stops at the
+/// flow's completion.
+#[test]
+fn lost_per_block_histogram() {
+    let bytes = 3_000_000 + 1234;
+    let clean = vec![
+        link("a", 10_000_000, 20, 1000, 0.0),
+        link("b", 10_000_000, 40, 1000, 0.0),
+    ];
+    let r = run_flow(clean, fmtcp(), 128 << 10, 300, 1, Some(bytes));
+    assert!(r.completion_s.is_some());
+    let c = r.coding.expect("coding counters");
+    assert_eq!(c.lost_per_block.len(), 1, "{c:?}");
+    assert!(c.lost_per_block[0] <= c.blocks && c.lost_per_block[0] + 4 >= c.blocks);
+
+    let r = run_flow(
+        two_paths(0.10, 100),
+        fmtcp(),
+        128 << 10,
+        300,
+        1,
+        Some(bytes),
+    );
+    assert!(r.completion_s.is_some());
+    let c = r.coding.expect("coding counters");
+    let total: u64 = c.lost_per_block.iter().sum();
+    assert!(total <= c.blocks && total + 4 >= c.blocks, "{c:?}");
+    assert!(c.lost_per_block.iter().skip(1).sum::<u64>() > 0, "{c:?}");
+}

@@ -430,6 +430,8 @@ struct TxBlock {
     decoded: bool,
     in_flight: Vec<u64>,
     lost_unreplaced: u64,
+    /// Packets carrying symbols of this block that a path reported lost (Fig. 6).
+    lost_packets: u64,
 }
 
 impl TxBlock {
@@ -497,16 +499,24 @@ impl FmtcpSender {
         self.blocks.get_mut(index.checked_sub(first)? as usize)
     }
 
-    /// Drops finished blocks and opens new ones inside the flow-control window.
-    fn refresh(&mut self, ctx: &mut SendCtx<'_>) {
-        let ack = ctx.data_ack;
+    /// Drops the finished blocks at the front (acknowledged up to `ack` or reported decoded)
+    /// and records their lost packets in the per-block histogram.
+    fn drop_finished(&mut self, ack: u64, st: &mut CodingStats) {
         while self
             .blocks
             .front()
             .is_some_and(|b| b.start + b.len <= ack || b.decoded)
         {
-            self.blocks.pop_front();
+            if let Some(b) = self.blocks.pop_front() {
+                st.record_block_losses(b.lost_packets);
+            }
         }
+    }
+
+    /// Drops finished blocks and opens new ones inside the flow-control window.
+    fn refresh(&mut self, ctx: &mut SendCtx<'_>) {
+        let ack = ctx.data_ack;
+        self.drop_finished(ack, &mut ctx.stats.fmtcp);
         let b = self.geo.block;
         loop {
             let start = self.next_block * b;
@@ -568,6 +578,7 @@ impl FmtcpSender {
                 decoded: false,
                 in_flight: vec![0; ctx.paths.len()],
                 lost_unreplaced: 0,
+                lost_packets: 0,
             });
             self.next_block += 1;
         }
@@ -640,6 +651,7 @@ impl FmtcpSender {
                 }
                 if lost {
                     b.lost_unreplaced += n;
+                    b.lost_packets += 1;
                 } else {
                     b.acked += n;
                 }
@@ -713,13 +725,7 @@ impl SchemeSender for FmtcpSender {
 
     fn on_data_ack(&mut self, ctx: &mut SendCtx<'_>) {
         let ack = ctx.data_ack;
-        while self
-            .blocks
-            .front()
-            .is_some_and(|b| b.start + b.len <= ack || b.decoded)
-        {
-            self.blocks.pop_front();
-        }
+        self.drop_finished(ack, &mut ctx.stats.fmtcp);
     }
 
     fn on_feedback(&mut self, ctx: &mut SendCtx<'_>, frame: &Frame<'_>) -> Result<(), SchemeError> {
@@ -751,6 +757,7 @@ impl SchemeSender for FmtcpSender {
                 ctx.stats.fmtcp.blocks_decoded += 1;
             }
         }
+        self.drop_finished(ctx.data_ack, &mut ctx.stats.fmtcp);
         Ok(())
     }
 }
@@ -934,9 +941,26 @@ pub struct CodingStats {
     pub appended_symbols: u64,
     /// Symbols that arrived for blocks already decoded (receiver).
     pub late_symbols: u64,
+    /// Histogram of lost packets per finished block (sender): entry x counts the blocks
+    /// for which x packets carrying their symbols were reported lost while the block was
+    /// held (opened → acknowledged or reported decoded). Blocks unfinished at the end of a
+    /// run are not counted; losses reported after a block finished are not counted (FMTCP
+    /// Fig. 6).
+    pub lost_per_block: Vec<u64>,
 }
 
 impl CodingStats {
+    /// Adds one finished block with `lost` lost packets to `lost_per_block`.
+    pub fn record_block_losses(&mut self, lost: u64) {
+        self.record_block_losses_n(lost as usize, 1);
+    }
+    /// Adds `n` finished blocks with `lost` lost packets each (element-wise histogram sum).
+    pub fn record_block_losses_n(&mut self, lost: usize, n: u64) {
+        if self.lost_per_block.len() <= lost {
+            self.lost_per_block.resize(lost + 1, 0);
+        }
+        self.lost_per_block[lost] += n;
+    }
     /// Coding overhead: symbols sent per source symbol, minus one.
     pub fn overhead(&self) -> f64 {
         if self.source_symbols == 0 {
