@@ -258,7 +258,7 @@ fn delivers_exactly_with_a_short_final_block() {
         let got = send_all(&mut a, &mut b, &d, 0);
         assert!(got == d, "{code:?}: {} of {} bytes", got.len(), d.len());
         assert!(b.is_finished() && a.is_all_acked(), "{code:?}");
-        let s = a.stats().scheme.fmtcp;
+        let s = a.stats().scheme.coding;
         assert_eq!(s.blocks, 11);
         assert_eq!(b.stats().scheme.rejected_frames, 0);
         assert_eq!(a.stats().scheme.rejected_frames, 0);
@@ -279,7 +279,7 @@ fn delivers_exactly_with_two_symbols_per_packet() {
     let got = send_all(&mut a, &mut b, &d, 5);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
     // 48 source symbols per full block, 1 for the 700-byte tail (T = 683 → 2).
-    assert_eq!(a.stats().scheme.fmtcp.source_symbols, 5 * 48 + 2);
+    assert_eq!(a.stats().scheme.coding.source_symbols, 5 * 48 + 2);
 }
 
 #[test]
@@ -289,7 +289,7 @@ fn delivers_exactly_when_packets_are_lost() {
     let (mut a, mut b) = pair(Code::Raptorq);
     let got = send_all(&mut a, &mut b, &d, 7);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
-    let s = a.stats().scheme.fmtcp;
+    let s = a.stats().scheme.coding;
     assert!(s.replacement_symbols > 0, "{s:?}");
     // No ARQ: nothing is ever re-sent as stream bytes.
     assert!(a.stats().scheme.retransmitted_bytes.iter().all(|&x| x == 0));
@@ -360,14 +360,14 @@ fn hostile_symbols_and_feedback_are_dropped_and_counted() {
     ];
     assert_eq!(t, RIGHT.len());
     let before = b.stats().scheme.rejected_frames;
-    let late_before = b.stats().scheme.fmtcp.late_symbols;
+    let late_before = b.stats().scheme.coding.late_symbols;
     let mut expected = 0;
     for (i, (f, rejected)) in hostile.iter().enumerate() {
         let _ = b.handle_datagram(now, &packet(0, 10_000 + i as u64, std::slice::from_ref(f)));
         expected += u64::from(*rejected);
     }
     assert_eq!(b.stats().scheme.rejected_frames - before, expected);
-    assert_eq!(b.stats().scheme.fmtcp.late_symbols - late_before, 1);
+    assert_eq!(b.stats().scheme.coding.late_symbols - late_before, 1);
     // Feedback to the sender: a block never sent, a count above what was sent, a private
     // feedback kind this scheme does not use.
     let before = a.stats().scheme.rejected_frames;

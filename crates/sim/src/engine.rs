@@ -554,7 +554,6 @@ impl Simulator {
         for (fi, f) in self.flows.iter().enumerate() {
             let name = self.cfg.flows[fi].name.clone();
             let mut delivered = 0;
-            let mut written = 0;
             let mut paths: Vec<PathResult> = Vec::new();
             let mut buffer_mean = 0.0;
             let mut buffer_max = 0;
@@ -581,7 +580,6 @@ impl Simulator {
                     });
                 }
                 delivered += sink.read();
-                written += src.written();
                 let ss = se.conn.stats();
                 let rs = re.conn.stats();
                 for (p, st) in ss.paths.iter().enumerate() {
@@ -612,7 +610,7 @@ impl Simulator {
                 window_drops += rs.window_drops;
                 reinjected += ss.scheme.reinjected_bytes;
                 penalizations += ss.scheme.penalizations;
-                let (sc, rc) = (&ss.scheme.fmtcp, &rs.scheme.fmtcp);
+                let (sc, rc) = (&ss.scheme.coding, &rs.scheme.coding);
                 coding.blocks += sc.blocks;
                 coding.blocks_decoded += rc.blocks_decoded;
                 coding.source_symbols += sc.source_symbols;
@@ -630,7 +628,6 @@ impl Simulator {
                     }
                 }
             }
-            let _ = written;
             flows.push(FlowResult {
                 name,
                 bytes_delivered: delivered,

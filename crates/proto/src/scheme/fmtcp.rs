@@ -516,7 +516,7 @@ impl FmtcpSender {
     /// Drops finished blocks and opens new ones inside the flow-control window.
     fn refresh(&mut self, ctx: &mut SendCtx<'_>) {
         let ack = ctx.data_ack;
-        self.drop_finished(ack, &mut ctx.stats.fmtcp);
+        self.drop_finished(ack, &mut ctx.stats.coding);
         let b = self.geo.block;
         loop {
             let start = self.next_block * b;
@@ -563,8 +563,8 @@ impl FmtcpSender {
                     (Encoder::Lt(e), k_hat.max(k as u64))
                 }
             };
-            ctx.stats.fmtcp.source_symbols += k as u64;
-            ctx.stats.fmtcp.blocks += 1;
+            ctx.stats.coding.source_symbols += k as u64;
+            ctx.stats.coding.blocks += 1;
             self.blocks.push_back(TxBlock {
                 index: self.next_block,
                 start,
@@ -622,7 +622,7 @@ impl FmtcpSender {
         if b.sent == 0 {
             ctx.mark_sent(b.start, b.start + b.len);
         }
-        let st = &mut ctx.stats.fmtcp;
+        let st = &mut ctx.stats.coding;
         st.symbols_sent += 1;
         if b.lost_unreplaced > 0 {
             b.lost_unreplaced -= 1;
@@ -725,7 +725,7 @@ impl SchemeSender for FmtcpSender {
 
     fn on_data_ack(&mut self, ctx: &mut SendCtx<'_>) {
         let ack = ctx.data_ack;
-        self.drop_finished(ack, &mut ctx.stats.fmtcp);
+        self.drop_finished(ack, &mut ctx.stats.coding);
     }
 
     fn on_feedback(&mut self, ctx: &mut SendCtx<'_>, frame: &Frame<'_>) -> Result<(), SchemeError> {
@@ -754,10 +754,10 @@ impl SchemeSender for FmtcpSender {
             b.reported = b.reported.max(count);
             if decoded {
                 b.decoded = true;
-                ctx.stats.fmtcp.blocks_decoded += 1;
+                ctx.stats.coding.blocks_decoded += 1;
             }
         }
-        self.drop_finished(ctx.data_ack, &mut ctx.stats.fmtcp);
+        self.drop_finished(ctx.data_ack, &mut ctx.stats.coding);
         Ok(())
     }
 }
@@ -819,7 +819,7 @@ impl FmtcpReceiver {
         }
         let contiguous = ctx.recv_buf.contiguous_end();
         if start + len <= contiguous || self.done.contains(&s.block) {
-            ctx.stats.fmtcp.late_symbols += 1;
+            ctx.stats.coding.late_symbols += 1;
             return Ok(());
         }
         if let Some(f) = ctx.recv_buf.final_size() {
@@ -877,7 +877,7 @@ impl FmtcpReceiver {
                     ctx.recv_buf.insert(start, &data[..len as usize]);
                 }
                 self.done.insert(s.block);
-                ctx.stats.fmtcp.blocks_decoded += 1;
+                ctx.stats.coding.blocks_decoded += 1;
             }
         }
         // Forget what the application can now read in order.

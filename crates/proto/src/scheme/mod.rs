@@ -79,7 +79,7 @@ pub struct SchemeStats {
     /// Frames the receiving half rejected (unknown blocks, out-of-range ids, bad sizes).
     pub rejected_frames: u64,
     /// Coded schemes: symbols, coding overhead and Eq. 7 redundancy.
-    pub fmtcp: CodingStats,
+    pub coding: CodingStats,
 }
 
 impl SchemeStats {
