@@ -519,6 +519,9 @@ fn compile(s: &FileSpec) -> Result<Compiled, String> {
             max_ack_delay: f.max_ack_delay.map_or(d.max_ack_delay, |x| x.0),
             max_ack_ranges: f.max_ack_ranges.unwrap_or(d.max_ack_ranges),
             max_paths: f.max_paths.unwrap_or(d.max_paths),
+            metric_block: f.metric_block.map_or(Ok(d.metric_block), |x| {
+                usize_size(x.0, &format!("{at}.metric_block"))
+            })?,
             ..d
         };
         let n = match kind {

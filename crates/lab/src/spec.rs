@@ -128,6 +128,8 @@ pub struct FlowSpec {
     pub max_ack_ranges: Option<usize>,
     #[serde(default)]
     pub max_paths: Option<usize>,
+    #[serde(default)]
+    pub metric_block: Option<Size>,
 }
 
 /// `[[events]]`.

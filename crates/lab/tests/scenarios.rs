@@ -66,6 +66,20 @@ fn units_and_defaults() {
     assert_eq!(f.kind, FlowKind::Multipath);
     assert_eq!(f.bytes, None);
     assert_eq!(c.header_overhead, 28);
+    assert_eq!(f.conn.metric_block, 32 * 1024);
+}
+
+#[test]
+fn metric_block_is_settable() {
+    let s = Scenario::parse(
+        &BASE.replace(
+            "buffer = \"64KiB\"",
+            "buffer = \"64KiB\"\nmetric_block = \"64KiB\"",
+        ),
+        "test.toml",
+    )
+    .unwrap();
+    assert_eq!(s.config(0, 0).sim.flows[0].conn.metric_block, 65_536);
 }
 
 #[test]
