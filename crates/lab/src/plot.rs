@@ -408,7 +408,7 @@ fn run_values(run: &RunRecord, spec: &PlotSpec, sels: &[String]) -> Vec<(String,
                     .map(|i| {
                         reduce(
                             fl.iter()
-                                .map(|f| f.paths.get(i).map_or(0.0, |p| p.throughput_mbps)),
+                                .map(|f| f.paths.get(i).map_or(0.0, |p| p.stats.throughput_mbps)),
                             spec.reduce,
                         )
                     })

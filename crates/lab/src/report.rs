@@ -5,25 +5,15 @@ use crate::scenario::Scenario;
 use crate::stats::{jain, Estimate};
 use std::fmt::Write as _;
 
-/// One path of one flow in one run.
+/// One path of one flow in one run: its name from the scenario and the simulator's record
+/// (flattened in JSON).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PathRecord {
     /// Path name (from the scenario).
     pub name: String,
-    /// Acknowledged datagram throughput, Mbit/s.
-    pub throughput_mbps: f64,
-    /// Datagrams sent.
-    pub packets_sent: u64,
-    /// Datagrams declared lost.
-    pub packets_lost: u64,
-    /// `packets_lost / packets_sent`.
-    pub loss_rate: f64,
-    /// Stream bytes re-sent on this path.
-    pub retransmitted_bytes: u64,
-    /// Retransmission timeouts.
-    pub rto_count: u64,
-    /// Final smoothed RTT, ms.
-    pub srtt_ms: Option<f64>,
+    /// Throughput, losses, retransmissions, RTT, window.
+    #[serde(flatten)]
+    pub stats: tributary_sim::PathResult,
 }
 
 /// One flow in one run.
@@ -260,12 +250,12 @@ impl Report {
                     match f.paths.get(i) {
                         Some(p) => line.extend([
                             csv_field(&p.name),
-                            p.throughput_mbps.to_string(),
-                            p.loss_rate.to_string(),
-                            p.packets_sent.to_string(),
-                            p.packets_lost.to_string(),
-                            p.retransmitted_bytes.to_string(),
-                            p.rto_count.to_string(),
+                            p.stats.throughput_mbps.to_string(),
+                            p.stats.loss_rate.to_string(),
+                            p.stats.packets_sent.to_string(),
+                            p.stats.packets_lost.to_string(),
+                            p.stats.retransmitted_bytes.to_string(),
+                            p.stats.rto_count.to_string(),
                         ]),
                         None => line.extend(std::iter::repeat_n(String::new(), 7)),
                     }
@@ -455,13 +445,13 @@ fn row(
         .enumerate()
         .map(|(pi, p)| PathSummary {
             name: p.name.clone(),
-            throughput_mbps: est(&per_run(&|f| f.paths[pi].throughput_mbps)),
+            throughput_mbps: est(&per_run(&|f| f.paths[pi].stats.throughput_mbps)),
             loss_rate: est(&runs
                 .iter()
                 .map(|r| {
                     let (lost, sent) = members.iter().fold((0, 0), |(l, s), &i| {
                         let p = &r.flows[i].paths[pi];
-                        (l + p.packets_lost, s + p.packets_sent)
+                        (l + p.stats.packets_lost, s + p.stats.packets_sent)
                     });
                     if sent == 0 {
                         0.0

@@ -158,13 +158,7 @@ fn run_one(s: &Scenario, r: &RunSpec) -> Result<RunRecord, RunError> {
                     .zip(&g.path_names)
                     .map(|(p, name)| PathRecord {
                         name: name.clone(),
-                        throughput_mbps: p.throughput_mbps,
-                        packets_sent: p.packets_sent,
-                        packets_lost: p.packets_lost,
-                        loss_rate: p.loss_rate,
-                        retransmitted_bytes: p.retransmitted_bytes,
-                        rto_count: p.rto_count,
-                        srtt_ms: p.srtt_ms,
+                        stats: p.clone(),
                     })
                     .collect(),
                 series: f.series.clone(),

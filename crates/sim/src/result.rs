@@ -3,7 +3,7 @@
 use crate::link::LinkStats;
 
 /// Per-path results of a flow (summed over the flow's connections for per-path flows).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PathResult {
     /// Acknowledged datagram bytes on this path over the flow's lifetime, Mbit/s.
     pub throughput_mbps: f64,
