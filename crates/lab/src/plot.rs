@@ -843,7 +843,7 @@ fn cdf_figure(
                         for (x, &n) in f
                             .coding
                             .iter()
-                            .flat_map(|c| c.lost_per_block.iter())
+                            .flat_map(|c| c.counts.lost_per_block.iter())
                             .enumerate()
                         {
                             if hist.len() <= x {

@@ -334,7 +334,7 @@ labels = ["clean", "lossy"]
     std::fs::write(&p, report.to_json()).unwrap();
     let report = load_report(&p).unwrap();
     for r in &report.runs {
-        let h = &r.flows[0].coding.as_ref().unwrap().lost_per_block;
+        let h = &r.flows[0].coding.as_ref().unwrap().counts.lost_per_block;
         assert!(h.iter().sum::<u64>() > 0, "{h:?}");
         if r.sweep == "lossy" {
             assert!(h.iter().skip(1).sum::<u64>() > 0, "{h:?}");

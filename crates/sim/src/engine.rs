@@ -610,17 +610,7 @@ impl Simulator {
                 window_drops += rs.window_drops;
                 reinjected += ss.scheme.reinjected_bytes;
                 penalizations += ss.scheme.penalizations;
-                let (sc, rc) = (&ss.scheme.coding, &rs.scheme.coding);
-                coding.blocks += sc.blocks;
-                coding.blocks_decoded += rc.blocks_decoded;
-                coding.source_symbols += sc.source_symbols;
-                coding.symbols_sent += sc.symbols_sent;
-                coding.replacement_symbols += sc.replacement_symbols;
-                coding.appended_symbols += sc.appended_symbols;
-                coding.late_symbols += rc.late_symbols;
-                for (x, &n) in sc.lost_per_block.iter().enumerate() {
-                    coding.record_block_losses_n(x, n);
-                }
+                coding.add_connection(&ss.scheme.coding, &rs.scheme.coding);
                 let (sent, got) = (se.conn.block_sent_times(), re.conn.block_delivered_times());
                 for i in 0..got.len() {
                     if let (Some(s), Some(d)) = (sent.get(i), got.get(i)) {
@@ -652,16 +642,9 @@ impl Simulator {
                     Vec::new()
                 },
                 coding: (coding.symbols_sent > 0).then(|| CodingResult {
-                    blocks: coding.blocks,
-                    blocks_decoded: coding.blocks_decoded,
-                    source_symbols: coding.source_symbols,
-                    symbols_sent: coding.symbols_sent,
-                    replacement_symbols: coding.replacement_symbols,
-                    appended_symbols: coding.appended_symbols,
-                    late_symbols: coding.late_symbols,
-                    lost_per_block: coding.lost_per_block.clone(),
                     overhead: coding.overhead(),
                     redundancy: coding.redundancy(),
+                    counts: coding,
                 }),
             });
         }

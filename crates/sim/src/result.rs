@@ -1,6 +1,7 @@
 //! What a run reports.
 
 use crate::link::LinkStats;
+use tributary_proto::scheme::CodingStats;
 
 /// Per-path results of a flow (summed over the flow's connections for per-path flows).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -39,29 +40,14 @@ pub struct BlockDelay {
     pub max_ms: f64,
 }
 
-/// Coding counters of a coded scheme (`fmtcp`), summed over the flow's connections: the
-/// sender's symbol counts and the receiver's decoded and late counts.
+/// Coding counters of a coded scheme (`fmtcp`), summed over the flow's connections (see
+/// [`CodingStats::add_connection`]), with the derived ratios. The counters are flattened into
+/// the same JSON object.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CodingResult {
-    /// Blocks opened by the sender.
-    pub blocks: u64,
-    /// Blocks the receiver decoded.
-    pub blocks_decoded: u64,
-    /// Source symbols of the blocks opened (Σ k_b).
-    pub source_symbols: u64,
-    /// Symbols sent.
-    pub symbols_sent: u64,
-    /// Symbols sent in place of symbols a path reported lost.
-    pub replacement_symbols: u64,
-    /// Symbols appended beyond k̂ by the Eq. 4 estimate (the l_b of Eq. 7).
-    pub appended_symbols: u64,
-    /// Symbols that arrived for blocks already decoded (receiver).
-    pub late_symbols: u64,
-    /// Histogram of lost packets per finished block (sender), summed element-wise over
-    /// connections: entry x = blocks that lost x packets while the sender held them
-    /// (FMTCP Fig. 6).
-    #[serde(default)]
-    pub lost_per_block: Vec<u64>,
+    /// Blocks, symbols sent/replaced/appended, decoded and late counts, losses per block.
+    #[serde(flatten)]
+    pub counts: CodingStats,
     /// Coding overhead: `symbols_sent / source_symbols − 1`.
     pub overhead: f64,
     /// Mean Eq. 7 redundancy r_f with k̂ = k: `1 + appended_symbols / source_symbols`.

@@ -188,17 +188,22 @@ fn coding_counters_are_exported() {
         Some(blocks * 32768),
     );
     let c = r.coding.expect("fmtcp reports coding counters");
-    assert_eq!(c.blocks, blocks);
-    assert_eq!(c.blocks_decoded, blocks);
-    assert_eq!(c.source_symbols, 24 * blocks);
+    assert_eq!(c.counts.blocks, blocks);
+    assert_eq!(c.counts.blocks_decoded, blocks);
+    assert_eq!(c.counts.source_symbols, 24 * blocks);
     let sent: u64 = r.paths.iter().map(|p| p.packets_sent).sum();
-    assert!(c.symbols_sent > c.source_symbols && c.symbols_sent <= sent);
-    let oh = c.symbols_sent as f64 / c.source_symbols as f64 - 1.0;
+    assert!(c.counts.symbols_sent > c.counts.source_symbols && c.counts.symbols_sent <= sent);
+    let oh = c.counts.symbols_sent as f64 / c.counts.source_symbols as f64 - 1.0;
     assert!((c.overhead - oh).abs() < 1e-12);
     assert!(
-        (c.redundancy - (1.0 + c.appended_symbols as f64 / c.source_symbols as f64)).abs() < 1e-12
+        (c.redundancy - (1.0 + c.counts.appended_symbols as f64 / c.counts.source_symbols as f64))
+            .abs()
+            < 1e-12
     );
-    assert!(c.replacement_symbols > 0, "5 % loss needs replacements");
+    assert!(
+        c.counts.replacement_symbols > 0,
+        "5 % loss needs replacements"
+    );
     let m = run_flow(two_paths(0.05, 100), mptcp(), 128 << 10, 20, 1, None);
     assert!(m.coding.is_none());
 }
@@ -217,8 +222,11 @@ fn lost_per_block_histogram() {
     let r = run_flow(clean, fmtcp(), 128 << 10, 300, 1, Some(bytes));
     assert!(r.completion_s.is_some());
     let c = r.coding.expect("coding counters");
-    assert_eq!(c.lost_per_block.len(), 1, "{c:?}");
-    assert!(c.lost_per_block[0] <= c.blocks && c.lost_per_block[0] + 4 >= c.blocks);
+    assert_eq!(c.counts.lost_per_block.len(), 1, "{c:?}");
+    assert!(
+        c.counts.lost_per_block[0] <= c.counts.blocks
+            && c.counts.lost_per_block[0] + 4 >= c.counts.blocks
+    );
 
     let r = run_flow(
         two_paths(0.10, 100),
@@ -230,7 +238,13 @@ fn lost_per_block_histogram() {
     );
     assert!(r.completion_s.is_some());
     let c = r.coding.expect("coding counters");
-    let total: u64 = c.lost_per_block.iter().sum();
-    assert!(total <= c.blocks && total + 4 >= c.blocks, "{c:?}");
-    assert!(c.lost_per_block.iter().skip(1).sum::<u64>() > 0, "{c:?}");
+    let total: u64 = c.counts.lost_per_block.iter().sum();
+    assert!(
+        total <= c.counts.blocks && total + 4 >= c.counts.blocks,
+        "{c:?}"
+    );
+    assert!(
+        c.counts.lost_per_block.iter().skip(1).sum::<u64>() > 0,
+        "{c:?}"
+    );
 }

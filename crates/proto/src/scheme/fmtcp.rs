@@ -925,7 +925,7 @@ impl SchemeReceiver for FmtcpReceiver {
 }
 
 /// Counters of the coded schemes (symbols, Eq. 7 redundancy); zero for the others.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CodingStats {
     /// Blocks opened by the sender.
     pub blocks: u64,
@@ -946,10 +946,26 @@ pub struct CodingStats {
     /// held (opened → acknowledged or reported decoded). Blocks unfinished at the end of a
     /// run are not counted; losses reported after a block finished are not counted (FMTCP
     /// Fig. 6).
+    #[serde(default)]
     pub lost_per_block: Vec<u64>,
 }
 
 impl CodingStats {
+    /// Adds the counters of one connection, given its sending and its receiving end: the
+    /// symbol counts and the loss histogram are the sender's, the decoded and late counts the
+    /// receiver's.
+    pub fn add_connection(&mut self, sender: &CodingStats, receiver: &CodingStats) {
+        self.blocks += sender.blocks;
+        self.blocks_decoded += receiver.blocks_decoded;
+        self.source_symbols += sender.source_symbols;
+        self.symbols_sent += sender.symbols_sent;
+        self.replacement_symbols += sender.replacement_symbols;
+        self.appended_symbols += sender.appended_symbols;
+        self.late_symbols += receiver.late_symbols;
+        for (x, &n) in sender.lost_per_block.iter().enumerate() {
+            self.record_block_losses_n(x, n);
+        }
+    }
     /// Adds one finished block with `lost` lost packets to `lost_per_block`.
     pub fn record_block_losses(&mut self, lost: u64) {
         self.record_block_losses_n(lost as usize, 1);
