@@ -1,6 +1,9 @@
 //! `fmtcp`: the model of the paper (Eq. 4, Eqs. 8–10, Algorithm 1) on hand-built inputs, and
 //! the scheme on a live pair of connections, including hostile SYMBOL/FEEDBACK frames.
 
+mod common;
+
+use common::{transfer, wrap};
 use proptest::prelude::*;
 use tributary_proto::path::PathView;
 use tributary_proto::scheme::fmtcp::{
@@ -192,42 +195,6 @@ fn pair(code: Code) -> (Connection, Connection) {
 
 /// Zero-delay lossless exchange until `b` finished, or `rounds` pass; drops every `drop`-th
 /// datagram from `a` (0: none). Returns what `b` read.
-fn transfer(
-    a: &mut Connection,
-    b: &mut Connection,
-    now: &mut Instant,
-    rounds: usize,
-    drop: usize,
-) -> Vec<u8> {
-    let mut got = Vec::new();
-    let mut buf = vec![0u8; 2048];
-    let mut sent = 0usize;
-    for _ in 0..rounds {
-        let mut moved = false;
-        while let Some(t) = a.poll_transmit(*now, &mut buf) {
-            sent += 1;
-            if drop == 0 || !sent.is_multiple_of(drop) {
-                let _ = b.handle_datagram(*now, &buf[..t.len]);
-            }
-            moved = true;
-        }
-        while let Some(t) = b.poll_transmit(*now, &mut buf) {
-            let _ = a.handle_datagram(*now, &buf[..t.len]);
-            moved = true;
-        }
-        b.read_with(u64::MAX, |s| got.extend_from_slice(s));
-        if b.is_finished() && a.is_all_acked() {
-            break;
-        }
-        if !moved {
-            *now += Duration::from_millis(5);
-            a.handle_timeout(*now);
-            b.handle_timeout(*now);
-        }
-    }
-    got
-}
-
 fn data(n: u32) -> Vec<u8> {
     (0..n)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
@@ -438,8 +405,8 @@ proptest! {
             let mut pkt = vec![*kind & 0x0f];
             pkt.extend_from_slice(body);
             let _ = b.handle_datagram(now, &packet(path % 3, 30_000 + i as u64, &[]));
-            let _ = b.handle_datagram(now, &raw(path % 3, 40_000 + i as u64, &pkt));
-            let _ = a.handle_datagram(now, &raw(path % 3, 50_000 + i as u64, &pkt));
+            let _ = b.handle_datagram(now, &wrap(ConnectionConfig::default().conn_id, path % 3, 40_000 + i as u64, &pkt));
+            let _ = a.handle_datagram(now, &wrap(ConnectionConfig::default().conn_id, path % 3, 50_000 + i as u64, &pkt));
         }
         let got = transfer(&mut a, &mut b, &mut now, 5_000, 0);
         let forged = junk.iter().any(|(_, kind, body)| {
@@ -451,20 +418,4 @@ proptest! {
             prop_assert_eq!(&got[..], &d[..got.len()]);
         }
     }
-}
-
-/// A packet around raw frame bytes (valid header and checksum).
-fn raw(path: u8, pn: u64, body: &[u8]) -> Vec<u8> {
-    let mut buf = vec![0u8; 4096];
-    let hdr = Header {
-        conn_id: ConnectionConfig::default().conn_id,
-        path,
-        pn,
-    };
-    let room = PacketWriter::new(&mut buf, 4096, hdr).unwrap().remaining();
-    buf.truncate(4096 - room - tributary_proto::wire::CHECKSUM_LEN);
-    buf.extend_from_slice(body);
-    let crc = crc32fast::hash(&buf);
-    buf.extend_from_slice(&crc.to_be_bytes());
-    buf
 }
