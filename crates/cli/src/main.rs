@@ -1,6 +1,8 @@
 //! `tributary`: run experiments on the simulator, transfer files over real UDP paths.
 
 mod bench_cmd;
+mod choice;
+mod list_cmd;
 mod net_cmds;
 mod plot_cmd;
 mod run_cmd;
@@ -31,6 +33,8 @@ enum Cmd {
     Recv(net_cmds::RecvArgs),
     /// Measure simulator speed (delivered packets per wall-clock second).
     Bench(bench_cmd::BenchArgs),
+    /// List the registered schemes, congestion controllers and schedulers with their options.
+    List(list_cmd::ListArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
         Cmd::Send(a) => net_cmds::send(a),
         Cmd::Recv(a) => net_cmds::recv(a),
         Cmd::Bench(a) => bench_cmd::bench(a),
+        Cmd::List(a) => list_cmd::list(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

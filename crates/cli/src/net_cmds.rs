@@ -4,52 +4,27 @@
 //! `--conn-id` (the core has no handshake; the sender assumes the receiver's buffer is its
 //! own). `--cc` and `--scheduler` only matter on the sending end.
 
+use crate::choice;
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 use tributary_net::{SocketOptions, TransferOptions, UdpDriver};
-use tributary_proto::cc::CcConfig;
-use tributary_proto::sched::SchedulerConfig;
-use tributary_proto::scheme::{ArqConfig, SchemeConfig};
+use tributary_proto::cc::{CcConfig, Controllers};
+use tributary_proto::sched::{SchedulerConfig, Schedulers};
+use tributary_proto::scheme::{SchemeConfig, Schemes};
 use tributary_proto::ConnectionConfig;
-
-/// Recovery scheme.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Scheme {
-    /// Single-path TCP-like ARQ (exactly one path).
-    Tcp,
-    /// IETF-MPTCP-like ARQ with reinjection and penalisation.
-    Mptcp,
-}
-
-/// Congestion controller.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Cc {
-    /// Uncoupled NewReno per path.
-    NewReno,
-    /// Linked Increases (RFC 6356).
-    Lia,
-}
-
-/// Path scheduler.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Scheduler {
-    /// Lowest smoothed RTT first (Linux default).
-    MinRtt,
-    /// Paths in turn.
-    RoundRobin,
-}
 
 /// Connection options shared by both commands.
 #[derive(Args, Debug)]
 pub struct ConnArgs {
     /// Recovery scheme (must match the other end).
-    #[arg(long, value_enum, default_value = "mptcp")]
-    pub scheme: Scheme,
+    #[arg(long, default_value = "mptcp", value_parser = choice::parse::<Schemes>,
+          long_help = choice::help::<Schemes>("Recovery scheme (must match the other end)"))]
+    pub scheme: SchemeConfig,
     /// Connection receive buffer, bytes; suffixes K, M, G (binary) accepted (must match).
     #[arg(long, default_value = "2M", value_parser = parse_size)]
     pub buffer: usize,
@@ -60,11 +35,13 @@ pub struct ConnArgs {
     #[arg(long, default_value_t = 1)]
     pub conn_id: u32,
     /// Congestion controller (sender only).
-    #[arg(long, value_enum, default_value = "new-reno")]
-    pub cc: Cc,
+    #[arg(long, default_value = "new-reno", value_parser = choice::parse::<Controllers>,
+          long_help = choice::help::<Controllers>("Congestion controller (sender only)"))]
+    pub cc: CcConfig,
     /// Path scheduler (sender only).
-    #[arg(long, value_enum, default_value = "min-rtt")]
-    pub scheduler: Scheduler,
+    #[arg(long, default_value = "min-rtt", value_parser = choice::parse::<Schedulers>,
+          long_help = choice::help::<Schedulers>("Path scheduler (sender only)"))]
+    pub scheduler: SchedulerConfig,
     /// OS socket buffers (SO_RCVBUF/SO_SNDBUF) requested per socket, bytes.
     #[arg(long, default_value = "4M", value_parser = parse_size)]
     pub socket_buffer: usize,
@@ -85,18 +62,9 @@ impl ConnArgs {
             conn_id: self.conn_id,
             mss: self.mss,
             recv_buffer: self.buffer,
-            scheme: match self.scheme {
-                Scheme::Tcp => SchemeConfig::Tcp,
-                Scheme::Mptcp => SchemeConfig::Mptcp(ArqConfig::default()),
-            },
-            cc: match self.cc {
-                Cc::NewReno => CcConfig::NewReno,
-                Cc::Lia => CcConfig::Lia,
-            },
-            scheduler: match self.scheduler {
-                Scheduler::MinRtt => SchedulerConfig::MinRtt,
-                Scheduler::RoundRobin => SchedulerConfig::RoundRobin,
-            },
+            scheme: self.scheme.clone(),
+            cc: self.cc.clone(),
+            scheduler: self.scheduler.clone(),
             ..ConnectionConfig::default()
         }
     }

@@ -362,39 +362,28 @@ fn link_params(l: &LinkSpec) -> (LinkParams, LinkParams) {
     (fwd, rev)
 }
 
-/// The scheme of a flow: (kind, scheme).
+/// The scheme of a flow: (kind, scheme). `"n-tcp"` is not a scheme but a flow kind: one
+/// independent `tcp` connection per path.
 fn scheme_of(f: &FlowSpec, at: &str, npaths: usize) -> Result<(FlowKind, SchemeConfig), String> {
-    let known = format!("known: {}, n-tcp", SchemeConfig::NAMES.join(", "));
     let value = match &f.scheme {
         None => return Ok((FlowKind::Multipath, SchemeConfig::default())),
         Some(toml::Value::String(s)) if s == "n-tcp" => {
-            return Ok((FlowKind::PerPath, SchemeConfig::Tcp))
+            let tcp = SchemeConfig::named("tcp").map_err(|e| format!("{at}.scheme: {e}"))?;
+            return Ok((FlowKind::PerPath, tcp));
         }
-        Some(toml::Value::String(s)) => {
-            let mut t = toml::Table::new();
-            t.insert("name".into(), toml::Value::String(s.clone()));
-            toml::Value::Table(t)
-        }
-        Some(v @ toml::Value::Table(_)) => v.clone(),
-        Some(other) => {
-            return Err(format!(
-                "{at}.scheme: expected a scheme name or a table with `name`, got {}",
-                other.type_str()
-            ))
-        }
+        Some(v) => serde_json::to_value(v).map_err(|e| format!("{at}.scheme: {e}"))?,
     };
-    let name = value.get("name").and_then(|v| v.as_str()).unwrap_or("");
-    if name == "n-tcp" {
+    if value.get("name").and_then(|v| v.as_str()) == Some("n-tcp") {
         return Err(format!("{at}.scheme: `n-tcp` takes no options"));
     }
-    let scheme: SchemeConfig = value.clone().try_into().map_err(|e: toml::de::Error| {
-        if name.is_empty() || !SchemeConfig::NAMES.contains(&name) {
-            format!("{at}.scheme: unknown scheme `{name}` ({known})")
+    let scheme = SchemeConfig::parse(value).map_err(|e| {
+        if e.starts_with("unknown scheme") {
+            format!("{at}.scheme: {e}; or n-tcp (one tcp connection per path)")
         } else {
-            format!("{at}.scheme: {}", e.to_string().trim_end())
+            format!("{at}.scheme: {e}")
         }
     })?;
-    if let Some(max) = scheme.max_paths() {
+    if let Some(max) = scheme.factory().max_paths() {
         if npaths > max {
             return Err(format!(
                 "{at}.scheme: `{}` uses at most {max} path(s) but the flow lists {npaths}; \
@@ -499,8 +488,8 @@ fn compile(s: &FileSpec) -> Result<Compiled, String> {
         let d = ConnectionConfig::default();
         let conn = ConnectionConfig {
             scheme,
-            cc: f.cc.unwrap_or(d.cc),
-            scheduler: f.scheduler.unwrap_or(d.scheduler),
+            cc: f.cc.clone().unwrap_or(d.cc),
+            scheduler: f.scheduler.clone().unwrap_or(d.scheduler),
             mss: f
                 .mss
                 .map_or(Ok(d.mss), |x| usize_size(x.0, &format!("{at}.mss")))?,

@@ -164,13 +164,13 @@ fn full_schema() {
     assert_eq!(c.flows[0].paths, vec![vec![0, 1], vec![2]]);
     assert_eq!(c.flows[0].bytes, Some(2_000_000));
     assert_eq!(c.flows[0].read_rate_bps, Some(5_000_000));
-    assert_eq!(c.flows[0].conn.cc, CcConfig::Lia);
+    assert_eq!(c.flows[0].conn.cc, CcConfig::named("lia").unwrap());
     assert_eq!(c.flows[0].conn.send_buffer, 1 << 20);
     assert_eq!(c.flows[0].conn.mss, 1200);
-    match c.flows[0].conn.scheme {
-        SchemeConfig::Mptcp(a) => assert!(!a.reinject && a.penalize),
-        ref other => panic!("{other:?}"),
-    }
+    let scheme = &c.flows[0].conn.scheme;
+    assert_eq!(scheme.name(), "mptcp");
+    assert_eq!(scheme.options()["reinject"], serde_json::Value::Bool(false));
+    assert_eq!(scheme.options()["penalize"], serde_json::Value::Bool(true));
     // Events are sorted by time; the default direction is forward.
     assert_eq!(c.changes[0].at, Duration::from_secs(2));
     assert_eq!(c.changes[0].direction, Direction::Both);
@@ -227,7 +227,10 @@ fn errors_name_the_field() {
     let e = Scenario::parse(&format!("{BASE}cc = \"cubic2\"\n"), "x.toml")
         .unwrap_err()
         .to_string();
-    assert!(e.contains("flows[0].cc: unknown variant `cubic2`"), "{e}");
+    assert!(
+        e.contains("flows[0].cc: unknown congestion controller `cubic2` (known: new-reno,"),
+        "{e}"
+    );
     let e = err("[[events]]\nat = \"1s\"\nlink = \"dsl\"\nset = { up = false }");
     assert!(e.contains("events[0].link: unknown link `dsl`"), "{e}");
     let e = Scenario::parse("name = 3", "x.toml")
@@ -324,7 +327,10 @@ fn variants_sweeps_and_seeds() {
     assert_eq!(s.configs.len(), 18);
     let n_tcp = &s.config(1, 5).sim;
     assert_eq!(n_tcp.flows[0].kind, FlowKind::PerPath);
-    assert_eq!(n_tcp.flows[0].conn.scheme, SchemeConfig::Tcp);
+    assert_eq!(
+        n_tcp.flows[0].conn.scheme,
+        SchemeConfig::named("tcp").unwrap()
+    );
     assert_eq!(
         n_tcp.links[1].forward.loss,
         LossModel::Bernoulli { p: 0.05 }
@@ -340,7 +346,10 @@ fn variants_sweeps_and_seeds() {
     );
     let tcp = &s.config(2, 0).sim;
     assert_eq!(tcp.flows[0].paths, vec![vec![0]]);
-    assert_eq!(tcp.flows[0].conn.scheme, SchemeConfig::Tcp);
+    assert_eq!(
+        tcp.flows[0].conn.scheme,
+        SchemeConfig::named("tcp").unwrap()
+    );
     // The base network of the variants is untouched.
     assert_eq!(s.config(0, 3).sim.flows[0].kind, FlowKind::Multipath);
 

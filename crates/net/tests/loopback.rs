@@ -110,7 +110,7 @@ fn without_offloads_and_with_odd_sizes() {
 #[test]
 fn tcp_over_one_path() {
     let cfg = ConnectionConfig {
-        scheme: SchemeConfig::Tcp,
+        scheme: SchemeConfig::named("tcp").unwrap(),
         ..ConnectionConfig::default()
     };
     let data = payload(3 << 20, 2);
@@ -223,7 +223,7 @@ fn setup_errors_are_typed() {
     let e = UdpDriver::listen(cfg.clone(), &[], SocketOptions::default()).unwrap_err();
     assert!(matches!(e, NetError::NoPaths(_)), "{e}");
     let tcp = ConnectionConfig {
-        scheme: SchemeConfig::Tcp,
+        scheme: SchemeConfig::named("tcp").unwrap(),
         ..cfg
     };
     let two = [(any_local(), addr), (any_local(), addr)];

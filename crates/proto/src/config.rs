@@ -158,10 +158,10 @@ impl ConnectionConfig {
                 format!("is {} but {} paths were given", self.max_paths, paths),
             );
         }
-        if let Err(reason) = self.scheme.validate(self.mss, self.recv_buffer) {
+        if let Err(reason) = self.scheme.factory().validate(self) {
             return bad("scheme", reason);
         }
-        if let Some(max) = self.scheme.max_paths() {
+        if let Some(max) = self.scheme.factory().max_paths() {
             if paths > max {
                 return bad(
                     "scheme",

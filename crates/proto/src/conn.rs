@@ -177,7 +177,7 @@ impl Connection {
     /// A connection over `paths` paths (a receiver may pass 0 and learn paths from packets).
     pub fn new(cfg: ConnectionConfig, paths: usize) -> Result<Self, ConfigError> {
         cfg.validate(paths)?;
-        let (tx, rx) = cfg.scheme.build(cfg.mss);
+        let (tx, rx) = cfg.scheme.factory().build(&cfg);
         let mut c = Connection {
             max_datagram: cfg.max_datagram(),
             paths: Vec::new(),
@@ -186,8 +186,8 @@ impl Connection {
             recv_buf: RecvBuffer::new(cfg.recv_buffer),
             tx,
             rx,
-            cc: cfg.cc.build(),
-            sched: cfg.scheduler.build(),
+            cc: cfg.cc.factory().build(),
+            sched: cfg.scheduler.factory().build(),
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             actions: Vec::new(),
             recovered: Vec::new(),

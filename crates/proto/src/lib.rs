@@ -23,6 +23,7 @@ pub mod config;
 pub mod conn;
 pub mod path;
 pub mod ranges;
+pub mod registry;
 pub mod sched;
 pub mod scheme;
 pub mod time;

@@ -180,7 +180,7 @@ fn cfg(code: Code) -> ConnectionConfig {
 
 fn cfg_with(f: FmtcpConfig) -> ConnectionConfig {
     ConnectionConfig {
-        scheme: SchemeConfig::Fmtcp(f),
+        scheme: SchemeConfig::of("fmtcp", &f).unwrap(),
         recv_buffer: 128 << 10,
         ..ConnectionConfig::default()
     }
@@ -370,10 +370,14 @@ fn invalid_configurations_are_refused() {
         "block larger than the receive buffer"
     );
     let mut c = cfg(Code::Raptorq);
-    c.scheme = SchemeConfig::Fmtcp(FmtcpConfig {
-        symbols_per_packet: 0,
-        ..FmtcpConfig::default()
-    });
+    c.scheme = SchemeConfig::of(
+        "fmtcp",
+        &FmtcpConfig {
+            symbols_per_packet: 0,
+            ..FmtcpConfig::default()
+        },
+    )
+    .unwrap();
     assert!(Connection::new(c, 2).is_err());
     // Geometry for MSS 1400: T = 1366, k = 24; two symbols per packet: T = 683, k = 48.
     let g = FmtcpConfig::default().geometry(1400).unwrap();

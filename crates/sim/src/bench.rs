@@ -5,7 +5,7 @@
 use crate::config::{FlowConfig, FlowKind, LinkConfig, SimConfig};
 use crate::link::LinkParams;
 use tributary_proto::cc::CcConfig;
-use tributary_proto::scheme::{ArqConfig, SchemeConfig};
+use tributary_proto::scheme::SchemeConfig;
 use tributary_proto::time::Duration;
 use tributary_proto::ConnectionConfig;
 
@@ -18,6 +18,14 @@ pub struct BenchCase {
     pub description: &'static str,
     /// The simulation.
     pub config: SimConfig,
+}
+
+fn named(scheme: &str) -> SchemeConfig {
+    SchemeConfig::named(scheme).expect("registered scheme")
+}
+
+fn cc(name: &str) -> CcConfig {
+    CcConfig::named(name).expect("registered controller")
 }
 
 fn clean_link(name: &str) -> LinkConfig {
@@ -67,7 +75,7 @@ pub fn cases() -> Vec<BenchCase> {
             description: "tcp bulk, 1 path 10 Mbit/s 100 ms RTT, 300 s",
             config: sim(
                 vec![clean_link("l")],
-                bulk(vec![vec![0]], SchemeConfig::Tcp, CcConfig::NewReno),
+                bulk(vec![vec![0]], named("tcp"), cc("new-reno")),
             ),
         },
         BenchCase {
@@ -75,11 +83,7 @@ pub fn cases() -> Vec<BenchCase> {
             description: "mptcp (LIA) bulk, 2 paths 10 Mbit/s 100 ms RTT, 300 s",
             config: sim(
                 vec![clean_link("a"), clean_link("b")],
-                bulk(
-                    vec![vec![0], vec![1]],
-                    SchemeConfig::Mptcp(ArqConfig::default()),
-                    CcConfig::Lia,
-                ),
+                bulk(vec![vec![0], vec![1]], named("mptcp"), cc("lia")),
             ),
         },
     ]

@@ -5,21 +5,24 @@
 
 mod common;
 use common::*;
-use tributary_proto::cc::CcConfig;
 use tributary_proto::scheme::fmtcp::Code;
 use tributary_proto::scheme::{FmtcpConfig, SchemeConfig};
 use tributary_proto::time::Duration;
 use tributary_sim::*;
 
 fn fmtcp() -> SchemeConfig {
-    SchemeConfig::Fmtcp(FmtcpConfig::default())
+    SchemeConfig::named("fmtcp").unwrap()
 }
 
 fn fmtcp_greedy() -> SchemeConfig {
-    SchemeConfig::Fmtcp(FmtcpConfig {
-        allocation: false,
-        ..FmtcpConfig::default()
-    })
+    SchemeConfig::of(
+        "fmtcp",
+        &FmtcpConfig {
+            allocation: false,
+            ..FmtcpConfig::default()
+        },
+    )
+    .unwrap()
 }
 
 fn two_paths(loss2: f64, delay2_ms: u64) -> Vec<LinkConfig> {
@@ -41,7 +44,7 @@ fn run_flow(
     let mut f = flow(
         "f",
         (0..n).map(|i| vec![i]).collect(),
-        conn(scheme, CcConfig::Lia, buffer),
+        conn(scheme, cc("lia"), buffer),
         FlowKind::Multipath,
     );
     f.bytes = bytes;
@@ -81,10 +84,14 @@ fn delivers_exactly_over_clean_lossy_and_faulty_paths() {
     ];
     // 3 MB + 1234 bytes: 91 full blocks and a short one.
     let bytes = 3_000_000 + 1234;
-    let lt = SchemeConfig::Fmtcp(FmtcpConfig {
-        code: Code::Lt,
-        ..FmtcpConfig::default()
-    });
+    let lt = SchemeConfig::of(
+        "fmtcp",
+        &FmtcpConfig {
+            code: Code::Lt,
+            ..FmtcpConfig::default()
+        },
+    )
+    .unwrap();
     for (name, links) in cases {
         for (scheme, seed) in [(fmtcp(), 1), (fmtcp(), 2), (lt.clone(), 3)] {
             // `run` fails if a single delivered byte differs from what was written.

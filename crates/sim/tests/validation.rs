@@ -2,7 +2,6 @@
 
 mod common;
 use common::*;
-use tributary_proto::cc::CcConfig;
 use tributary_proto::scheme::SchemeConfig;
 use tributary_proto::time::Duration;
 use tributary_sim::*;
@@ -22,7 +21,7 @@ fn pftk(p: f64, rtt: f64, t0: f64, b: f64, wmax: f64) -> f64 {
 /// queues) with Bernoulli loss `p` and round-trip propagation `rtt_ms`.
 fn tcp_run(p: f64, rtt_ms: u64, secs: u64, seed: u64) -> SimResult {
     let l = link("l", 1_000_000_000, rtt_ms / 2, 100_000, p);
-    let c = conn(SchemeConfig::Tcp, CcConfig::NewReno, 64 << 20);
+    let c = conn(tcp(), cc("new-reno"), 64 << 20);
     let cfg = sim(
         vec![l],
         vec![flow("f", vec![vec![0]], c, FlowKind::Multipath)],
@@ -100,7 +99,7 @@ fn tcp_fills_a_clean_link() {
         vec![flow(
             "f",
             vec![vec![0]],
-            conn(SchemeConfig::Tcp, CcConfig::NewReno, 512 << 10),
+            conn(tcp(), cc("new-reno"), 512 << 10),
             FlowKind::Multipath,
         )],
         60,
@@ -112,7 +111,7 @@ fn tcp_fills_a_clean_link() {
 
 #[test]
 fn mptcp_aggregates_two_clean_paths() {
-    for cc in [CcConfig::Lia, CcConfig::NewReno] {
+    for cc in [cc("lia"), cc("new-reno")] {
         let cfg = sim(
             vec![
                 link("a", 10_000_000, 50, 100, 0.0),
@@ -121,7 +120,7 @@ fn mptcp_aggregates_two_clean_paths() {
             vec![flow(
                 "f",
                 vec![vec![0], vec![1]],
-                conn(mptcp(), cc, 4 << 20),
+                conn(mptcp(), cc.clone(), 4 << 20),
                 FlowKind::Multipath,
             )],
             60,
@@ -151,7 +150,7 @@ fn mptcp_head_of_line_blocking_with_small_buffer() {
                 vec![flow(
                     "f",
                     paths.clone(),
-                    conn(scheme.clone(), CcConfig::Lia, buf),
+                    conn(scheme.clone(), cc("lia"), buf),
                     kind,
                 )],
                 100,
@@ -162,8 +161,8 @@ fn mptcp_head_of_line_blocking_with_small_buffer() {
         sum / 3.0
     };
     let mp = g(mptcp(), FlowKind::Multipath, vec![vec![0], vec![1]]);
-    let two_tcp = g(SchemeConfig::Tcp, FlowKind::PerPath, vec![vec![0], vec![1]]);
-    let tcp1 = g(SchemeConfig::Tcp, FlowKind::Multipath, vec![vec![0]]);
+    let two_tcp = g(tcp(), FlowKind::PerPath, vec![vec![0], vec![1]]);
+    let tcp1 = g(tcp(), FlowKind::Multipath, vec![vec![0]]);
     eprintln!("mptcp {mp:.3}  2-tcp {two_tcp:.3}  tcp(path 1) {tcp1:.3} Mbit/s");
     assert!(
         mp < 0.8 * two_tcp,
@@ -177,7 +176,7 @@ fn mptcp_head_of_line_blocking_with_small_buffer() {
             vec![flow(
                 "f",
                 vec![vec![0], vec![1]],
-                conn(mptcp(), CcConfig::Lia, 8 << 20),
+                conn(mptcp(), cc("lia"), 8 << 20),
                 FlowKind::Multipath,
             )],
             100,
@@ -204,7 +203,7 @@ fn same_seed_same_result_different_seed_different_result() {
             vec![flow(
                 "f",
                 vec![vec![0], vec![1]],
-                conn(mptcp(), CcConfig::Lia, 256 << 10),
+                conn(mptcp(), cc("lia"), 256 << 10),
                 FlowKind::Multipath,
             )],
             30,
@@ -229,7 +228,7 @@ fn faults_are_survived_and_corruption_rejected() {
     let mut f = flow(
         "f",
         vec![vec![0]],
-        conn(SchemeConfig::Tcp, CcConfig::NewReno, 1 << 20),
+        conn(tcp(), cc("new-reno"), 1 << 20),
         FlowKind::Multipath,
     );
     f.bytes = Some(5_000_000);
@@ -254,7 +253,7 @@ fn link_down_and_up_mid_transfer() {
     let mut f = flow(
         "f",
         vec![vec![0], vec![1]],
-        conn(mptcp(), CcConfig::Lia, 1 << 20),
+        conn(mptcp(), cc("lia"), 1 << 20),
         FlowKind::Multipath,
     );
     f.bytes = Some(20_000_000);
@@ -303,7 +302,7 @@ fn loss_surge_changes_goodput_over_time() {
     let mut f = flow(
         "f",
         vec![vec![0]],
-        conn(SchemeConfig::Tcp, CcConfig::NewReno, 4 << 20),
+        conn(tcp(), cc("new-reno"), 4 << 20),
         FlowKind::Multipath,
     );
     f.bytes = None;
@@ -334,7 +333,7 @@ fn shared_bottleneck_is_shared_fairly() {
         link("acc2", 100_000_000, 1, 1000, 0.0),
         link("bottleneck", 10_000_000, 20, 100, 0.0),
     ];
-    let c = conn(SchemeConfig::Tcp, CcConfig::NewReno, 4 << 20);
+    let c = conn(tcp(), cc("new-reno"), 4 << 20);
     let flows = vec![
         flow("f1", vec![vec![0, 2]], c.clone(), FlowKind::Multipath),
         flow("f2", vec![vec![1, 2]], c, FlowKind::Multipath),
@@ -354,7 +353,7 @@ fn invalid_configurations_are_errors() {
             vec![flow(
                 "f",
                 vec![vec![0]],
-                conn(SchemeConfig::Tcp, CcConfig::NewReno, 1 << 20),
+                conn(tcp(), cc("new-reno"), 1 << 20),
                 FlowKind::Multipath,
             )],
             10,
@@ -396,7 +395,7 @@ fn block_delay_is_measured_for_every_block() {
         vec![flow(
             "f",
             vec![vec![0]],
-            conn(SchemeConfig::Tcp, CcConfig::NewReno, 4 << 20),
+            conn(tcp(), cc("new-reno"), 4 << 20),
             FlowKind::Multipath,
         )],
         20,
@@ -420,7 +419,7 @@ fn dead_path_does_not_stall_the_connection() {
     let mut f = flow(
         "f",
         vec![vec![0], vec![1]],
-        conn(mptcp(), CcConfig::Lia, 2 << 20),
+        conn(mptcp(), cc("lia"), 2 << 20),
         FlowKind::Multipath,
     );
     f.bytes = None;

@@ -32,7 +32,10 @@ pub use veno::{veno_backlog, Veno, VENO_BETA};
 pub use wvegas::{WVegas, WVEGAS_INITIAL_ALPHA, WVEGAS_TOTAL_ALPHA};
 
 use crate::path::PathView;
+use crate::registry::{self, Choice, Entry, Factory, Family, Options};
 use crate::time::{Duration, Instant};
+use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// A window decision for one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,62 +90,143 @@ pub trait CongestionControl: Send + std::fmt::Debug {
     fn on_packet_sent(&mut self, _path: usize, _now: Instant, _bytes: u64, _paths: &[PathView]) {}
 }
 
-/// Controllers selectable by name (`cc = "..."` in scenario files).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CcConfig {
-    /// Uncoupled NewReno on every path (RFC 5681, RFC 6582).
-    #[default]
-    #[serde(alias = "newreno", alias = "reno")]
-    NewReno,
-    /// Linked Increases Algorithm (RFC 6356).
-    Lia,
-    /// CUBIC (RFC 9438), uncoupled per path.
-    Cubic,
-    /// TCP Vegas (Brakmo & Peterson 1995), uncoupled per path.
-    Vegas,
-    /// TCP Veno (Fu & Liew 2003), uncoupled per path.
-    Veno,
-    /// Equally-weighted TCP (Honda et al. 2009): Reno per path, increase weighted by 1/n².
-    Ewtcp,
-    /// Fully coupled AIMD (Kelly & Voice 2005; Han et al. 2006).
-    Coupled,
-    /// Opportunistic Linked-Increases Algorithm (Khalili et al., CoNEXT 2012).
-    Olia,
-    /// Balanced Linked Adaptation (Peng et al., IEEE/ACM ToN 2016).
-    Balia,
-    /// Weighted Vegas (Cao et al., ICNP 2012).
-    #[serde(rename = "wvegas")]
-    WVegas,
-    /// Multipath Veno (Le, ATC 2013).
-    #[serde(rename = "mpveno")]
-    MpVeno,
+/// How a controller is configured and built: the object a [`CcConfig`] holds.
+pub trait CcFactory: Factory {
+    /// A fresh controller for one connection.
+    fn build(&self) -> Box<dyn CongestionControl>;
 }
 
-impl CcConfig {
-    /// Every accepted name.
-    pub const NAMES: &'static [&'static str] = &[
-        "new-reno", "lia", "cubic", "vegas", "veno", "ewtcp", "coupled", "olia", "balia", "wvegas",
-        "mpveno",
-    ];
+/// The factory of a controller without options.
+pub struct Plain<T>(PhantomData<fn() -> T>);
 
-    /// Builds the controller.
-    pub fn build(&self) -> Box<dyn CongestionControl> {
-        match self {
-            CcConfig::NewReno => Box::new(NewReno::default()),
-            CcConfig::Lia => Box::new(Lia::default()),
-            CcConfig::Cubic => Box::new(Cubic::default()),
-            CcConfig::Vegas => Box::new(Vegas::default()),
-            CcConfig::Veno => Box::new(Veno::default()),
-            CcConfig::Ewtcp => Box::new(Ewtcp::default()),
-            CcConfig::Coupled => Box::new(Coupled::default()),
-            CcConfig::Olia => Box::new(Olia::default()),
-            CcConfig::Balia => Box::new(Balia::default()),
-            CcConfig::WVegas => Box::new(WVegas::default()),
-            CcConfig::MpVeno => Box::new(MpVeno::default()),
-        }
+impl<T> std::fmt::Debug for Plain<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Plain")
     }
 }
+
+impl<T> Factory for Plain<T> {
+    fn options(&self) -> Options {
+        Options::new()
+    }
+}
+
+impl<T: CongestionControl + Default + 'static> CcFactory for Plain<T> {
+    fn build(&self) -> Box<dyn CongestionControl> {
+        Box::new(T::default())
+    }
+}
+
+/// `make` of a registry entry for a controller without options.
+pub fn plain<T: CongestionControl + Default + 'static>(
+    o: Options,
+) -> Result<Arc<dyn CcFactory>, String> {
+    registry::no_options(&o)?;
+    Ok(Arc::new(Plain::<T>(PhantomData)))
+}
+
+/// The controller family (see [`crate::registry`]).
+#[derive(Debug)]
+pub struct Controllers;
+
+impl Family for Controllers {
+    type Factory = dyn CcFactory;
+    const KIND: &'static str = "congestion controller";
+    fn entries() -> &'static [Entry<dyn CcFactory>] {
+        CONTROLLERS
+    }
+    fn default_name() -> &'static str {
+        "new-reno"
+    }
+}
+
+/// A chosen controller (`cc = "..."` in scenario files).
+pub type CcConfig = Choice<Controllers>;
+
+const fn entry(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    summary: &'static str,
+    make: fn(Options) -> Result<Arc<dyn CcFactory>, String>,
+) -> Entry<dyn CcFactory> {
+    Entry {
+        name,
+        aliases,
+        summary,
+        options: &[],
+        make,
+    }
+}
+
+/// Every controller selectable by name: one line per controller.
+pub static CONTROLLERS: &[Entry<dyn CcFactory>] = &[
+    entry(
+        "new-reno",
+        &["newreno", "reno"],
+        "uncoupled NewReno per path (RFC 5681, RFC 6582)",
+        plain::<NewReno>,
+    ),
+    entry(
+        "cubic",
+        &[],
+        "CUBIC (RFC 9438), uncoupled per path",
+        plain::<Cubic>,
+    ),
+    entry(
+        "vegas",
+        &[],
+        "TCP Vegas (Brakmo & Peterson 1995), uncoupled per path",
+        plain::<Vegas>,
+    ),
+    entry(
+        "veno",
+        &[],
+        "TCP Veno (Fu & Liew 2003), uncoupled per path",
+        plain::<Veno>,
+    ),
+    entry(
+        "lia",
+        &[],
+        "Linked Increases Algorithm (RFC 6356), coupled",
+        plain::<Lia>,
+    ),
+    entry(
+        "ewtcp",
+        &[],
+        "Equally-weighted TCP (Honda et al. 2009): Reno per path, increase weighted by 1/n²",
+        plain::<Ewtcp>,
+    ),
+    entry(
+        "coupled",
+        &[],
+        "fully coupled AIMD (Kelly & Voice 2005; Han et al. 2006)",
+        plain::<Coupled>,
+    ),
+    entry(
+        "olia",
+        &[],
+        "Opportunistic LIA (Khalili et al., CoNEXT 2012), coupled",
+        plain::<Olia>,
+    ),
+    entry(
+        "balia",
+        &[],
+        "Balanced Linked Adaptation (Peng et al., ToN 2016), coupled",
+        plain::<Balia>,
+    ),
+    entry(
+        "wvegas",
+        &[],
+        "weighted Vegas (Cao et al., ICNP 2012), coupled delay-based",
+        plain::<WVegas>,
+    ),
+    entry(
+        "mpveno",
+        &[],
+        "multipath Veno (Le, ATC 2013), coupled",
+        plain::<MpVeno>,
+    ),
+];
 
 /// Reno-style multiplicative decrease shared by most algorithms: halve, floor 2·MSS.
 pub fn halve(p: &PathView) -> Window {

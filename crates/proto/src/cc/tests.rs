@@ -204,11 +204,26 @@ fn veno_backlog_gates_increase_and_picks_decrease() {
 #[test]
 fn every_name_parses_and_builds_its_controller() {
     use serde::de::{value::StrDeserializer, Deserialize, IntoDeserializer};
-    for &name in CcConfig::NAMES {
+    for name in CcConfig::names() {
         let de: StrDeserializer<'_, serde::de::value::Error> = name.into_deserializer();
         let cfg = CcConfig::deserialize(de).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(cfg.build().name(), name);
+        assert_eq!(cfg.factory().build().name(), name);
     }
+    // Aliases and unknown names.
+    assert_eq!(CcConfig::named("reno").unwrap().name(), "new-reno");
+    let err = CcConfig::named("bbr9").unwrap_err();
+    assert!(
+        err.contains("unknown congestion controller `bbr9`") && err.contains("lia"),
+        "{err}"
+    );
+    let err = CcConfig::with_options("lia", registry_opts(&[("x", 1)])).unwrap_err();
+    assert!(err.contains("takes no options"), "{err}");
+}
+
+fn registry_opts(kv: &[(&str, i64)]) -> crate::registry::Options {
+    kv.iter()
+        .map(|(k, v)| ((*k).to_string(), serde_json::Value::from(*v)))
+        .collect()
 }
 
 #[test]

@@ -6,7 +6,10 @@
 //! inside the scheme; the scheduler only orders the paths.
 
 use crate::path::PathView;
+use crate::registry::{self, Choice, Entry, Factory, Family, Options};
 use crate::time::Duration;
+use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// Orders candidate paths by preference.
 pub trait Scheduler: Send + std::fmt::Debug {
@@ -52,26 +55,76 @@ impl Scheduler for RoundRobin {
     }
 }
 
-/// Schedulers selectable by name.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SchedulerConfig {
-    /// [`MinRtt`].
-    #[default]
-    MinRtt,
-    /// [`RoundRobin`].
-    RoundRobin,
+/// How a scheduler is configured and built: the object a [`SchedulerConfig`] holds.
+pub trait SchedulerFactory: Factory {
+    /// A fresh scheduler for one connection.
+    fn build(&self) -> Box<dyn Scheduler>;
 }
 
-impl SchedulerConfig {
-    /// Builds the scheduler.
-    pub fn build(&self) -> Box<dyn Scheduler> {
-        match self {
-            SchedulerConfig::MinRtt => Box::new(MinRtt),
-            SchedulerConfig::RoundRobin => Box::new(RoundRobin::default()),
-        }
+/// The factory of a scheduler without options.
+pub struct Plain<T>(PhantomData<fn() -> T>);
+
+impl<T> std::fmt::Debug for Plain<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Plain")
     }
 }
+
+impl<T> Factory for Plain<T> {
+    fn options(&self) -> Options {
+        Options::new()
+    }
+}
+
+impl<T: Scheduler + Default + 'static> SchedulerFactory for Plain<T> {
+    fn build(&self) -> Box<dyn Scheduler> {
+        Box::new(T::default())
+    }
+}
+
+/// `make` of a registry entry for a scheduler without options.
+pub fn plain<T: Scheduler + Default + 'static>(
+    o: Options,
+) -> Result<Arc<dyn SchedulerFactory>, String> {
+    registry::no_options(&o)?;
+    Ok(Arc::new(Plain::<T>(PhantomData)))
+}
+
+/// The scheduler family (see [`crate::registry`]).
+#[derive(Debug)]
+pub struct Schedulers;
+
+impl Family for Schedulers {
+    type Factory = dyn SchedulerFactory;
+    const KIND: &'static str = "scheduler";
+    fn entries() -> &'static [Entry<dyn SchedulerFactory>] {
+        SCHEDULERS
+    }
+    fn default_name() -> &'static str {
+        "min-rtt"
+    }
+}
+
+/// A chosen scheduler (`scheduler = "..."` in scenario files).
+pub type SchedulerConfig = Choice<Schedulers>;
+
+/// Every scheduler selectable by name: one line per scheduler.
+pub static SCHEDULERS: &[Entry<dyn SchedulerFactory>] = &[
+    Entry {
+        name: "min-rtt",
+        aliases: &[],
+        summary: "lowest smoothed RTT first (the Linux MPTCP default)",
+        options: &[],
+        make: plain::<MinRtt>,
+    },
+    Entry {
+        name: "round-robin",
+        aliases: &[],
+        summary: "each path in turn",
+        options: &[],
+        make: plain::<RoundRobin>,
+    },
+];
 
 #[cfg(test)]
 mod tests {

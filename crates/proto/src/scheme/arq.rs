@@ -18,11 +18,15 @@
 //!   swallow a fresh segment every backed-off timeout.
 
 use super::{
-    Action, LossKind, PacketTag, RecvCtx, SchemeError, SchemeReceiver, SchemeSender, SendCtx,
+    Action, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver, SchemeSender,
+    SendCtx,
 };
+use crate::config::ConnectionConfig;
+use crate::registry::{self, Entry, Factory, OptionDoc, Options};
 use crate::time::Instant;
 use crate::wire::{Frame, PacketWriter};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Options of the `mptcp` scheme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -43,6 +47,75 @@ impl Default for ArqConfig {
         }
     }
 }
+
+impl Factory for ArqConfig {
+    fn options(&self) -> Options {
+        registry::options_of(self)
+    }
+}
+
+impl SchemeFactory for ArqConfig {
+    fn build(&self, _cfg: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
+        (
+            Box::new(ArqSender::new("mptcp", *self)),
+            Box::new(ArqReceiver),
+        )
+    }
+}
+
+/// The `tcp` scheme: ARQ on exactly one path (no options).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpConfig;
+
+impl Factory for TcpConfig {
+    fn options(&self) -> Options {
+        Options::new()
+    }
+}
+
+impl SchemeFactory for TcpConfig {
+    fn max_paths(&self) -> Option<usize> {
+        Some(1)
+    }
+    fn build(&self, _cfg: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
+        let cfg = ArqConfig {
+            reinject: false,
+            penalize: false,
+        };
+        (Box::new(ArqSender::new("tcp", cfg)), Box::new(ArqReceiver))
+    }
+}
+
+/// Registry entry of `tcp`.
+pub(crate) const TCP: Entry<dyn SchemeFactory> = Entry {
+    name: "tcp",
+    aliases: &[],
+    summary: "single-path TCP-like ARQ (exactly one path)",
+    options: &[],
+    make: |o| {
+        registry::no_options(&o)?;
+        Ok(Arc::new(TcpConfig))
+    },
+};
+
+/// Registry entry of `mptcp`.
+pub(crate) const MPTCP: Entry<dyn SchemeFactory> = Entry {
+    name: "mptcp",
+    aliases: &[],
+    summary: "IETF-MPTCP-like ARQ: data-sequence mapping, same-path retransmission, \
+              reinjection and penalisation (Raiciu et al., NSDI 2012)",
+    options: &[
+        OptionDoc {
+            key: "reinject",
+            doc: "opportunistic reinjection of the segment blocking the receive window",
+        },
+        OptionDoc {
+            key: "penalize",
+            doc: "halve the window of the path holding that segment",
+        },
+    ],
+    make: |o| Ok(Arc::new(registry::from_options::<ArqConfig>(o)?)),
+};
 
 #[derive(Debug, Clone, Copy)]
 struct Seg {

@@ -66,11 +66,16 @@
 //! window or past the stream end, ids out of range, wrong sizes or lengths are dropped and
 //! counted in `rejected_frames`.
 
-use super::{LossKind, PacketTag, RecvCtx, SchemeError, SchemeReceiver, SchemeSender, SendCtx};
+use super::{
+    LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver, SchemeSender, SendCtx,
+};
+use crate::config::ConnectionConfig;
 use crate::path::PathView;
+use crate::registry::{self, Entry, Factory, OptionDoc, Options};
 use crate::time::Instant;
 use crate::wire::{Coding, FeedbackFrame, Frame, PacketWriter, SymbolFrame};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
 use tributary_codec::lt::{LtDecoder, LtEncoder, LtParams, LtSymbolId};
 use tributary_codec::raptorq::{
     RaptorqConfig, RaptorqDecoder, RaptorqEncoder, MAX_ENCODING_SYMBOL_ID,
@@ -198,6 +203,72 @@ impl FmtcpConfig {
         (FmtcpSender::new(*self, g), FmtcpReceiver::new(*self, g))
     }
 }
+
+impl Factory for FmtcpConfig {
+    fn options(&self) -> Options {
+        registry::options_of(self)
+    }
+}
+
+impl SchemeFactory for FmtcpConfig {
+    fn validate(&self, cfg: &ConnectionConfig) -> Result<(), String> {
+        self.geometry(cfg.mss)?;
+        if self.block_size > cfg.recv_buffer {
+            return Err(format!(
+                "fmtcp block_size {} exceeds the receive buffer {}",
+                self.block_size, cfg.recv_buffer
+            ));
+        }
+        Ok(())
+    }
+    fn build(&self, cfg: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
+        let (tx, rx) = FmtcpConfig::build(self, cfg.mss);
+        (Box::new(tx), Box::new(rx))
+    }
+}
+
+/// Registry entry of `fmtcp`.
+pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
+    name: "fmtcp",
+    aliases: &[],
+    summary: "FMTCP: fountain-coded blocks, Eq. 4 redundancy, expected-arrival-time \
+              allocation (Cui et al.)",
+    options: &[
+        OptionDoc {
+            key: "block_size",
+            doc: "bytes per coded block (at most the receive buffer)",
+        },
+        OptionDoc {
+            key: "symbols_per_packet",
+            doc: "symbols per packet; the symbol size follows from the MSS",
+        },
+        OptionDoc {
+            key: "code",
+            doc: "\"raptorq\" or \"lt\"",
+        },
+        OptionDoc {
+            key: "delta",
+            doc: "acceptable decoding-failure probability δ̂ of Eq. 4",
+        },
+        OptionDoc {
+            key: "allocation",
+            doc: "Algorithm 1 allocation (false: greedy first pending block)",
+        },
+        OptionDoc {
+            key: "lt_c",
+            doc: "LT robust soliton c",
+        },
+        OptionDoc {
+            key: "lt_delta",
+            doc: "LT robust soliton δ",
+        },
+        OptionDoc {
+            key: "lt_overhead",
+            doc: "LT: symbols expected per block = (1 + lt_overhead)·k",
+        },
+    ],
+    make: |o| Ok(Arc::new(registry::from_options::<FmtcpConfig>(o)?)),
+};
 
 // ---------------------------------------------------------------------------- the model
 

@@ -20,11 +20,13 @@
 mod arq;
 pub mod fmtcp;
 
-pub use arq::{ArqConfig, ArqReceiver, ArqSender};
+pub use arq::{ArqConfig, ArqReceiver, ArqSender, TcpConfig};
 pub use fmtcp::{CodingStats, FmtcpConfig};
 
 use crate::buffer::{RecvBuffer, SendBuffer};
+use crate::config::ConnectionConfig;
 use crate::path::PathView;
+use crate::registry::{Choice, Entry, Factory, Family};
 use crate::time::Instant;
 use crate::wire::{Frame, PacketWriter};
 
@@ -261,83 +263,40 @@ pub enum SchemeError {
     Invalid(&'static str),
 }
 
-/// Schemes selectable by name (`scheme = "..."` in scenario files).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum SchemeConfig {
-    /// Single-path TCP-like ARQ (one path only).
-    Tcp,
-    /// IETF-MPTCP-like ARQ over all paths.
-    Mptcp(ArqConfig),
-    /// FMTCP: fountain-coded blocks, Eq. 4 redundancy, Algorithm 1 allocation.
-    Fmtcp(FmtcpConfig),
-}
-
-impl Default for SchemeConfig {
-    fn default() -> Self {
-        SchemeConfig::Mptcp(ArqConfig::default())
-    }
-}
-
-impl SchemeConfig {
-    /// Every accepted name.
-    pub const NAMES: &'static [&'static str] = &["tcp", "mptcp", "fmtcp"];
-
-    /// Registry name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            SchemeConfig::Tcp => "tcp",
-            SchemeConfig::Mptcp(_) => "mptcp",
-            SchemeConfig::Fmtcp(_) => "fmtcp",
-        }
+/// How a scheme is configured and built: the object a [`SchemeConfig`] holds.
+pub trait SchemeFactory: Factory {
+    /// Checks the scheme's options against the rest of the connection's configuration.
+    fn validate(&self, _cfg: &ConnectionConfig) -> Result<(), String> {
+        Ok(())
     }
 
     /// Most paths the scheme can use (`None`: any number).
-    pub fn max_paths(&self) -> Option<usize> {
-        match self {
-            SchemeConfig::Tcp => Some(1),
-            SchemeConfig::Mptcp(_) | SchemeConfig::Fmtcp(_) => None,
-        }
+    fn max_paths(&self) -> Option<usize> {
+        None
     }
 
-    /// Checks the scheme's options against the connection's MSS and receive buffer.
-    pub fn validate(&self, mss: usize, recv_buffer: usize) -> Result<(), String> {
-        match self {
-            SchemeConfig::Fmtcp(c) => {
-                c.geometry(mss)?;
-                if c.block_size > recv_buffer {
-                    return Err(format!(
-                        "fmtcp block_size {} exceeds the receive buffer {recv_buffer}",
-                        c.block_size
-                    ));
-                }
-                Ok(())
-            }
-            _ => Ok(()),
-        }
-    }
+    /// Builds both halves for a connection (called only with a configuration that passed
+    /// [`SchemeFactory::validate`]).
+    fn build(&self, cfg: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>);
+}
 
-    /// Builds both halves for a connection of this MSS (the largest stream payload per
-    /// packet).
-    pub fn build(&self, mss: usize) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
-        match self {
-            SchemeConfig::Tcp => (
-                Box::new(ArqSender::new(
-                    "tcp",
-                    ArqConfig {
-                        reinject: false,
-                        penalize: false,
-                    },
-                )),
-                Box::new(ArqReceiver),
-            ),
-            SchemeConfig::Mptcp(c) => {
-                (Box::new(ArqSender::new("mptcp", *c)), Box::new(ArqReceiver))
-            }
-            SchemeConfig::Fmtcp(c) => {
-                let (tx, rx) = c.build(mss);
-                (Box::new(tx), Box::new(rx))
-            }
-        }
+/// The scheme family (see [`crate::registry`]).
+#[derive(Debug)]
+pub struct Schemes;
+
+impl Family for Schemes {
+    type Factory = dyn SchemeFactory;
+    const KIND: &'static str = "scheme";
+    fn entries() -> &'static [Entry<dyn SchemeFactory>] {
+        SCHEMES
+    }
+    fn default_name() -> &'static str {
+        "mptcp"
     }
 }
+
+/// A chosen scheme with its options (`scheme = "..."` in scenario files).
+pub type SchemeConfig = Choice<Schemes>;
+
+/// Every scheme selectable by name: one line per scheme.
+pub static SCHEMES: &[Entry<dyn SchemeFactory>] = &[arq::TCP, arq::MPTCP, fmtcp::ENTRY];

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use tributary_proto::cc::CcConfig;
-use tributary_proto::scheme::{ArqConfig, SchemeConfig};
+use tributary_proto::scheme::SchemeConfig;
 use tributary_proto::time::Duration;
 use tributary_proto::ConnectionConfig;
 use tributary_sim::*;
@@ -32,7 +32,15 @@ pub fn conn(scheme: SchemeConfig, cc: CcConfig, buffer: usize) -> ConnectionConf
 }
 
 pub fn mptcp() -> SchemeConfig {
-    SchemeConfig::Mptcp(ArqConfig::default())
+    SchemeConfig::named("mptcp").unwrap()
+}
+
+pub fn tcp() -> SchemeConfig {
+    SchemeConfig::named("tcp").unwrap()
+}
+
+pub fn cc(name: &str) -> CcConfig {
+    CcConfig::named(name).unwrap()
 }
 
 pub fn flow(
