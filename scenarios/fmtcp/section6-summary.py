@@ -5,11 +5,10 @@ Usage: section6-summary.py FILE.json [--overhead] [--windows A-B,C-D,...]
 
 Per (sweep point, variant): goodput, mean block delay and jitter (std of block delay), each
 as mean ± 95 % CI over repetitions (Student t), and with --overhead the coding overhead of
-the coded schemes from the exported counters (`flows[].coding.overhead`: symbols sent /
-source symbols of the blocks opened − 1; the blocks still open when a bulk run stops count
-whole, so this slightly understates it). For results without `coding` (older files), it is
-estimated from packets: Σ data packets sent / (source symbols delivered) − 1, with one symbol
-per packet and 24 source symbols per 32 KiB block, which slightly overstates it.
+the coded schemes from fmtcp's own counters (`flows[].scheme.sender`: symbols sent / source
+symbols of the blocks opened − 1; the blocks still open when a bulk run stops count whole, so
+this slightly understates it), or from older files' `flows[].coding.overhead`. (The generic
+`flows[].overhead`, payload sent / bytes delivered − 1, is the measure every scheme shares.)
 With --windows (runs with sample_interval), the mean goodput of each time window [A, B) s
 from the goodput series, and its ratio to the first window; also the block delay p95 and
 max over mean.
@@ -72,16 +71,13 @@ def main():
         if bd:
             rows[key]["delay"].append(bd["mean_ms"])
             rows[key]["jitter"].append(bd["jitter_ms"])
+        tx = (f.get("scheme") or {}).get("sender") or {}
         coding = f.get("coding")
-        if coding:
-            # Exported counters: symbols sent / source symbols of the blocks opened − 1.
+        if tx.get("source_symbols"):
+            # fmtcp's counters: symbols sent / source symbols of the blocks opened − 1.
+            rows[key]["overhead"].append((tx["symbols_sent"] / tx["source_symbols"] - 1) * 100)
+        elif coding:
             rows[key]["overhead"].append(coding["overhead"] * 100)
-        elif "coding" not in json.dumps(d["runs"][0]["flows"][0]):
-            # Results from before the counters were exported: estimate from packets.
-            sent = sum(p["packets_sent"] for p in f["paths"])
-            src = f["bytes_delivered"] / 32768 * 24
-            if src > 0 and f.get("block_delay"):
-                rows[key]["overhead"].append((sent / src - 1) * 100)
     sweeps = list(dict.fromkeys(k[0] for k in rows))
     variants = list(dict.fromkeys(k[1] for k in rows))
     head = "| point | variant | goodput Mbit/s | block delay ms | jitter ms |"

@@ -53,11 +53,13 @@ pub enum Metric {
     /// Jitter (standard deviation of the block delays, `block_delay.jitter_ms`), ms, averaged
     /// over the selected flows.
     Jitter,
-    /// Coding overhead of a coded scheme (symbols sent / source symbols − 1), %, averaged
-    /// over the selected flows; runs without coding counters are left out.
-    CodingOverhead,
-    /// Lost packets per block of a coded scheme (the `coding.lost_per_block` histogram);
-    /// `cdf` plots only.
+    /// Redundancy overhead (payload bytes sent / stream bytes delivered − 1, the same for
+    /// every scheme), %, averaged over the selected flows. (`coding-overhead` is accepted,
+    /// its name before it applied to every scheme.)
+    #[serde(alias = "coding-overhead")]
+    Overhead,
+    /// Lost packets per block of a coded scheme (the `lost_per_block` histogram among the
+    /// scheme's sender counters); `cdf` plots only.
     LostPerBlock,
 }
 
@@ -72,7 +74,7 @@ impl Metric {
             Metric::PathShare => "path-share",
             Metric::BlockDelay => "block-delay",
             Metric::Jitter => "jitter",
-            Metric::CodingOverhead => "coding-overhead",
+            Metric::Overhead => "overhead",
             Metric::LostPerBlock => "lost-per-block",
         }
     }
@@ -88,9 +90,15 @@ impl Metric {
             Metric::PathShare,
             Metric::BlockDelay,
             Metric::Jitter,
-            Metric::CodingOverhead,
+            Metric::Overhead,
             Metric::LostPerBlock,
         ];
+        // The metric's name before it was generalised to every scheme.
+        let s = if s == "coding-overhead" {
+            "overhead"
+        } else {
+            s
+        };
         ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
             PlotError::Spec(format!(
                 "unknown metric `{s}` (known: {})",
@@ -114,7 +122,7 @@ impl Metric {
             Metric::PathShare => "share of traffic per path (%)".into(),
             Metric::BlockDelay => "block delay (ms)".into(),
             Metric::Jitter => "block delay jitter (ms)".into(),
-            Metric::CodingOverhead => "coding overhead (%)".into(),
+            Metric::Overhead => "overhead (%)".into(),
             Metric::LostPerBlock => "blocks with at most x lost packets (%)".into(),
         }
     }
@@ -385,14 +393,14 @@ fn run_values(run: &RunRecord, spec: &PlotSpec, sels: &[String]) -> Vec<(String,
             );
             out.push((String::new(), (b > 0.0).then(|| a / b)));
         }
-        Metric::BlockDelay | Metric::Jitter | Metric::CodingOverhead => {
+        Metric::BlockDelay | Metric::Jitter | Metric::Overhead => {
             for s in sels {
                 let xs: Vec<f64> = select(run, s)
                     .iter()
                     .filter_map(|f| match spec.metric {
                         Metric::BlockDelay => f.block_delay.as_ref().map(|b| b.mean_ms),
                         Metric::Jitter => f.block_delay.as_ref().map(|b| b.jitter_ms),
-                        _ => f.coding.as_ref().map(|c| 100.0 * c.overhead),
+                        _ => f.overhead.map(|o| 100.0 * o),
                     })
                     .collect();
                 let v = (!xs.is_empty()).then(|| reduce(xs.into_iter(), Reduce::Mean));
@@ -840,12 +848,7 @@ fn cdf_figure(
             {
                 for s in sels {
                     for f in select(run, s) {
-                        for (x, &n) in f
-                            .coding
-                            .iter()
-                            .flat_map(|c| c.counts.lost_per_block.iter())
-                            .enumerate()
-                        {
+                        for (x, n) in lost_per_block(f).enumerate() {
                             if hist.len() <= x {
                                 hist.resize(x + 1, 0);
                             }
@@ -889,7 +892,7 @@ fn cdf_figure(
     }
     if lines.is_empty() {
         return Err(PlotError::Spec(format!(
-            "plot `{}`: no run of the selected variants and points has a lost-per-block histogram (a coded scheme's `coding.lost_per_block`)",
+            "plot `{}`: no run of the selected variants and points has a lost-per-block histogram (a coded scheme's `scheme.sender.lost_per_block`)",
             spec.name
         )));
     }
@@ -1078,6 +1081,17 @@ where
         .draw()
         .map_err(e)?;
     Ok(())
+}
+
+/// The `lost_per_block` histogram among a flow's scheme counters (empty if it has none).
+fn lost_per_block(f: &FlowRecord) -> impl Iterator<Item = u64> + '_ {
+    f.scheme
+        .sender
+        .get("lost_per_block")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+        .map(|v| v.as_u64().unwrap_or(0))
 }
 
 #[cfg(test)]

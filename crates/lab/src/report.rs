@@ -35,10 +35,12 @@ pub struct FlowRecord {
     pub buffer_max_bytes: u64,
     /// Stream bytes dropped beyond the receive window.
     pub window_drops: u64,
-    /// Bytes reinjected on another path.
-    pub reinjected_bytes: u64,
-    /// Penalisations.
+    /// Window reductions the scheme asked for (MPTCP penalisation).
     pub penalizations: u64,
+    /// Redundancy: payload bytes sent over stream bytes delivered, minus one (the same
+    /// measure for every scheme; see `tributary_sim::FlowResult::overhead`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<f64>,
     /// Per path.
     pub paths: Vec<PathRecord>,
     /// (time s, goodput Mbit/s) samples when `sample_interval` is set.
@@ -51,10 +53,9 @@ pub struct FlowRecord {
     /// (delivery time s, delay ms) per block when `sample_interval` is set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub block_delay_series: Vec<[f64; 2]>,
-    /// Coding counters of a coded scheme (`fmtcp`): symbols sent, appended, replacement,
-    /// overhead and Eq. 7 redundancy; absent for the other schemes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub coding: Option<tributary_sim::CodingResult>,
+    /// The scheme's own counters: `{ name, sender: {...}, receiver: {...} }` (e.g. `fmtcp`:
+    /// symbols sent, appended, replaced, the lost-per-block histogram).
+    pub scheme: tributary_proto::conn::SchemeCounters,
 }
 
 /// One simulation.
@@ -120,9 +121,10 @@ pub struct SummaryRow {
     /// Jitter (standard deviation of the block delays), ms, like `block_delay_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter_ms: Option<Estimate>,
-    /// Coding overhead, % (symbols sent / source symbols − 1), for coded schemes.
+    /// Redundancy overhead, %: payload bytes sent over stream bytes delivered, minus one
+    /// (the same measure for every scheme: retransmissions, coded symbols, parity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub coding_overhead_pct: Option<Estimate>,
+    pub overhead_pct: Option<Estimate>,
     /// Per path (summed over copies for an aggregate).
     pub paths: Vec<PathSummary>,
 }
@@ -217,7 +219,7 @@ impl Report {
             .unwrap_or(0);
         let mut out = String::from(
             "variant,sweep,repetition,seed,flow,group,goodput_mbps,bytes_delivered,completion_s,\
-             buffer_mean_bytes,buffer_max_bytes,window_drops,reinjected_bytes,penalizations",
+             buffer_mean_bytes,buffer_max_bytes,window_drops,overhead,penalizations",
         );
         for i in 1..=max_paths {
             write!(
@@ -243,7 +245,7 @@ impl Report {
                     f.buffer_mean_bytes.to_string(),
                     f.buffer_max_bytes.to_string(),
                     f.window_drops.to_string(),
-                    f.reinjected_bytes.to_string(),
+                    f.overhead.map_or(String::new(), |o| o.to_string()),
                     f.penalizations.to_string(),
                 ];
                 for i in 0..max_paths {
@@ -281,12 +283,12 @@ impl Report {
             header.push("sweep");
         }
         let has_delay = self.summary.iter().any(|r| r.block_delay_ms.is_some());
-        let has_coding = self.summary.iter().any(|r| r.coding_overhead_pct.is_some());
+        let has_overhead = self.summary.iter().any(|r| r.overhead_pct.is_some());
         header.extend(["flow", "goodput Mbit/s (±95% CI)", "completion s"]);
         if has_delay {
             header.extend(["block delay ms", "jitter ms"]);
         }
-        if has_coding {
+        if has_overhead {
             header.push("overhead %");
         }
         header.push("per path Mbit/s");
@@ -335,8 +337,8 @@ impl Report {
                 row.push(opt(&r.block_delay_ms, 0));
                 row.push(opt(&r.jitter_ms, 0));
             }
-            if has_coding {
-                row.push(opt(&r.coding_overhead_pct, 1));
+            if has_overhead {
+                row.push(opt(&r.overhead_pct, 1));
             }
             row.push(
                 r.paths
@@ -480,9 +482,7 @@ fn row(
         jitter_ms: Estimate::of(&per_run_mean(&|f| {
             f.block_delay.as_ref().map(|b| b.jitter_ms)
         })),
-        coding_overhead_pct: Estimate::of(&per_run_mean(&|f| {
-            f.coding.as_ref().map(|c| 100.0 * c.overhead)
-        })),
+        overhead_pct: Estimate::of(&per_run_mean(&|f| f.overhead.map(|o| 100.0 * o))),
         paths,
     }
 }

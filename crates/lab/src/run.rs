@@ -150,7 +150,7 @@ fn run_one(s: &Scenario, r: &RunSpec) -> Result<RunRecord, RunError> {
                 buffer_mean_bytes: f.buffer_mean_bytes,
                 buffer_max_bytes: f.buffer_max_bytes,
                 window_drops: f.window_drops,
-                reinjected_bytes: f.reinjected_bytes,
+                overhead: f.overhead,
                 penalizations: f.penalizations,
                 paths: f
                     .paths
@@ -164,7 +164,7 @@ fn run_one(s: &Scenario, r: &RunSpec) -> Result<RunRecord, RunError> {
                 series: f.series.clone(),
                 block_delay: f.block_delay.clone(),
                 block_delay_series: f.block_delay_series.clone(),
-                coding: f.coding.clone(),
+                scheme: f.scheme.clone(),
             });
         }
     }

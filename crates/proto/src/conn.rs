@@ -12,8 +12,8 @@ use crate::config::{ConfigError, ConnectionConfig};
 use crate::path::{Path, PathStats, PathView, RttEstimator, SentState};
 use crate::sched::Scheduler;
 use crate::scheme::{
-    Action, BlockClock, LossKind, PacketTag, RecvCtx, SchemeError, SchemeReceiver, SchemeSender,
-    SchemeStats, SendCtx,
+    Action, BlockClock, FrameSource, LossKind, RecvCtx, Resent, SchemeReceiver, SchemeSender,
+    SendCtx, SentInfo,
 };
 use crate::time::{Duration, Instant};
 use crate::wire::{self, AckFrame, Frame, FrameIter, Header, PacketWriter, WireError};
@@ -77,13 +77,33 @@ pub enum DatagramError {
     Protocol(&'static str),
 }
 
+/// Counters of the scheme in use: its name and each half's own counters.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SchemeCounters {
+    /// Registry name.
+    pub name: String,
+    /// The sending half's counters (`null` if it keeps none).
+    pub sender: serde_json::Value,
+    /// The receiving half's counters (`null` if it keeps none).
+    pub receiver: serde_json::Value,
+}
+
 /// Connection-level counters.
 #[derive(Debug, Clone, Default, serde::Serialize)]
+#[non_exhaustive]
 pub struct ConnectionStats {
     /// Per-path counters.
     pub paths: Vec<PathStats>,
-    /// Scheme counters.
-    pub scheme: SchemeStats,
+    /// The scheme's own counters.
+    pub scheme: SchemeCounters,
+    /// Payload frames the receiving half of the scheme refused (unknown blocks, bad sizes,
+    /// frames it does not use): dropped, the packet otherwise processed.
+    pub frames_rejected: u64,
+    /// Feedback frames the sending half refused.
+    pub feedback_rejected: u64,
+    /// Recovery marks ([`RecvCtx::mark_recovered`]) for packet numbers the peer cannot have
+    /// sent or that are out of the tracked window: ignored.
+    pub invalid_recovery_marks: u64,
     /// Datagrams dropped as malformed or corrupted.
     pub malformed: u64,
     /// Datagrams dropped for other reasons (wrong connection, unknown path, violations).
@@ -122,9 +142,10 @@ pub struct Connection {
     rng: ChaCha8Rng,
     actions: Vec<Action>,
     recovered: Vec<(usize, u64)>,
+    ack_requests: Vec<usize>,
     candidates: Vec<usize>,
-    lost: Vec<(usize, PacketTag, LossKind)>,
-    scheme_stats: SchemeStats,
+    lost: Vec<(SentInfo, LossKind)>,
+    resent: Vec<Resent>,
     stats: ConnectionStats,
     /// Sender: first transmission of each metric block.
     sent_clock: BlockClock,
@@ -165,10 +186,10 @@ macro_rules! send_ctx {
             max_data: $s.peer_max_data,
             segment_size: $s.cfg.mss,
             final_size: $s.final_size,
-            actions: &mut $s.actions,
-            stats: &mut $s.scheme_stats,
-            block_clock: &mut $s.sent_clock,
             rng: &mut $s.rng,
+            actions: &mut $s.actions,
+            resent: &mut $s.resent,
+            block_clock: &mut $s.sent_clock,
         }
     };
 }
@@ -191,9 +212,10 @@ impl Connection {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             actions: Vec::new(),
             recovered: Vec::new(),
+            ack_requests: Vec::new(),
             candidates: Vec::new(),
             lost: Vec::new(),
-            scheme_stats: SchemeStats::default(),
+            resent: Vec::new(),
             stats: ConnectionStats::default(),
             sent_clock: BlockClock::new(cfg.metric_block),
             delivered_clock: BlockClock::new(cfg.metric_block),
@@ -376,7 +398,15 @@ impl Connection {
         let mut s = self.stats.clone();
         s.window_drops = self.recv_buf.dropped();
         s.paths = self.paths.iter().map(|p| p.stats).collect();
-        s.scheme = self.scheme_stats.clone();
+        for (p, r) in s.paths.iter_mut().zip(&self.resent) {
+            p.retransmitted_bytes = r.bytes;
+            p.retransmitted_packets = r.packets;
+        }
+        s.scheme = SchemeCounters {
+            name: self.tx.name().to_string(),
+            sender: self.tx.counters(),
+            receiver: self.rx.counters(),
+        };
         s
     }
 
@@ -458,11 +488,7 @@ impl Connection {
                 let Ok(f) = f else { continue };
                 urgent |= self.handle_frame(now, p, hdr.pn, &f)?;
             }
-            for (rp, pn) in std::mem::take(&mut self.recovered) {
-                if let Some(path) = self.paths.get_mut(rp) {
-                    path.received.insert(pn..pn + 1);
-                }
-            }
+            self.apply_receiver_requests();
             if eliciting {
                 let ack_every = self.cfg.ack_every;
                 let delay = self.cfg.max_ack_delay;
@@ -518,24 +544,23 @@ impl Connection {
                 Ok(false)
             }
             Frame::Feedback(_) => self.feedback(now, f).map(|_| false),
-            Frame::Scheme { kind, .. } if *kind >= 0x80 => self.feedback(now, f).map(|_| false),
+            Frame::Scheme { .. } if f.is_scheme_feedback() => self.feedback(now, f).map(|_| false),
             Frame::Data { .. } | Frame::Symbol(_) | Frame::Scheme { .. } => {
                 let mut ctx = RecvCtx {
                     now,
-                    path: p,
-                    pn,
                     recv_buf: &mut self.recv_buf,
-                    stats: &mut self.scheme_stats,
                     recovered: &mut self.recovered,
+                    ack_requests: &mut self.ack_requests,
                 };
-                let res = self.rx.on_frame(&mut ctx, f);
-                match res {
-                    Ok(()) => Ok(false),
-                    // A scheme rejection drops that frame only; it is counted by the scheme.
-                    Err(
-                        SchemeError::Unexpected | SchemeError::Unknown(_) | SchemeError::Invalid(_),
-                    ) => Ok(false),
+                // A scheme rejection drops that frame only.
+                if self
+                    .rx
+                    .on_frame(&mut ctx, FrameSource { path: p, pn }, f)
+                    .is_err()
+                {
+                    self.stats.frames_rejected += 1;
                 }
+                Ok(false)
             }
         }
     }
@@ -568,10 +593,33 @@ impl Connection {
 
     fn feedback(&mut self, now: Instant, f: &Frame<'_>) -> Result<(), DatagramError> {
         let mut ctx = send_ctx!(self, now);
-        // Rejections are counted in the scheme statistics; the packet stays valid.
-        let _ = self.tx.on_feedback(&mut ctx, f);
-        self.apply_actions();
+        // A rejected feedback frame is dropped and counted; the packet stays valid.
+        if self.tx.on_feedback(&mut ctx, f).is_err() {
+            self.stats.feedback_rejected += 1;
+        }
+        self.apply_actions(now);
         Ok(())
+    }
+
+    /// Applies what the receiving half asked for: recovery marks (validated) and immediate
+    /// acknowledgements.
+    fn apply_receiver_requests(&mut self) {
+        for (rp, pn) in std::mem::take(&mut self.recovered) {
+            let ok = self
+                .paths
+                .get_mut(rp)
+                .is_some_and(|path| path.mark_recovered(pn));
+            if !ok {
+                self.stats.invalid_recovery_marks += 1;
+            }
+        }
+        for p in std::mem::take(&mut self.ack_requests) {
+            if let Some(path) = self.paths.get_mut(p) {
+                if !path.received.is_empty() {
+                    path.ack_now = true;
+                }
+            }
+        }
     }
 
     fn on_ack_frame(&mut self, now: Instant, a: &AckFrame<'_>) {
@@ -624,8 +672,9 @@ impl Connection {
                     self.check_all_acked();
                 }
                 if let Some(tag) = sp.tag {
+                    let info = sp.info(p, pn, tag);
                     let mut ctx = send_ctx!(self, now);
-                    self.tx.on_acked(&mut ctx, p, tag);
+                    self.tx.on_acked(&mut ctx, &info);
                 }
             }
         }
@@ -656,7 +705,7 @@ impl Connection {
             self.apply_window(p, w);
         }
         self.detect_losses(now, p);
-        self.apply_actions();
+        self.apply_actions(now);
     }
 
     fn detect_losses(&mut self, now: Instant, p: usize) {
@@ -684,7 +733,7 @@ impl Connection {
                 self.stream_end = StreamEnd::Pending;
             }
             if let Some(tag) = sp.tag {
-                self.lost.push((p, tag, LossKind::Threshold));
+                self.lost.push((sp.info(p, pn, tag), LossKind::Threshold));
             }
         }
         self.sync_view(p);
@@ -704,9 +753,9 @@ impl Connection {
             return;
         }
         let lost = std::mem::take(&mut self.lost);
-        for &(p, tag, kind) in &lost {
+        for (info, kind) in &lost {
             let mut ctx = send_ctx!(self, now);
-            self.tx.on_lost(&mut ctx, p, tag, kind);
+            self.tx.on_lost(&mut ctx, info, *kind);
         }
         self.lost = lost;
         self.lost.clear();
@@ -724,7 +773,7 @@ impl Connection {
                     self.stream_end = StreamEnd::Pending;
                 }
                 if let Some(tag) = sp.tag {
-                    self.lost.push((p, tag, LossKind::Timeout));
+                    self.lost.push((sp.info(p, pn, tag), LossKind::Timeout));
                 }
             }
         }
@@ -738,7 +787,7 @@ impl Connection {
         path.rtt.back_off();
         self.apply_window(p, w);
         self.report_lost(now);
-        self.apply_actions();
+        self.apply_actions(now);
     }
 
     fn apply_window(&mut self, p: usize, w: Window) {
@@ -748,16 +797,24 @@ impl Connection {
         self.views[p] = path.view();
     }
 
-    fn apply_actions(&mut self) {
+    fn apply_actions(&mut self, now: Instant) {
         for a in std::mem::take(&mut self.actions) {
             match a {
+                // A penalisation is a congestion event of that path: through its controller
+                // (whose state, e.g. CUBIC's epoch, must know) and the recovery rule (at most
+                // one reduction per window of data).
                 Action::Penalize { path } => {
-                    if let Some(pp) = self.paths.get_mut(path) {
-                        let half = (pp.cwnd / 2).max(pp.mss);
-                        pp.cwnd = half;
-                        pp.ssthresh = half.max(2 * pp.mss);
-                        self.sync_view(path);
+                    let Some(pp) = self.paths.get_mut(path) else {
+                        continue;
+                    };
+                    if pp.view().in_recovery {
+                        continue;
                     }
+                    pp.recovery_start = Some(now);
+                    pp.stats.penalizations += 1;
+                    self.sync_view(path);
+                    let w = self.cc.on_congestion_event(path, now, &self.views);
+                    self.apply_window(path, w);
                 }
                 Action::SetLossThreshold { path, packets } => {
                     if let Some(pp) = self.paths.get_mut(path) {
@@ -810,15 +867,34 @@ impl Connection {
             self.persist_backoff = (self.persist_backoff + 1).min(16);
             self.ping_due = true;
         }
+        if self.tx.poll_timeout().is_some_and(|t| t <= now) {
+            let mut ctx = send_ctx!(self, now);
+            self.tx.on_timeout(&mut ctx);
+            self.apply_actions(now);
+        }
+        if self.rx.poll_timeout().is_some_and(|t| t <= now) {
+            let mut ctx = RecvCtx {
+                now,
+                recv_buf: &mut self.recv_buf,
+                recovered: &mut self.recovered,
+                ack_requests: &mut self.ack_requests,
+            };
+            self.rx.on_timeout(&mut ctx);
+            self.apply_receiver_requests();
+        }
     }
 
     /// When `handle_timeout` must be called next.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let mut t = self.persist;
+        let schemes = [self.tx.poll_timeout(), self.rx.poll_timeout()];
         for p in &self.paths {
             for d in [p.rto_deadline, p.ack_deadline].into_iter().flatten() {
                 t = Some(t.map_or(d, |x| x.min(d)));
             }
+        }
+        for d in schemes.into_iter().flatten() {
+            t = Some(t.map_or(d, |x| x.min(d)));
         }
         t
     }
@@ -947,6 +1023,7 @@ impl Connection {
             if tag.is_none() && !with_end {
                 continue;
             }
+            self.paths[p].stats.payload_bytes_sent += w.payload_len() as u64;
             let len = w.finish();
             let path = &mut self.paths[p];
             let pn = path.take_pn();
@@ -957,7 +1034,7 @@ impl Connection {
             self.views[p] = self.paths[p].view();
             self.cc.on_packet_sent(p, now, len as u64, &self.views);
             self.sched.on_sent(p);
-            self.apply_actions();
+            self.apply_actions(now);
             result = Some(Transmit { path: p, len });
             break;
         }

@@ -9,7 +9,7 @@ use tributary_proto::path::PathView;
 use tributary_proto::scheme::fmtcp::{
     allocate_packet, appended_symbols, edt, eq4_failure, rt, Arrivals, Code, PathEstimate,
 };
-use tributary_proto::scheme::{FmtcpConfig, SchemeConfig};
+use tributary_proto::scheme::{CodingStats, FmtcpConfig, SchemeConfig};
 use tributary_proto::wire::{
     Coding, FeedbackFrame, Frame, FrameIter, Header, PacketWriter, SymbolFrame,
 };
@@ -225,10 +225,10 @@ fn delivers_exactly_with_a_short_final_block() {
         let got = send_all(&mut a, &mut b, &d, 0);
         assert!(got == d, "{code:?}: {} of {} bytes", got.len(), d.len());
         assert!(b.is_finished() && a.is_all_acked(), "{code:?}");
-        let s = a.stats().scheme.coding;
+        let s = sender_coding(&a);
         assert_eq!(s.blocks, 11);
-        assert_eq!(b.stats().scheme.rejected_frames, 0);
-        assert_eq!(a.stats().scheme.rejected_frames, 0);
+        assert_eq!(b.stats().frames_rejected, 0);
+        assert_eq!(a.stats().feedback_rejected, 0);
     }
 }
 
@@ -246,7 +246,7 @@ fn delivers_exactly_with_two_symbols_per_packet() {
     let got = send_all(&mut a, &mut b, &d, 5);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
     // 48 source symbols per full block, 1 for the 700-byte tail (T = 683 → 2).
-    assert_eq!(a.stats().scheme.coding.source_symbols, 5 * 48 + 2);
+    assert_eq!(sender_coding(&a).source_symbols, 5 * 48 + 2);
 }
 
 #[test]
@@ -256,10 +256,20 @@ fn delivers_exactly_when_packets_are_lost() {
     let (mut a, mut b) = pair(Code::Raptorq);
     let got = send_all(&mut a, &mut b, &d, 7);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
-    let s = a.stats().scheme.coding;
+    let s = sender_coding(&a);
     assert!(s.replacement_symbols > 0, "{s:?}");
     // No ARQ: nothing is ever re-sent as stream bytes.
-    assert!(a.stats().scheme.retransmitted_bytes.iter().all(|&x| x == 0));
+    assert!(a.stats().paths.iter().all(|p| p.retransmitted_bytes == 0));
+}
+
+/// The fmtcp counters of a connection's sending half.
+fn sender_coding(c: &Connection) -> CodingStats {
+    serde_json::from_value(c.stats().scheme.sender).unwrap()
+}
+
+/// The fmtcp counters of a connection's receiving half.
+fn receiver_coding(c: &Connection) -> CodingStats {
+    serde_json::from_value(c.stats().scheme.receiver).unwrap()
 }
 
 fn packet(path: u8, pn: u64, frames: &[Frame<'_>]) -> Vec<u8> {
@@ -326,18 +336,18 @@ fn hostile_symbols_and_feedback_are_dropped_and_counted() {
         (symbol(0, 9_999, Coding::Plain, &RIGHT), false),
     ];
     assert_eq!(t, RIGHT.len());
-    let before = b.stats().scheme.rejected_frames;
-    let late_before = b.stats().scheme.coding.late_symbols;
+    let before = b.stats().frames_rejected;
+    let late_before = receiver_coding(&b).late_symbols;
     let mut expected = 0;
     for (i, (f, rejected)) in hostile.iter().enumerate() {
         let _ = b.handle_datagram(now, &packet(0, 10_000 + i as u64, std::slice::from_ref(f)));
         expected += u64::from(*rejected);
     }
-    assert_eq!(b.stats().scheme.rejected_frames - before, expected);
-    assert_eq!(b.stats().scheme.coding.late_symbols - late_before, 1);
+    assert_eq!(b.stats().frames_rejected - before, expected);
+    assert_eq!(receiver_coding(&b).late_symbols - late_before, 1);
     // Feedback to the sender: a block never sent, a count above what was sent, a private
     // feedback kind this scheme does not use.
-    let before = a.stats().scheme.rejected_frames;
+    let before = a.stats().feedback_rejected;
     let fb = |block, count, decoded| {
         Frame::Feedback(FeedbackFrame {
             block,
@@ -356,7 +366,7 @@ fn hostile_symbols_and_feedback_are_dropped_and_counted() {
     for (i, f) in bad.iter().enumerate() {
         let _ = a.handle_datagram(now, &packet(1, 20_000 + i as u64, std::slice::from_ref(f)));
     }
-    assert_eq!(a.stats().scheme.rejected_frames - before, 3);
+    assert_eq!(a.stats().feedback_rejected - before, 3);
     got.extend(transfer(&mut a, &mut b, &mut now, 20_000, 0));
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
 }

@@ -8,9 +8,10 @@
 use crate::app::{Sink, Source};
 use crate::config::{Direction, FlowKind, SimConfig, SimConfigError};
 use crate::link::Link;
-use crate::result::{BlockDelay, CodingResult, FlowResult, LinkResult, PathResult, SimResult};
+use crate::result::{BlockDelay, FlowResult, LinkResult, PathResult, SimResult};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use tributary_proto::conn::SchemeCounters;
 use tributary_proto::time::{Duration, Instant};
 use tributary_proto::{Connection, Event};
 
@@ -559,10 +560,10 @@ impl Simulator {
             let mut buffer_max = 0;
             let mut malformed = 0;
             let mut window_drops = 0;
-            let mut reinjected = 0;
             let mut penalizations = 0;
+            let mut payload_sent = 0;
             let mut delays: Vec<(f64, f64)> = Vec::new();
-            let mut coding = tributary_proto::scheme::CodingStats::default();
+            let mut scheme = SchemeCounters::default();
             let end = f.completed.unwrap_or(self.now);
             let active = (end - f.start).as_secs_f64();
             for &(s, r) in &f.conns {
@@ -584,7 +585,8 @@ impl Simulator {
                 let rs = re.conn.stats();
                 for (p, st) in ss.paths.iter().enumerate() {
                     let view = se.conn.path(p);
-                    let retx = ss.scheme.retransmitted_bytes.get(p).copied().unwrap_or(0);
+                    penalizations += st.penalizations;
+                    payload_sent += st.payload_bytes_sent;
                     paths.push(PathResult {
                         throughput_mbps: if active > 0.0 {
                             st.bytes_acked as f64 * 8.0 / active / 1e6
@@ -598,7 +600,8 @@ impl Simulator {
                         } else {
                             0.0
                         },
-                        retransmitted_bytes: retx,
+                        retransmitted_bytes: st.retransmitted_bytes,
+                        payload_bytes_sent: st.payload_bytes_sent,
                         rto_count: st.rto_count,
                         srtt_ms: view.and_then(|v| v.srtt).map(|d| d.as_secs_f64() * 1e3),
                         cwnd_bytes: view.map_or(0, |v| v.cwnd),
@@ -608,9 +611,9 @@ impl Simulator {
                 buffer_max = buffer_max.max(rs.max_buffer_occupancy);
                 malformed += ss.malformed + rs.malformed;
                 window_drops += rs.window_drops;
-                reinjected += ss.scheme.reinjected_bytes;
-                penalizations += ss.scheme.penalizations;
-                coding.add_connection(&ss.scheme.coding, &rs.scheme.coding);
+                scheme.name = ss.scheme.name;
+                add_counters(&mut scheme.sender, &ss.scheme.sender);
+                add_counters(&mut scheme.receiver, &rs.scheme.receiver);
                 let (sent, got) = (se.conn.block_sent_times(), re.conn.block_delivered_times());
                 for i in 0..got.len() {
                     if let (Some(s), Some(d)) = (sent.get(i), got.get(i)) {
@@ -632,8 +635,9 @@ impl Simulator {
                 buffer_max_bytes: buffer_max,
                 malformed_dropped: malformed,
                 window_drops,
-                reinjected_bytes: reinjected,
                 penalizations,
+                overhead: (delivered > 0)
+                    .then(|| (payload_sent as f64 / delivered as f64 - 1.0).max(0.0)),
                 series: f.series.clone(),
                 block_delay: block_delay(&delays),
                 block_delay_series: if self.cfg.sample_interval.is_some() {
@@ -641,11 +645,7 @@ impl Simulator {
                 } else {
                     Vec::new()
                 },
-                coding: (coding.symbols_sent > 0).then(|| CodingResult {
-                    overhead: coding.overhead(),
-                    redundancy: coding.redundancy(),
-                    counts: coding,
-                }),
+                scheme,
             });
         }
         let links = self
@@ -686,4 +686,37 @@ fn block_delay(delays: &[(f64, f64)]) -> Option<BlockDelay> {
         p95_ms: p95,
         max_ms: sorted[sorted.len() - 1],
     })
+}
+
+/// Adds scheme counters of one connection into a flow's: numbers add, arrays add element by
+/// element, objects add key by key; anything else keeps the first value seen.
+fn add_counters(acc: &mut serde_json::Value, v: &serde_json::Value) {
+    use serde_json::Value;
+    match (&mut *acc, v) {
+        (_, Value::Null) => {}
+        (Value::Null, _) => *acc = v.clone(),
+        (Value::Number(a), Value::Number(b)) => {
+            *a = match (a.as_u64(), b.as_u64()) {
+                (Some(x), Some(y)) => x.saturating_add(y).into(),
+                _ => serde_json::Number::from_f64(
+                    a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0),
+                )
+                .unwrap_or_else(|| a.clone()),
+            };
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for (i, x) in b.iter().enumerate() {
+                match a.get_mut(i) {
+                    Some(y) => add_counters(y, x),
+                    None => a.push(x.clone()),
+                }
+            }
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, x) in b {
+                add_counters(a.entry(k.clone()).or_insert(Value::Null), x);
+            }
+        }
+        _ => {}
+    }
 }

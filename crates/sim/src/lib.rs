@@ -22,7 +22,7 @@ pub use config::{
 };
 pub use engine::{derive_seed, SimError, Simulator};
 pub use link::{LinkParams, LinkStats, LossModel, QueueLimit};
-pub use result::{BlockDelay, CodingResult, FlowResult, LinkResult, PathResult, SimResult};
+pub use result::{BlockDelay, FlowResult, LinkResult, PathResult, SimResult};
 
 /// Builds and runs a simulation.
 pub fn run(cfg: SimConfig) -> Result<SimResult, SimError> {

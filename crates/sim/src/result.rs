@@ -1,7 +1,7 @@
 //! What a run reports.
 
 use crate::link::LinkStats;
-use tributary_proto::scheme::CodingStats;
+use tributary_proto::conn::SchemeCounters;
 
 /// Per-path results of a flow (summed over the flow's connections for per-path flows).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -16,6 +16,8 @@ pub struct PathResult {
     pub loss_rate: f64,
     /// Stream bytes re-sent on this path.
     pub retransmitted_bytes: u64,
+    /// Payload bytes sent on this path (stream data, symbols, parity).
+    pub payload_bytes_sent: u64,
     /// Retransmission timeouts.
     pub rto_count: u64,
     /// Final smoothed RTT, ms.
@@ -40,20 +42,6 @@ pub struct BlockDelay {
     pub max_ms: f64,
 }
 
-/// Coding counters of a coded scheme (`fmtcp`), summed over the flow's connections (see
-/// [`CodingStats::add_connection`]), with the derived ratios. The counters are flattened into
-/// the same JSON object.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CodingResult {
-    /// Blocks, symbols sent/replaced/appended, decoded and late counts, losses per block.
-    #[serde(flatten)]
-    pub counts: CodingStats,
-    /// Coding overhead: `symbols_sent / source_symbols − 1`.
-    pub overhead: f64,
-    /// Mean Eq. 7 redundancy r_f with k̂ = k: `1 + appended_symbols / source_symbols`.
-    pub redundancy: f64,
-}
-
 /// Results of one flow.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct FlowResult {
@@ -76,18 +64,22 @@ pub struct FlowResult {
     pub malformed_dropped: u64,
     /// Stream bytes dropped for arriving beyond the receive window.
     pub window_drops: u64,
-    /// Opportunistic reinjections (bytes) and penalisations.
-    pub reinjected_bytes: u64,
-    /// Penalisations.
+    /// Window reductions the scheme asked for (MPTCP penalisation), all paths.
     pub penalizations: u64,
+    /// Redundancy: payload bytes sent (stream data, symbols, parity, retransmissions
+    /// included) over stream bytes delivered, minus one; the same measure for every scheme.
+    /// Never negative; for a flow cut off by the end of the run it also counts what was still
+    /// in flight. `None` if nothing was delivered.
+    pub overhead: Option<f64>,
     /// (time s, goodput Mbit/s over the preceding interval), if sampling was asked for.
     pub series: Vec<[f64; 2]>,
     /// Block delivery delay statistics (none if no block was delivered).
     pub block_delay: Option<BlockDelay>,
     /// (delivery time s, delay ms) per block, if sampling was asked for.
     pub block_delay_series: Vec<[f64; 2]>,
-    /// Coding counters (none for schemes that send no coded symbols).
-    pub coding: Option<CodingResult>,
+    /// The scheme's own counters (name, sending and receiving half), summed over the flow's
+    /// connections.
+    pub scheme: SchemeCounters,
 }
 
 /// Counters of one link.

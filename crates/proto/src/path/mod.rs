@@ -9,7 +9,7 @@ mod rtt;
 pub use rtt::RttEstimator;
 
 use crate::ranges::RangeSet;
-use crate::scheme::PacketTag;
+use crate::scheme::{PacketTag, SentInfo};
 use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
 
@@ -113,7 +113,20 @@ pub struct PathStats {
     pub packets_received: u64,
     /// Duplicate datagrams received (already seen packet numbers).
     pub duplicates_received: u64,
+    /// Payload bytes sent (stream data, symbols, parity: see
+    /// [`PacketWriter::payload_len`](crate::wire::PacketWriter::payload_len)); over the stream
+    /// bytes delivered, it gives every scheme's redundancy the same way.
+    pub payload_bytes_sent: u64,
+    /// Stream bytes the scheme sent again on this path (retransmissions, reinjections).
+    pub retransmitted_bytes: u64,
+    /// Packets that carried stream bytes sent again.
+    pub retransmitted_packets: u64,
+    /// Penalisations applied to this path (window reductions asked by the scheme).
+    pub penalizations: u64,
 }
+
+/// Farthest below the largest packet number received that a recovery mark may reach.
+pub const MAX_RECOVERY_DISTANCE: u64 = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SentState {
@@ -129,6 +142,19 @@ pub(crate) struct SentPacket {
     pub(crate) tag: Option<PacketTag>,
     pub(crate) stream_end: bool,
     pub(crate) state: SentState,
+}
+
+impl SentPacket {
+    /// What the scheme is told about this packet (number `pn` on `path`).
+    pub(crate) fn info(&self, path: usize, pn: u64, tag: PacketTag) -> SentInfo {
+        SentInfo {
+            path,
+            pn,
+            tag,
+            time_sent: self.time_sent,
+            size: self.size,
+        }
+    }
 }
 
 /// All state of one path at one endpoint.
@@ -333,6 +359,21 @@ impl Path {
         }
         self.received.insert(pn..pn + 1);
         self.largest_received = Some(self.largest_received.map_or(pn, |l| l.max(pn)));
+        true
+    }
+
+    /// Records packet `pn`, lost in the network and rebuilt by the scheme, as received (so it
+    /// is acknowledged). Refused (false) unless the peer can have sent it: below the largest
+    /// number received, at most [`MAX_RECOVERY_DISTANCE`] below it, and not below the floor
+    /// of what is still tracked. A number already received is accepted and changes nothing.
+    pub(crate) fn mark_recovered(&mut self, pn: u64) -> bool {
+        let Some(largest) = self.largest_received else {
+            return false;
+        };
+        if pn >= largest || largest - pn > MAX_RECOVERY_DISTANCE || pn < self.rx_floor {
+            return false;
+        }
+        self.received.insert(pn..pn + 1);
         true
     }
 

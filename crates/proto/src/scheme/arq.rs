@@ -18,8 +18,8 @@
 //!   swallow a fresh segment every backed-off timeout.
 
 use super::{
-    Action, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver, SchemeSender,
-    SendCtx,
+    Action, FrameSource, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver,
+    SchemeSender, SendCtx, SentInfo,
 };
 use crate::config::ConnectionConfig;
 use crate::registry::{self, Entry, Factory, OptionDoc, Options};
@@ -141,6 +141,8 @@ pub struct ArqSender {
     last_penalty: Vec<Option<Instant>>,
     /// Potentially failed: timed out and not acknowledged since.
     pf: Vec<bool>,
+    /// Stream bytes sent on another path than the one that first carried them.
+    reinjected_bytes: u64,
 }
 
 /// Tag of a PING probe on a potentially failed path (no stream bytes).
@@ -158,6 +160,7 @@ impl ArqSender {
             timed_out: VecDeque::new(),
             last_penalty: Vec::new(),
             pf: Vec::new(),
+            reinjected_bytes: 0,
         }
     }
 
@@ -242,7 +245,7 @@ impl SchemeSender for ArqSender {
         self.ensure_paths(ctx.paths.len());
         // 1. Data this path lost goes back on this path.
         if let Some(tag) = Self::serve_queue(&mut self.retx[path], ctx, pkt) {
-            ctx.stats.count_retransmission(path, tag.b);
+            ctx.count_retransmission(path, tag.b);
             return Some(tag);
         }
         // A potentially failed path probes instead of taking new data.
@@ -254,8 +257,8 @@ impl SchemeSender for ArqSender {
             let (off, len, _) = self.timed_out.remove(i).unwrap_or_default();
             let mut q = VecDeque::from([(off, len)]);
             if let Some(tag) = Self::serve_queue(&mut q, ctx, pkt) {
-                ctx.stats.count_retransmission(path, tag.b);
-                ctx.stats.reinjected_bytes += tag.b;
+                ctx.count_retransmission(path, tag.b);
+                self.reinjected_bytes += tag.b;
                 return Some(tag);
             }
         }
@@ -289,22 +292,22 @@ impl SchemeSender for ArqSender {
         if let Some(s) = self.segs.front_mut() {
             s.reinjected |= bit;
         }
-        ctx.stats.count_retransmission(path, tag.b);
-        ctx.stats.reinjected_bytes += tag.b;
+        ctx.count_retransmission(path, tag.b);
+        self.reinjected_bytes += tag.b;
         let slow = usize::from(head.path);
         if self.cfg.penalize && slow < ctx.paths.len() {
             let rtt = ctx.paths[slow].rtt_or_rto();
             let due = self.last_penalty[slow].is_none_or(|t| ctx.now >= t + rtt);
             if due {
                 self.last_penalty[slow] = Some(ctx.now);
-                ctx.actions.push(Action::Penalize { path: slow });
-                ctx.stats.penalizations += 1;
+                ctx.request(Action::Penalize { path: slow });
             }
         }
         Some(tag)
     }
 
-    fn on_acked(&mut self, ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag) {
+    fn on_acked(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo) {
+        let (path, tag) = (pkt.path, pkt.tag);
         self.ensure_paths(ctx.paths.len());
         self.pf[path] = false;
         if tag == PROBE {
@@ -315,7 +318,8 @@ impl SchemeSender for ArqSender {
         }
     }
 
-    fn on_lost(&mut self, ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag, kind: LossKind) {
+    fn on_lost(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo, kind: LossKind) {
+        let (path, tag) = (pkt.path, pkt.tag);
         self.ensure_paths(ctx.paths.len());
         if kind == LossKind::Timeout && ctx.paths.len() > 1 {
             self.pf[path] = true;
@@ -340,6 +344,10 @@ impl SchemeSender for ArqSender {
         let ack = ctx.data_ack;
         self.timed_out.retain(|&(o, l, _)| o + u64::from(l) > ack);
     }
+
+    fn counters(&self) -> serde_json::Value {
+        serde_json::json!({ "reinjected_bytes": self.reinjected_bytes })
+    }
 }
 
 /// Receiving half of `tcp`/`mptcp`: DATA frames go to the receive buffer at their offsets.
@@ -347,16 +355,18 @@ impl SchemeSender for ArqSender {
 pub struct ArqReceiver;
 
 impl SchemeReceiver for ArqReceiver {
-    fn on_frame(&mut self, ctx: &mut RecvCtx<'_>, frame: &Frame<'_>) -> Result<(), SchemeError> {
+    fn on_frame(
+        &mut self,
+        ctx: &mut RecvCtx<'_>,
+        _from: FrameSource,
+        frame: &Frame<'_>,
+    ) -> Result<(), SchemeError> {
         match frame {
             Frame::Data { offset, data } => {
                 ctx.recv_buf.insert(*offset, data);
                 Ok(())
             }
-            _ => {
-                ctx.stats.rejected_frames += 1;
-                Err(SchemeError::Unexpected)
-            }
+            _ => Err(SchemeError::Unexpected),
         }
     }
 }

@@ -64,10 +64,11 @@
 //! order and the blocks being decoded. Symbols for blocks already decoded are dropped and
 //! counted as late (`late_symbols`, normal with redundancy); symbols for blocks outside the
 //! window or past the stream end, ids out of range, wrong sizes or lengths are dropped and
-//! counted in `rejected_frames`.
+//! counted by the engine (`ConnectionStats::frames_rejected`).
 
 use super::{
-    LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver, SchemeSender, SendCtx,
+    FrameSource, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver,
+    SchemeSender, SendCtx, SentInfo,
 };
 use crate::config::ConnectionConfig;
 use crate::path::PathView;
@@ -544,6 +545,7 @@ pub struct FmtcpSender {
     next_record: u64,
     scratch: Vec<u8>,
     block_buf: Vec<u8>,
+    stats: CodingStats,
 }
 
 impl FmtcpSender {
@@ -557,6 +559,7 @@ impl FmtcpSender {
             next_record: 0,
             scratch: vec![0; geo.symbol],
             block_buf: Vec::new(),
+            stats: CodingStats::default(),
         }
     }
 
@@ -572,22 +575,21 @@ impl FmtcpSender {
 
     /// Drops the finished blocks at the front (acknowledged up to `ack` or reported decoded)
     /// and records their lost packets in the per-block histogram.
-    fn drop_finished(&mut self, ack: u64, st: &mut CodingStats) {
+    fn drop_finished(&mut self, ack: u64) {
         while self
             .blocks
             .front()
             .is_some_and(|b| b.start + b.len <= ack || b.decoded)
         {
             if let Some(b) = self.blocks.pop_front() {
-                st.record_block_losses(b.lost_packets);
+                self.stats.record_block_losses(b.lost_packets);
             }
         }
     }
 
     /// Drops finished blocks and opens new ones inside the flow-control window.
     fn refresh(&mut self, ctx: &mut SendCtx<'_>) {
-        let ack = ctx.data_ack;
-        self.drop_finished(ack, &mut ctx.stats.coding);
+        self.drop_finished(ctx.data_ack);
         let b = self.geo.block;
         loop {
             let start = self.next_block * b;
@@ -634,8 +636,8 @@ impl FmtcpSender {
                     (Encoder::Lt(e), k_hat.max(k as u64))
                 }
             };
-            ctx.stats.coding.source_symbols += k as u64;
-            ctx.stats.coding.blocks += 1;
+            self.stats.source_symbols += k as u64;
+            self.stats.blocks += 1;
             self.blocks.push_back(TxBlock {
                 index: self.next_block,
                 start,
@@ -693,7 +695,7 @@ impl FmtcpSender {
         if b.sent == 0 {
             ctx.mark_sent(b.start, b.start + b.len);
         }
-        let st = &mut ctx.stats.coding;
+        let st = &mut self.stats;
         st.symbols_sent += 1;
         if b.lost_unreplaced > 0 {
             b.lost_unreplaced -= 1;
@@ -786,17 +788,20 @@ impl SchemeSender for FmtcpSender {
         })
     }
 
-    fn on_acked(&mut self, _ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag) {
-        self.settle(path, tag, false);
+    fn on_acked(&mut self, _ctx: &mut SendCtx<'_>, pkt: &SentInfo) {
+        self.settle(pkt.path, pkt.tag, false);
     }
 
-    fn on_lost(&mut self, _ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag, _kind: LossKind) {
-        self.settle(path, tag, true);
+    fn on_lost(&mut self, _ctx: &mut SendCtx<'_>, pkt: &SentInfo, _kind: LossKind) {
+        self.settle(pkt.path, pkt.tag, true);
     }
 
     fn on_data_ack(&mut self, ctx: &mut SendCtx<'_>) {
-        let ack = ctx.data_ack;
-        self.drop_finished(ack, &mut ctx.stats.coding);
+        self.drop_finished(ctx.data_ack);
+    }
+
+    fn counters(&self) -> serde_json::Value {
+        serde_json::to_value(&self.stats).unwrap_or_default()
     }
 
     fn on_feedback(&mut self, ctx: &mut SendCtx<'_>, frame: &Frame<'_>) -> Result<(), SchemeError> {
@@ -806,29 +811,25 @@ impl SchemeSender for FmtcpSender {
             decoded,
         }) = *frame
         else {
-            ctx.stats.rejected_frames += 1;
             return Err(SchemeError::Unexpected);
         };
         if count > u64::from(MAX_ENCODING_SYMBOL_ID) + 1 {
-            ctx.stats.rejected_frames += 1;
             return Err(SchemeError::Invalid("symbol count beyond the id space"));
         }
         if block >= self.next_block {
-            ctx.stats.rejected_frames += 1;
             return Err(SchemeError::Unknown("feedback for a block never sent"));
         }
         if let Some(b) = self.block_mut(block) {
             if count > b.sent {
-                ctx.stats.rejected_frames += 1;
                 return Err(SchemeError::Invalid("more symbols reported than sent"));
             }
             b.reported = b.reported.max(count);
-            if decoded {
+            if decoded && !b.decoded {
                 b.decoded = true;
-                ctx.stats.coding.blocks_decoded += 1;
+                self.stats.blocks_decoded += 1;
             }
         }
-        self.drop_finished(ctx.data_ack, &mut ctx.stats.coding);
+        self.drop_finished(ctx.data_ack);
         Ok(())
     }
 }
@@ -855,6 +856,7 @@ pub struct FmtcpReceiver {
     blocks: BTreeMap<u64, RxBlock>,
     /// Decoded blocks not yet below the in-order delivery point.
     done: BTreeSet<u64>,
+    stats: CodingStats,
 }
 
 impl FmtcpReceiver {
@@ -864,42 +866,38 @@ impl FmtcpReceiver {
             geo,
             blocks: BTreeMap::new(),
             done: BTreeSet::new(),
+            stats: CodingStats::default(),
         }
-    }
-
-    fn reject(ctx: &mut RecvCtx<'_>, e: SchemeError) -> Result<(), SchemeError> {
-        ctx.stats.rejected_frames += 1;
-        Err(e)
     }
 
     fn on_symbol(&mut self, ctx: &mut RecvCtx<'_>, s: &SymbolFrame<'_>) -> Result<(), SchemeError> {
         let g = self.geo;
         if s.data.len() != g.symbol {
-            return Self::reject(ctx, SchemeError::Invalid("symbol of the wrong size"));
+            return Err(SchemeError::Invalid("symbol of the wrong size"));
         }
         let Some(start) = s.block.checked_mul(g.block) else {
-            return Self::reject(ctx, SchemeError::Unknown("block beyond the stream"));
+            return Err(SchemeError::Unknown("block beyond the stream"));
         };
         let len = match s.coding {
             Coding::Plain => g.block,
             Coding::Seed(len) if len > 0 && len < g.block => len,
-            _ => return Self::reject(ctx, SchemeError::Invalid("bad block length")),
+            _ => return Err(SchemeError::Invalid("bad block length")),
         };
         if s.id > MAX_ENCODING_SYMBOL_ID {
-            return Self::reject(ctx, SchemeError::Invalid("symbol id out of range"));
+            return Err(SchemeError::Invalid("symbol id out of range"));
         }
         let contiguous = ctx.recv_buf.contiguous_end();
         if start + len <= contiguous || self.done.contains(&s.block) {
-            ctx.stats.coding.late_symbols += 1;
+            self.stats.late_symbols += 1;
             return Ok(());
         }
         if let Some(f) = ctx.recv_buf.final_size() {
             if start >= f || len != g.block.min(f - start) {
-                return Self::reject(ctx, SchemeError::Unknown("block past the stream end"));
+                return Err(SchemeError::Unknown("block past the stream end"));
             }
         }
         if start + len > ctx.recv_buf.max_data() {
-            return Self::reject(ctx, SchemeError::Unknown("block beyond the receive window"));
+            return Err(SchemeError::Unknown("block beyond the receive window"));
         }
         let k = (len as usize).div_ceil(g.symbol);
         let cfg = self.cfg;
@@ -909,18 +907,18 @@ impl FmtcpReceiver {
                 let dec = match cfg.code {
                     Code::Raptorq => match RaptorqConfig::new(k, g.symbol) {
                         Ok(c) => Decoder::Raptorq(RaptorqDecoder::new(c)),
-                        Err(_) => return Self::reject(ctx, SchemeError::Invalid("bad block")),
+                        Err(_) => return Err(SchemeError::Invalid("bad block")),
                     },
                     Code::Lt => match LtParams::new(k, g.symbol, cfg.lt_c, cfg.lt_delta) {
                         Ok(p) => Decoder::Lt(LtDecoder::with_elimination(p, s.block as u32)),
-                        Err(_) => return Self::reject(ctx, SchemeError::Invalid("bad block")),
+                        Err(_) => return Err(SchemeError::Invalid("bad block")),
                     },
                 };
                 e.insert(RxBlock { len, dec })
             }
         };
         if rb.len != len {
-            return Self::reject(ctx, SchemeError::Invalid("block length changed"));
+            return Err(SchemeError::Invalid("block length changed"));
         }
         let complete = match &mut rb.dec {
             Decoder::Raptorq(d) => d.push(s.id, s.data).map(|p| p.complete),
@@ -936,7 +934,7 @@ impl FmtcpReceiver {
         };
         let complete = match complete {
             Ok(c) => c,
-            Err(_) => return Self::reject(ctx, SchemeError::Invalid("symbol refused by decoder")),
+            Err(_) => return Err(SchemeError::Invalid("symbol refused by decoder")),
         };
         if complete {
             if let Some(rb) = self.blocks.remove(&s.block) {
@@ -948,7 +946,7 @@ impl FmtcpReceiver {
                     ctx.recv_buf.insert(start, &data[..len as usize]);
                 }
                 self.done.insert(s.block);
-                ctx.stats.coding.blocks_decoded += 1;
+                self.stats.blocks_decoded += 1;
             }
         }
         // Forget what the application can now read in order.
@@ -960,11 +958,20 @@ impl FmtcpReceiver {
 }
 
 impl SchemeReceiver for FmtcpReceiver {
-    fn on_frame(&mut self, ctx: &mut RecvCtx<'_>, frame: &Frame<'_>) -> Result<(), SchemeError> {
+    fn on_frame(
+        &mut self,
+        ctx: &mut RecvCtx<'_>,
+        _from: FrameSource,
+        frame: &Frame<'_>,
+    ) -> Result<(), SchemeError> {
         match frame {
             Frame::Symbol(s) => self.on_symbol(ctx, s),
-            _ => Self::reject(ctx, SchemeError::Unexpected),
+            _ => Err(SchemeError::Unexpected),
         }
+    }
+
+    fn counters(&self) -> serde_json::Value {
+        serde_json::to_value(&self.stats).unwrap_or_default()
     }
 
     fn write_feedback(&mut self, _now: Instant, _path: usize, pkt: &mut PacketWriter<'_>) {

@@ -3,19 +3,28 @@
 //! A scheme has a sending half ([`SchemeSender`]) and a receiving half ([`SchemeReceiver`]).
 //! The engine owns paths, windows, timers, the send buffer and the receive buffer; the scheme
 //! decides the contents of each packet a path may send, learns which of its packets were
-//! acknowledged or lost, and on the receiving side turns frames into stream bytes. This is
-//! enough for every scheme of the design table:
+//! acknowledged or lost (by path and packet number, [`SentInfo`]), and on the receiving side
+//! turns frames into stream bytes. Both halves may keep timers ([`SchemeSender::poll_timeout`],
+//! [`SchemeReceiver::poll_timeout`]), driven by the connection's `poll_timeout` /
+//! `handle_timeout`. This is enough for every scheme of the design table:
 //! - ARQ (`tcp`, `mptcp`, `cmt-sctp`): DATA frames, re-queued on loss on a path the scheme
 //!   chooses; reinjection and penalisation through [`Action`]s.
 //! - Coded (`fmtcp`, `hmtp`, `nc-mptcp`): SYMBOL frames built from send-buffer blocks, decoder
-//!   feedback in FEEDBACK frames written by the receiver into every ACK packet
-//!   ([`SchemeReceiver::write_feedback`]) and read by the sender
-//!   ([`SchemeSender::on_feedback`]); the receiver inserts decoded blocks into the receive
-//!   buffer at their stream offsets.
-//! - Per-path FEC (`dfec`): SCHEME frames carry parity; a packet recovered at the receiver is
-//!   reported with [`RecvCtx::mark_recovered`] so the path acknowledges it (no congestion
-//!   signal), and [`Action::SetLossThreshold`] sets the duplicate-ACK threshold to the FEC
-//!   block size.
+//!   feedback in FEEDBACK (or SCHEME kind ≥ 0x80) frames written by the receiver into every
+//!   ACK packet ([`SchemeReceiver::write_feedback`]) and read by the sender
+//!   ([`SchemeSender::on_feedback`]); a receiver that needs its feedback to travel now asks
+//!   for an immediate ACK ([`RecvCtx::request_ack`]); the receiver inserts decoded blocks into
+//!   the receive buffer at their stream offsets.
+//! - Per-path FEC (`dfec`, `tcp-ir`): SCHEME frames carry parity naming the packets it covers
+//!   (the scheme sees the number of the packet it fills, [`PacketWriter::header`]); a packet
+//!   recovered at the receiver is reported with [`RecvCtx::mark_recovered`] so the path
+//!   acknowledges it (no congestion signal; the engine checks the number is one the peer could
+//!   have sent), and [`Action::SetLossThreshold`] sets the duplicate-ACK threshold to the FEC
+//!   block size; a timer sends fixed-rate FEC.
+//!
+//! Counters that only one scheme has are its own ([`SchemeSender::counters`],
+//! [`SchemeReceiver::counters`]), reported under the scheme's name; what every scheme shares
+//! (retransmitted bytes per path, rejected frames, penalisations) the engine counts.
 
 mod arq;
 pub mod fmtcp;
@@ -40,8 +49,25 @@ pub struct PacketTag {
     pub b: u64,
 }
 
+/// A packet a scheme filled, as handed back when it is acknowledged or lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SentInfo {
+    /// The path it was sent on.
+    pub path: usize,
+    /// Its packet number on that path.
+    pub pn: u64,
+    /// The scheme's tag.
+    pub tag: PacketTag,
+    /// When it was sent.
+    pub time_sent: Instant,
+    /// Datagram size in bytes.
+    pub size: u32,
+}
+
 /// How a loss was detected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LossKind {
     /// `loss_threshold` later packets on the path were acknowledged.
     Threshold,
@@ -51,9 +77,11 @@ pub enum LossKind {
 
 /// Requests from a scheme to the engine, applied after the call returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Action {
-    /// Halve the path's window and set ssthresh to it (MPTCP penalisation, Raiciu et al.
-    /// NSDI 2012 §4.2).
+    /// Reduce the path's window as a congestion event would (MPTCP penalisation, Raiciu et
+    /// al. NSDI 2012 §4.2), through the path's controller and the one-reduction-per-window
+    /// recovery rule.
     Penalize {
         /// The path to penalise.
         path: usize,
@@ -67,37 +95,16 @@ pub enum Action {
     },
 }
 
-/// Counters a scheme keeps; reported in results.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct SchemeStats {
-    /// Stream bytes re-sent per path (ARQ retransmissions and reinjections).
-    pub retransmitted_bytes: Vec<u64>,
-    /// Packets that carried re-sent data, per path.
-    pub retransmitted_packets: Vec<u64>,
-    /// Bytes reinjected onto another path than the one that first carried them.
-    pub reinjected_bytes: u64,
-    /// Penalisations requested.
-    pub penalizations: u64,
-    /// Frames the receiving half rejected (unknown blocks, out-of-range ids, bad sizes).
-    pub rejected_frames: u64,
-    /// Coded schemes: symbols, coding overhead and Eq. 7 redundancy.
-    pub coding: CodingStats,
-}
-
-impl SchemeStats {
-    /// Adds a retransmission of `bytes` on `path`.
-    pub fn count_retransmission(&mut self, path: usize, bytes: u64) {
-        if self.retransmitted_bytes.len() <= path {
-            self.retransmitted_bytes.resize(path + 1, 0);
-            self.retransmitted_packets.resize(path + 1, 0);
-        }
-        self.retransmitted_bytes[path] += bytes;
-        self.retransmitted_packets[path] += 1;
-    }
+/// Per-path retransmission counters the engine keeps for every scheme.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Resent {
+    pub(crate) bytes: u64,
+    pub(crate) packets: u64,
 }
 
 /// What the sending half may see and do during a call.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct SendCtx<'a> {
     /// Current time.
     pub now: Instant,
@@ -113,17 +120,29 @@ pub struct SendCtx<'a> {
     pub segment_size: usize,
     /// Set once the application closed the stream: its total length.
     pub final_size: Option<u64>,
-    /// Requests to the engine.
-    pub actions: &'a mut Vec<Action>,
-    /// Counters.
-    pub stats: &'a mut SchemeStats,
-    /// First-transmission times of metric blocks; see [`SendCtx::mark_sent`].
-    pub block_clock: &'a mut BlockClock,
     /// Deterministic randomness (seeded per connection).
     pub rng: &'a mut rand_chacha::ChaCha8Rng,
+    pub(crate) actions: &'a mut Vec<Action>,
+    pub(crate) resent: &'a mut Vec<Resent>,
+    pub(crate) block_clock: &'a mut BlockClock,
 }
 
 impl SendCtx<'_> {
+    /// Asks the engine for `action` (applied when the call returns).
+    pub fn request(&mut self, action: Action) {
+        self.actions.push(action);
+    }
+
+    /// Counts `bytes` of stream data sent again on `path` (retransmission or reinjection);
+    /// reported per path for every scheme.
+    pub fn count_retransmission(&mut self, path: usize, bytes: u64) {
+        if self.resent.len() <= path {
+            self.resent.resize(path + 1, Resent::default());
+        }
+        self.resent[path].bytes += bytes;
+        self.resent[path].packets += 1;
+    }
+
     /// Records that stream bytes `[start, end)` (or symbols coding them) are being sent for
     /// the first time, for the block-delay metric. Call it when a packet first carries any
     /// part of that range; later calls for the same bytes change nothing.
@@ -185,7 +204,8 @@ pub trait SchemeSender: Send + std::fmt::Debug {
     fn name(&self) -> &'static str;
 
     /// `path` has window space: write frames into `pkt` and return a tag, or `None` if there
-    /// is nothing to send on this path now (the engine then offers another path).
+    /// is nothing to send on this path now (the engine then offers another path). The
+    /// packet's number is `pkt.header().pn`.
     fn poll_packet(
         &mut self,
         ctx: &mut SendCtx<'_>,
@@ -193,63 +213,110 @@ pub trait SchemeSender: Send + std::fmt::Debug {
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag>;
 
-    /// A packet this scheme filled on `path` was acknowledged.
-    fn on_acked(&mut self, ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag);
+    /// A packet this scheme filled was acknowledged.
+    fn on_acked(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo);
 
-    /// A packet this scheme filled on `path` was declared lost.
-    fn on_lost(&mut self, ctx: &mut SendCtx<'_>, path: usize, tag: PacketTag, kind: LossKind);
+    /// A packet this scheme filled was declared lost.
+    fn on_lost(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo, kind: LossKind);
 
     /// The peer's cumulative acknowledgement (`ctx.data_ack`) advanced.
     fn on_data_ack(&mut self, _ctx: &mut SendCtx<'_>) {}
 
-    /// A FEEDBACK or SCHEME frame arrived from the peer's receiving half.
+    /// A FEEDBACK or SCHEME (kind ≥ 0x80) frame arrived from the peer's receiving half. An
+    /// error drops the frame and the engine counts it.
     fn on_feedback(
         &mut self,
-        ctx: &mut SendCtx<'_>,
+        _ctx: &mut SendCtx<'_>,
         _frame: &Frame<'_>,
     ) -> Result<(), SchemeError> {
-        ctx.stats.rejected_frames += 1;
         Err(SchemeError::Unexpected)
+    }
+
+    /// When [`SchemeSender::on_timeout`] must be called next, if ever.
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    /// The time given by `poll_timeout` has come.
+    fn on_timeout(&mut self, _ctx: &mut SendCtx<'_>) {}
+
+    /// The scheme's own counters (reported under its name); `Null` if it has none.
+    fn counters(&self) -> serde_json::Value {
+        serde_json::Value::Null
     }
 }
 
-/// What the receiving half may see and do while handling a frame.
-#[derive(Debug)]
-pub struct RecvCtx<'a> {
-    /// Current time.
-    pub now: Instant,
-    /// Path the frame arrived on.
+/// Where a frame came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FrameSource {
+    /// Path the packet arrived on.
     pub path: usize,
     /// Packet number that carried it.
     pub pn: u64,
+}
+
+/// What the receiving half may see and do.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RecvCtx<'a> {
+    /// Current time.
+    pub now: Instant,
     /// The receive buffer: insert stream bytes at their offsets.
     pub recv_buf: &'a mut RecvBuffer,
-    /// Counters.
-    pub stats: &'a mut SchemeStats,
     pub(crate) recovered: &'a mut Vec<(usize, u64)>,
+    pub(crate) ack_requests: &'a mut Vec<usize>,
 }
 
 impl RecvCtx<'_> {
     /// Reports that packet `pn` of `path`, lost in the network, was recovered by coding: the
     /// path acknowledges it as if it had arrived (dFEC: no congestion signal for a repaired
-    /// loss).
+    /// loss). The engine accepts only a number below the largest received on that path,
+    /// within a bounded distance of it and not below what it still tracks; any other is
+    /// counted (`ConnectionStats::invalid_recovery_marks`) and ignored.
     pub fn mark_recovered(&mut self, path: usize, pn: u64) {
         self.recovered.push((path, pn));
+    }
+
+    /// Asks for an acknowledgement on `path` now instead of after the delayed-ACK policy
+    /// (feedback that must travel promptly: rank reports, chunk counts).
+    pub fn request_ack(&mut self, path: usize) {
+        self.ack_requests.push(path);
     }
 }
 
 /// The receiving half of a scheme.
 pub trait SchemeReceiver: Send + std::fmt::Debug {
-    /// A payload frame (DATA, SYMBOL, SCHEME) arrived.
-    fn on_frame(&mut self, ctx: &mut RecvCtx<'_>, frame: &Frame<'_>) -> Result<(), SchemeError>;
+    /// A payload frame (DATA, SYMBOL, SCHEME kind < 0x80) arrived. An error drops the frame
+    /// (the packet stays valid) and the engine counts it.
+    fn on_frame(
+        &mut self,
+        ctx: &mut RecvCtx<'_>,
+        from: FrameSource,
+        frame: &Frame<'_>,
+    ) -> Result<(), SchemeError>;
 
-    /// Append decoder feedback to an ACK packet being built for `path` (frames that do not
-    /// fit are simply left out).
+    /// Append feedback to an ACK packet being built for `path` (frames that do not fit are
+    /// simply left out). Feedback frames are not ack-eliciting: every ACK carries fresh ones.
     fn write_feedback(&mut self, _now: Instant, _path: usize, _pkt: &mut PacketWriter<'_>) {}
+
+    /// When [`SchemeReceiver::on_timeout`] must be called next, if ever.
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    /// The time given by `poll_timeout` has come.
+    fn on_timeout(&mut self, _ctx: &mut RecvCtx<'_>) {}
+
+    /// The scheme's own counters (reported under its name); `Null` if it has none.
+    fn counters(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
 }
 
 /// Why a scheme refused a frame. The frame is dropped and counted; the connection goes on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SchemeError {
     /// This scheme does not use this kind of frame.
     #[error("frame kind not used by this scheme")]

@@ -28,6 +28,10 @@ const FEEDBACK: u8 = 0x07;
 const SCHEME: u8 = 0x08;
 const ACK_FLOOR: u8 = 0x09;
 
+/// SCHEME kinds from this value up are feedback (receiver → sender) and not ack-eliciting;
+/// kinds below travel with the data to the receiving half.
+pub const SCHEME_FEEDBACK_KINDS: u64 = 0x80;
+
 /// One frame, borrowing its payload from the datagram.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame<'a> {
@@ -162,13 +166,30 @@ pub struct FeedbackFrame {
 }
 
 impl Frame<'_> {
-    /// True if the receiver must acknowledge a packet carrying this frame. FEEDBACK rides in
-    /// ACK packets, which are never acknowledged (every ACK carries fresh feedback).
+    /// True if the receiver must acknowledge a packet carrying this frame. FEEDBACK and
+    /// SCHEME frames of kind ≥ 0x80 (scheme feedback) ride in ACK packets, which are never
+    /// acknowledged (every ACK carries fresh feedback).
     pub fn is_ack_eliciting(&self) -> bool {
         !matches!(
             self,
             Frame::Padding(_) | Frame::Ack(_) | Frame::Close { .. } | Frame::Feedback(_)
-        )
+        ) && !self.is_scheme_feedback()
+    }
+
+    /// A SCHEME frame of kind ≥ [`SCHEME_FEEDBACK_KINDS`]: feedback to the sending half.
+    pub fn is_scheme_feedback(&self) -> bool {
+        matches!(self, Frame::Scheme { kind, .. } if *kind >= SCHEME_FEEDBACK_KINDS)
+    }
+
+    /// Bytes of payload the frame carries: stream bytes (DATA), symbol bytes (SYMBOL), the
+    /// body of a SCHEME frame; 0 for control frames.
+    pub fn payload_len(&self) -> usize {
+        match self {
+            Frame::Data { data, .. } => data.len(),
+            Frame::Symbol(s) => s.data.len(),
+            Frame::Scheme { body, .. } => body.len(),
+            _ => 0,
+        }
     }
 
     /// Bytes this frame takes on the wire.

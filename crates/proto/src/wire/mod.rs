@@ -9,7 +9,10 @@ mod packet;
 #[cfg(test)]
 mod tests;
 
-pub use frame::{AckFrame, AckRanges, Coding, FeedbackFrame, Frame, FrameIter, SymbolFrame};
+pub use frame::{
+    AckFrame, AckRanges, Coding, FeedbackFrame, Frame, FrameIter, SymbolFrame,
+    SCHEME_FEEDBACK_KINDS,
+};
 pub use packet::{
     parse_packet, Header, PacketWriter, CHECKSUM_LEN, MAGIC, MAX_HEADER_LEN, VERSION,
 };

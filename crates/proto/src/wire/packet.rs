@@ -78,10 +78,12 @@ pub fn parse_packet(datagram: &[u8]) -> Result<(Header, &[u8]), WireError> {
 /// [`finish`](PacketWriter::finish) appends the checksum.
 #[derive(Debug)]
 pub struct PacketWriter<'a> {
+    header: Header,
     w: Writer<'a>,
     limit: usize,
     frames: usize,
     ack_eliciting: bool,
+    payload: usize,
 }
 
 impl<'a> PacketWriter<'a> {
@@ -103,11 +105,18 @@ impl<'a> PacketWriter<'a> {
         w.u8(header.path);
         w.varint(header.pn);
         Ok(PacketWriter {
+            header,
             w,
             limit,
             frames: 0,
             ack_eliciting: false,
+            payload: 0,
         })
+    }
+
+    /// The header of the packet being built: its path and packet number.
+    pub fn header(&self) -> Header {
+        self.header
     }
 
     /// Bytes still available for frames.
@@ -120,6 +129,12 @@ impl<'a> PacketWriter<'a> {
         self.frames
     }
 
+    /// Payload bytes written so far: the bytes carried by DATA, SYMBOL and SCHEME frames
+    /// (stream data, symbols, parity; not their headers).
+    pub fn payload_len(&self) -> usize {
+        self.payload
+    }
+
     /// True if a frame that requires acknowledgement was written.
     pub fn is_ack_eliciting(&self) -> bool {
         self.ack_eliciting
@@ -130,6 +145,7 @@ impl<'a> PacketWriter<'a> {
         let needed = f.encoded_len()?;
         self.reserve(needed)?;
         f.emit(&mut self.w);
+        self.payload += f.payload_len();
         self.note(f.is_ack_eliciting());
         Ok(())
     }
@@ -148,6 +164,7 @@ impl<'a> PacketWriter<'a> {
         let start = self.w.pos;
         fill(&mut self.w.buf[start..start + len]);
         self.w.pos += len;
+        self.payload += len;
         self.note(true);
         Ok(())
     }
