@@ -16,6 +16,7 @@ use crate::scheme::{
     SendCtx, SentInfo,
 };
 use crate::time::{Duration, Instant};
+use crate::trace::{TraceEvent, Tracer};
 use crate::wire::{self, AckFrame, Frame, FrameIter, Header, PacketWriter, WireError};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -172,6 +173,9 @@ pub struct Connection {
     occupancy_last: Option<Instant>,
     occupancy_integral: f64,
     events: VecDeque<Event>,
+    tracer: Option<Box<dyn Tracer>>,
+    /// Losses to report to the tracer: (path, pn, size, kind); filled only when tracing.
+    traced_losses: Vec<(usize, u64, u32, LossKind)>,
 }
 
 /// Builds a [`SendCtx`] from the connection's fields (a macro so the borrow checker sees
@@ -238,6 +242,8 @@ impl Connection {
             occupancy_last: None,
             occupancy_integral: 0.0,
             events: VecDeque::new(),
+            tracer: None,
+            traced_losses: Vec::new(),
             cfg,
         };
         for _ in 0..paths {
@@ -255,6 +261,33 @@ impl Connection {
         p.ssthresh = w.ssthresh;
         self.views.push(p.view());
         self.paths.push(p);
+    }
+
+    /// Sends every event of this connection to `tracer` from now on (see [`crate::trace`]).
+    pub fn set_tracer(&mut self, tracer: Box<dyn Tracer>) {
+        self.tracer = Some(tracer);
+    }
+
+    /// Stops tracing and returns the tracer.
+    pub fn take_tracer(&mut self) -> Option<Box<dyn Tracer>> {
+        self.tracer.take()
+    }
+
+    fn trace(&mut self, now: Instant, ev: TraceEvent<'_>) {
+        if let Some(t) = &mut self.tracer {
+            t.event(now, &ev);
+        }
+    }
+
+    fn trace_metrics(&mut self, now: Instant, p: usize) {
+        if let Some(t) = &mut self.tracer {
+            t.event(
+                now,
+                &TraceEvent::MetricsUpdated {
+                    view: &self.views[p],
+                },
+            );
+        }
     }
 
     /// The configuration.
@@ -430,11 +463,21 @@ impl Connection {
                 return Err(e.into());
             }
         };
+        let pn = hdr.pn;
         let res = self.handle_packet(now, hdr, payload);
-        if let Err(e) = &res {
-            match e {
-                DatagramError::Wire(_) => self.stats.malformed += 1,
-                _ => self.stats.rejected += 1,
+        match &res {
+            Err(DatagramError::Wire(_)) => self.stats.malformed += 1,
+            Err(_) => self.stats.rejected += 1,
+            Ok(r) => {
+                let path = r.path;
+                self.trace(
+                    now,
+                    TraceEvent::PacketReceived {
+                        path,
+                        pn,
+                        datagram: data,
+                    },
+                );
             }
         }
         res
@@ -706,6 +749,9 @@ impl Connection {
         }
         self.detect_losses(now, p);
         self.apply_actions(now);
+        if any {
+            self.trace_metrics(now, p);
+        }
     }
 
     fn detect_losses(&mut self, now: Instant, p: usize) {
@@ -735,6 +781,10 @@ impl Connection {
             if let Some(tag) = sp.tag {
                 self.lost.push((sp.info(p, pn, tag), LossKind::Threshold));
             }
+            if self.tracer.is_some() {
+                self.traced_losses
+                    .push((p, pn, sp.size, LossKind::Threshold));
+            }
         }
         self.sync_view(p);
         if congestion {
@@ -749,6 +799,19 @@ impl Connection {
     }
 
     fn report_lost(&mut self, now: Instant) {
+        if let Some(t) = &mut self.tracer {
+            for (path, pn, size, kind) in self.traced_losses.drain(..) {
+                t.event(
+                    now,
+                    &TraceEvent::PacketLost {
+                        path,
+                        pn,
+                        size,
+                        kind,
+                    },
+                );
+            }
+        }
         if self.lost.is_empty() {
             return;
         }
@@ -775,6 +838,9 @@ impl Connection {
                 if let Some(tag) = sp.tag {
                     self.lost.push((sp.info(p, pn, tag), LossKind::Timeout));
                 }
+                if self.tracer.is_some() {
+                    self.traced_losses.push((p, pn, sp.size, LossKind::Timeout));
+                }
             }
         }
         path.trim_front();
@@ -788,6 +854,7 @@ impl Connection {
         self.apply_window(p, w);
         self.report_lost(now);
         self.apply_actions(now);
+        self.trace_metrics(now, p);
     }
 
     fn apply_window(&mut self, p: usize, w: Window) {
@@ -903,14 +970,30 @@ impl Connection {
 
     /// Writes the next datagram to send into `buf` (at least `max_datagram` bytes long).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        if let Some(t) = self.transmit_control(now, buf) {
-            return Some(t);
+        let t = self
+            .transmit_control(now, buf)
+            .or_else(|| self.transmit_data(now, buf));
+        match t {
+            Some(t) => {
+                if self.tracer.is_some() {
+                    let pn = self.paths[t.path].next_pn - 1;
+                    let datagram = &buf[..t.len];
+                    self.trace(
+                        now,
+                        TraceEvent::PacketSent {
+                            path: t.path,
+                            pn,
+                            datagram,
+                        },
+                    );
+                }
+                Some(t)
+            }
+            None => {
+                self.arm_persist(now);
+                None
+            }
         }
-        if let Some(t) = self.transmit_data(now, buf) {
-            return Some(t);
-        }
-        self.arm_persist(now);
-        None
     }
 
     /// Largest datagram `poll_transmit` writes.

@@ -27,6 +27,7 @@ pub mod registry;
 pub mod sched;
 pub mod scheme;
 pub mod time;
+pub mod trace;
 pub mod wire;
 
 pub use config::{ConfigError, ConnectionConfig};

@@ -1,0 +1,57 @@
+//! Tracing: what a connection does, packet by packet, for tools that show it (qlog viewers,
+//! plots of windows and RTTs over time).
+//!
+//! A driver that wants a trace gives the connection a [`Tracer`]
+//! ([`Connection::set_tracer`](crate::Connection::set_tracer)); without one, tracing costs a
+//! branch per event. Events carry the datagram bytes where it matters, so a tracer can decode
+//! the frames itself (`wire::parse_packet`, `wire::FrameIter`).
+
+use crate::path::PathView;
+use crate::scheme::LossKind;
+use crate::time::Instant;
+
+/// Something that happened in a connection.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum TraceEvent<'a> {
+    /// A datagram left (`poll_transmit` returned it).
+    PacketSent {
+        /// Path.
+        path: usize,
+        /// Packet number.
+        pn: u64,
+        /// The whole datagram.
+        datagram: &'a [u8],
+    },
+    /// A datagram was accepted (`handle_datagram` returned `Ok`).
+    PacketReceived {
+        /// Path.
+        path: usize,
+        /// Packet number.
+        pn: u64,
+        /// The whole datagram.
+        datagram: &'a [u8],
+    },
+    /// A packet sent on `path` was declared lost.
+    PacketLost {
+        /// Path.
+        path: usize,
+        /// Packet number.
+        pn: u64,
+        /// Datagram size.
+        size: u32,
+        /// How the loss was detected.
+        kind: LossKind,
+    },
+    /// A path's congestion state changed (after an ACK, a loss or a timeout).
+    MetricsUpdated {
+        /// The path's new state.
+        view: &'a PathView,
+    },
+}
+
+/// Receives a connection's events. Called synchronously: keep it cheap (buffer, then write).
+pub trait Tracer: Send + std::fmt::Debug {
+    /// One event at `now`.
+    fn event(&mut self, now: Instant, event: &TraceEvent<'_>);
+}
