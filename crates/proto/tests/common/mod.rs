@@ -1,4 +1,5 @@
 //! Helpers shared by the connection-level integration tests.
+#![allow(dead_code)]
 
 use tributary_proto::wire::{Header, PacketWriter, CHECKSUM_LEN};
 use tributary_proto::{Connection, Duration, Instant};
