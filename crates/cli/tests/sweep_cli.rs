@@ -239,7 +239,8 @@ fn shards_merge_to_the_bytes_of_one_run() {
         s(&other),
     ]);
     assert!(
-        err.contains("different sweeps") && err.contains("seed 12 (now 11)"),
+        err.contains("different sweeps")
+            && err.contains(&format!("seed 12 ({}: 11)", s(&slices[0]))),
         "{err}"
     );
     let err = fails(&["merge", s(&file)]);
@@ -288,7 +289,7 @@ fn results_files_are_not_overwritten_without_force() {
     // Another seed is another sweep: resuming refuses and leaves the file alone.
     let before = std::fs::read(&p).unwrap();
     let err = fails(&["run", f, "--seed", "1", "--resume", s(&p)]);
-    assert!(err.contains("seed 11 (now 1)"), "{err}");
+    assert!(err.contains("seed 11 (now: 1)"), "{err}");
     assert_eq!(std::fs::read(&p).unwrap(), before);
     let err = fails_with(2, &["run", f, "--force"]);
     assert!(err.contains("--stream"), "{err}");

@@ -230,8 +230,12 @@ impl Layout {
     }
 
     /// Runs in the plan: variants × sweep points × repetitions.
+    /// (Saturates rather than overflows for an absurd layout read from a file.)
     pub fn runs(&self) -> usize {
-        self.variants.len() * self.points.len() * self.repetitions as usize
+        self.variants
+            .len()
+            .saturating_mul(self.points.len())
+            .saturating_mul(usize::try_from(self.repetitions).unwrap_or(usize::MAX))
     }
 
     /// (variant, sweep point, repetition) of run `k` of the plan (ordered by variant, then

@@ -30,10 +30,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Sweeps with more runs than this (in one invocation) warn before they start and print a
-/// wall-time estimate. At the simulator's speed on this project's machines a typical run
-/// takes 0.1–10 s of one core, so 100 runs is where a sweep stops being a coffee-break job and
-/// its cost is worth a look (the platform reproduction's 125-run sweeps take about 25 s on two
-/// cores, the FMTCP Fig. 10 sweep of 640 runs far longer).
+/// wall-time estimate. A run takes from 0.1 s to tens of seconds of one core on this
+/// project's machines (docs/performance.md), so from about 100 runs on a sweep can take from
+/// seconds to an hour, and its cost is worth a look before it starts.
 pub const LARGE_SWEEP_RUNS: usize = 100;
 
 /// The `format` of a results file header.
@@ -41,6 +40,11 @@ pub const FORMAT: &str = "tributary-results";
 
 /// The version of the results file format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
+
+/// Plans larger than this in a header are taken for damage, not a sweep (16.7 million runs;
+/// at about 1 KB per run their results alone would be 17 GB); it keeps a damaged or hostile
+/// header from making merge list billions of missing runs.
+const MAX_RUNS: usize = 1 << 24;
 
 /// How often at least a results file is synced to disk (it is flushed to the operating system
 /// after every line).
@@ -139,43 +143,52 @@ impl Header {
         k < self.runs && self.shard.is_none_or(|s| s.contains(k))
     }
 
-    /// What differs between this (a file's) header and `now`'s, in words; `None` if they
-    /// describe the same sweep and slice.
-    fn difference(&self, now: &Header) -> Option<String> {
-        let (a, b) = (&self.layout, &now.layout);
+    /// What differs between this (a file's) header and `other`, in words; `None` if they
+    /// describe the same sweep and slice. `other_name` names `other`'s values in the message
+    /// ("now" for the sweep about to run, a file name when merging).
+    fn difference(&self, other: &Header, other_name: &str) -> Option<String> {
+        let (a, b) = (&self.layout, &other.layout);
+        let theirs = |v: &dyn fmt::Display| format!("{other_name}: {v}");
         let mut diffs = Vec::new();
         if a.scenario != b.scenario {
-            diffs.push(format!("scenario `{}` (now `{}`)", a.scenario, b.scenario));
+            diffs.push(format!(
+                "scenario `{}` ({})",
+                a.scenario,
+                theirs(&format!("`{}`", b.scenario))
+            ));
         }
         if a.seed != b.seed {
-            diffs.push(format!("seed {} (now {})", a.seed, b.seed));
+            diffs.push(format!("seed {} ({})", a.seed, theirs(&b.seed)));
         }
         if a.repetitions != b.repetitions {
             diffs.push(format!(
-                "{} repetitions (now {})",
-                a.repetitions, b.repetitions
+                "{} repetitions ({})",
+                a.repetitions,
+                theirs(&b.repetitions)
             ));
         }
-        if self.runs != now.runs {
-            diffs.push(format!("{} runs (now {})", self.runs, now.runs));
+        if self.runs != other.runs {
+            diffs.push(format!("{} runs ({})", self.runs, theirs(&other.runs)));
         }
-        if diffs.is_empty() && self.fingerprint != now.fingerprint {
+        if diffs.is_empty() && self.fingerprint != other.fingerprint {
             diffs.push(format!(
-                "a different network, flows, variants or sweep (fingerprint {}, now {})",
-                self.fingerprint, now.fingerprint
+                "a different network, flows, variants or sweep (fingerprint {}; {})",
+                self.fingerprint,
+                theirs(&other.fingerprint)
             ));
         }
-        if !diffs.is_empty() && self.tributary_version != now.tributary_version {
+        if !diffs.is_empty() && self.tributary_version != other.tributary_version {
             diffs.push(format!(
-                "written by tributary {} (now {})",
-                self.tributary_version, now.tributary_version
+                "written by tributary {} ({})",
+                self.tributary_version,
+                theirs(&other.tributary_version)
             ));
         }
-        if diffs.is_empty() && self.shard != now.shard {
+        if diffs.is_empty() && self.shard != other.shard {
             diffs.push(format!(
-                "{} (now {})",
+                "{} ({})",
                 shard_words(self.shard),
-                shard_words(now.shard)
+                theirs(&shard_words(other.shard))
             ));
         }
         (!diffs.is_empty()).then(|| diffs.join(", "))
@@ -273,6 +286,14 @@ pub enum ResultsError {
         path: String,
         /// What differs.
         detail: String,
+    },
+    /// Records that cannot be put in one report (hand-edited files).
+    #[error("{path}: {message}")]
+    Inconsistent {
+        /// The file.
+        path: String,
+        /// What does not fit.
+        message: String,
     },
     /// A record does not survive a round trip through JSON (a non-finite number?), so it could
     /// not be resumed or merged identically.
@@ -605,6 +626,9 @@ fn parse(bytes: &[u8], path: &str) -> Result<Parsed, ResultsError> {
                         ),
                     });
                 }
+                if let Some(problem) = layout_problem(&h) {
+                    return Err(corrupt(1, problem));
+                }
                 if h.layout.runs() != h.runs {
                     return Err(corrupt(
                         1,
@@ -657,6 +681,17 @@ fn parse(bytes: &[u8], path: &str) -> Result<Parsed, ResultsError> {
                         ),
                     ));
                 }
+                let groups = &h.layout.groups[v * h.layout.points.len() + p];
+                let flows = groups.iter().map(|g| g.end).max().unwrap_or(0);
+                if rec.flows.len() < flows {
+                    return Err(corrupt(
+                        line_no,
+                        format!(
+                            "the record of run {k} has {} flows; its flow groups need {flows}",
+                            rec.flows.len()
+                        ),
+                    ));
+                }
                 if let Some(first) = first_line.insert(k, line_no) {
                     return Err(corrupt(
                         line_no,
@@ -672,6 +707,68 @@ fn parse(bytes: &[u8], path: &str) -> Result<Parsed, ResultsError> {
         out.intact_len = pos as u64;
     }
     Ok(out)
+}
+
+/// What makes a header's layout unusable (it would make a report index out of bounds).
+fn layout_problem(h: &Header) -> Option<String> {
+    let l = &h.layout;
+    if let Some(s) = h.shard {
+        if s.count == 0 || s.index >= s.count {
+            return Some(format!("invalid shard {}/{}", s.index, s.count));
+        }
+    }
+    if l.runs() > MAX_RUNS {
+        return Some(format!("a plan of {} runs is implausible", l.runs()));
+    }
+    let configs = l.variants.len() * l.points.len();
+    if l.groups.len() != configs {
+        return Some(format!(
+            "the layout has flow groups for {} configurations, its variants and sweep points \
+             make {configs}",
+            l.groups.len()
+        ));
+    }
+    if l.groups.iter().flatten().any(|g| g.first >= g.end) {
+        return Some("the layout has an empty flow group".into());
+    }
+    None
+}
+
+/// Records of one (variant, sweep point) must have the same flows with the same number of
+/// paths each, and copies of a flow the same number of paths, for the report's summary to
+/// line them up; only hand-edited files can break this.
+fn shape_problem(l: &Layout, records: &BTreeMap<usize, RunRecord>) -> Option<String> {
+    let shape = |r: &RunRecord| -> Vec<usize> { r.flows.iter().map(|f| f.paths.len()).collect() };
+    let mut first: BTreeMap<usize, (usize, Vec<usize>)> = BTreeMap::new();
+    for (&k, r) in records {
+        let (v, p, _) = l.run_at(k)?;
+        let config = v * l.points.len() + p;
+        let s = shape(r);
+        for g in &l.groups[config] {
+            let copies = s.get(g.first..g.end).unwrap_or_default();
+            if copies.iter().any(|&n| n != copies[0]) {
+                return Some(format!(
+                    "{}: the copies of flow `{}` have different numbers of paths",
+                    describe(l, k),
+                    g.name
+                ));
+            }
+        }
+        match first.get(&config) {
+            Some((j, t)) if *t != s => {
+                return Some(format!(
+                    "{} and run {j} have different flows or paths (flows with {s:?} and {t:?} \
+                     paths)",
+                    describe(l, k)
+                ))
+            }
+            Some(_) => {}
+            None => {
+                first.insert(config, (k, s));
+            }
+        }
+    }
+    None
 }
 
 fn io<'a>(
@@ -776,7 +873,7 @@ impl ResultsFile {
         file.read_to_end(&mut bytes).map_err(io("read", path))?;
         let p = parse(&bytes, &shown)?;
         if let Some(h) = &p.header {
-            if let Some(detail) = h.difference(header) {
+            if let Some(detail) = h.difference(header, "now") {
                 return Err(ResultsError::Mismatch {
                     path: shown,
                     detail,
@@ -927,6 +1024,12 @@ pub enum SweepError {
     /// A shard without a results file would produce nothing.
     #[error("a shard's runs must go to a results file (to be merged with the other shards)")]
     ShardWithoutFile,
+    /// The plan is too large for a results file.
+    #[error("{runs} runs are more than a results file holds ({MAX_RUNS}); use fewer repetitions")]
+    TooLarge {
+        /// Runs in the plan.
+        runs: usize,
+    },
 }
 
 /// What a sweep produced.
@@ -949,6 +1052,9 @@ pub enum Outcome {
 /// at once, was resumed, or is merged from shards.
 pub fn sweep(s: &Scenario, o: &SweepOptions, obs: &dyn Observer) -> Result<Outcome, SweepError> {
     let header = Header::new(s, &o.run, o.shard);
+    if header.runs > MAX_RUNS && o.results != Results::Memory {
+        return Err(SweepError::TooLarge { runs: header.runs });
+    }
     let plan = run::plan_of(&header.layout);
     if o.shard.is_some() && o.results == Results::Memory {
         return Err(SweepError::ShardWithoutFile);
@@ -1117,6 +1223,13 @@ pub fn sweep(s: &Scenario, o: &SweepOptions, obs: &dyn Observer) -> Result<Outco
         });
     }
     records.extend(st.records);
+    if let (Some(f), Some(message)) = (&file, shape_problem(&header.layout, &records)) {
+        return Err(ResultsError::Inconsistent {
+            path: f.path().display().to_string(),
+            message,
+        }
+        .into());
+    }
     match o.shard {
         Some(shard) => Ok(Outcome::Shard {
             shard,
@@ -1160,6 +1273,9 @@ pub enum MergeError {
         /// ", and N more runs are in two files", or empty.
         more: String,
     },
+    /// Records of different files cannot be put in one report (hand-edited files).
+    #[error("the files do not fit together: {0}")]
+    Inconsistent(String),
     /// Runs of the plan are in no file.
     #[error("incomplete: {missing} of {total} runs are missing: {detail}")]
     Missing {
@@ -1194,7 +1310,7 @@ pub fn merge(paths: &[PathBuf]) -> Result<(Report, Vec<Notice>), MergeError> {
         let mut h = c.header.clone();
         // Shards of one sweep differ only in their slice.
         h.shard = first.header.shard;
-        if let Some(detail) = h.difference(&first.header) {
+        if let Some(detail) = h.difference(&first.header, first_path) {
             return Err(MergeError::Mismatch {
                 first: first_path.clone(),
                 other: p.clone(),
@@ -1229,6 +1345,9 @@ pub fn merge(paths: &[PathBuf]) -> Result<(Report, Vec<Notice>), MergeError> {
             b: files[b].0.clone(),
             more,
         });
+    }
+    if let Some(problem) = shape_problem(&layout, &all) {
+        return Err(MergeError::Inconsistent(problem));
     }
     let missing: Vec<usize> = (0..total).filter(|k| !all.contains_key(k)).collect();
     if !missing.is_empty() {

@@ -339,7 +339,10 @@ fn merge_refuses_missing_overlapping_and_mismatched_slices() {
     let e = merge(&[three[0].clone(), three[1].clone(), other[2].clone()]).unwrap_err();
     let m = e.to_string();
     assert!(matches!(e, MergeError::Mismatch { .. }), "{m}");
-    assert!(m.contains("seed 4 (now 3)"), "{m}");
+    assert!(
+        m.contains(&format!("seed 4 ({}: 3)", three[0].display())),
+        "{m}"
+    );
 
     // Another network with the same name, seed and runs: only the fingerprint tells.
     let edited = Scenario::parse(&TINY.replace("\"4Mbps\"", "\"5Mbps\""), "edited").unwrap();
@@ -398,6 +401,62 @@ fn merge_refuses_missing_overlapping_and_mismatched_slices() {
         "{e}"
     );
     assert!(matches!(merge(&[]).unwrap_err(), MergeError::NoFiles));
+
+    // Hand-edited files that would not fit in one report: clear errors, never a panic.
+    let edit = |line: &str, f: &dyn Fn(&mut serde_json::Value)| -> String {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        f(&mut v);
+        v.to_string()
+    };
+    let write = |name: &str, lines: &[String]| -> PathBuf {
+        let p = d.join(name);
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        p
+    };
+    let l2 = lines(&three[2]);
+    let mut fewer_paths = l2.clone();
+    fewer_paths[1] = edit(&l2[1], &|v| {
+        v["record"]["flows"][0]["paths"]
+            .as_array_mut()
+            .unwrap()
+            .pop();
+    });
+    let p = write("fewer-paths.jsonl", &fewer_paths);
+    let e = merge(&[three[0].clone(), three[1].clone(), p]).unwrap_err();
+    assert!(matches!(e, MergeError::Inconsistent(_)), "{e}");
+    let mut fewer_flows = l2.clone();
+    fewer_flows[1] = edit(&l2[1], &|v| {
+        v["record"]["flows"].as_array_mut().unwrap().pop();
+    });
+    let e = merge(&[write("fewer-flows.jsonl", &fewer_flows)]).unwrap_err();
+    assert!(
+        e.to_string().contains("flows; its flow groups need 3"),
+        "{e}"
+    );
+    for (name, f) in [
+        (
+            "no-groups",
+            &(|v: &mut serde_json::Value| v["layout"]["groups"] = serde_json::json!([]))
+                as &dyn Fn(&mut serde_json::Value),
+        ),
+        ("zero-shards", &|v: &mut serde_json::Value| {
+            v["shard"]["count"] = 0.into()
+        }),
+        ("huge", &|v: &mut serde_json::Value| {
+            v["layout"]["repetitions"] = u64::MAX.into();
+        }),
+    ] {
+        let mut bad = l2.clone();
+        bad[0] = edit(&l2[0], f);
+        let e = merge(&[write(&format!("{name}.jsonl"), &bad)]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MergeError::Results(ResultsError::Corrupt { line: 1, .. })
+            ),
+            "{name}: {e}"
+        );
+    }
 }
 
 #[test]
@@ -442,7 +501,7 @@ fn results_files_are_never_overwritten_or_mixed_without_being_told() {
     let mut other = opts(2, None, Results::Resume { path: p.clone() });
     other.run.repetitions = Some(2);
     let e = sweep::sweep(&s, &other, &sweep::Silent).unwrap_err();
-    assert!(e.to_string().contains("3 repetitions (now 2)"), "{e}");
+    assert!(e.to_string().contains("3 repetitions (now: 2)"), "{e}");
     let e = sweep::sweep(
         &s,
         &opts(2, Some(shard(0, 2)), Results::Resume { path: p.clone() }),
@@ -451,7 +510,7 @@ fn results_files_are_never_overwritten_or_mixed_without_being_told() {
     .unwrap_err();
     assert!(
         e.to_string()
-            .contains("the whole plan, not a shard (now shard 0/2)"),
+            .contains("the whole plan, not a shard (now: shard 0/2)"),
         "{e}"
     );
     assert_eq!(std::fs::read(&p).unwrap(), before);
