@@ -69,12 +69,12 @@ pub struct RunArgs {
 }
 
 /// Prints a sweep's progress: notices on stderr, a progress bar when stderr is a terminal.
-struct Cli {
+struct Progress {
     bar: OnceLock<ProgressBar>,
     streaming: bool,
 }
 
-impl Cli {
+impl Progress {
     fn say(&self, text: &str) {
         match self.bar.get() {
             Some(b) => b.suspend(|| eprintln!("{text}")),
@@ -83,7 +83,7 @@ impl Cli {
     }
 }
 
-impl Observer for Cli {
+impl Observer for Progress {
     fn notice(&self, n: &Notice) {
         match n {
             Notice::LargeSweep { .. } => {
@@ -181,7 +181,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         (None, None) => Results::Memory,
     };
     let file = a.stream.as_ref().or(a.resume.as_ref()).cloned();
-    let cli = Cli {
+    let progress = Progress {
         bar: OnceLock::new(),
         streaming: file.is_some(),
     };
@@ -192,9 +192,9 @@ pub fn run(a: RunArgs) -> Result<()> {
             shard: a.shard,
             results,
         },
-        &cli,
+        &progress,
     );
-    if let Some(b) = cli.bar.get() {
+    if let Some(b) = progress.bar.get() {
         b.finish_and_clear();
     }
     let outcome = match (outcome, &file) {
