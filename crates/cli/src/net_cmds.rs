@@ -58,7 +58,7 @@ pub struct ConnArgs {
     pub mss: usize,
     /// Connection id carried in every datagram (must match).
     #[arg(long, default_value_t = 1)]
-    pub conn_id: u32,
+    pub conn_id: u64,
     /// Congestion controller (sender only).
     #[arg(long, value_enum, default_value = "new-reno")]
     pub cc: Cc,

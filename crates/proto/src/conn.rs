@@ -64,9 +64,9 @@ pub enum DatagramError {
     #[error("datagram for connection {got}, this is {expected}")]
     WrongConnection {
         /// This connection's id.
-        expected: u32,
+        expected: u64,
         /// The header's id.
-        got: u32,
+        got: u64,
     },
     /// A path id beyond `max_paths`.
     #[error("path {0} exceeds the configured maximum")]

@@ -3,7 +3,7 @@
 //! ```text
 //! +--------+---------+-----------------+---------+--------------------+-----------+
 //! | 0x54   | version | connection id   | path id | packet number      | frames... | CRC-32 |
-//! | 1 byte | 1 byte  | 4 bytes (BE)    | 1 byte  | varint (1-8 bytes) |           | 4 (BE) |
+//! | 1 byte | 1 byte  | 8 bytes (BE)    | 1 byte  | varint (1-8 bytes) |           | 4 (BE) |
 //! +--------+---------+-----------------+---------+--------------------+-----------+
 //! ```
 //! The CRC-32 (IEEE) covers every byte before it, so a datagram corrupted anywhere is rejected.
@@ -14,19 +14,21 @@ use crate::ranges::RangeSet;
 
 /// First byte of every datagram ('T').
 pub const MAGIC: u8 = 0x54;
-/// The only version spoken.
-pub const VERSION: u8 = 1;
+/// The only version spoken (2: 64-bit connection ids; version 1 had 32-bit ones).
+pub const VERSION: u8 = 2;
 /// Length of the CRC-32 trailer.
 pub const CHECKSUM_LEN: usize = 4;
 /// Longest possible header.
-pub const MAX_HEADER_LEN: usize = 2 + 4 + 1 + 8;
-const MIN_LEN: usize = 2 + 4 + 1 + 1 + CHECKSUM_LEN;
+pub const MAX_HEADER_LEN: usize = FIXED_HEADER_LEN + 8;
+/// Header bytes before the packet number: marker, version, connection id, path id.
+pub const FIXED_HEADER_LEN: usize = 2 + 8 + 1;
+const MIN_LEN: usize = FIXED_HEADER_LEN + 1 + CHECKSUM_LEN;
 
 /// The fixed part of every packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    /// Connection identifier chosen by the sender.
-    pub conn_id: u32,
+    /// Connection identifier (random, 64 bits, when a handshake chose it).
+    pub conn_id: u64,
     /// Path the packet was sent on (its packet-number space).
     pub path: u8,
     /// Packet number within the path; never reused.
@@ -36,7 +38,7 @@ pub struct Header {
 impl Header {
     /// Encoded length.
     pub fn len(&self) -> usize {
-        7 + varint_len(self.pn)
+        FIXED_HEADER_LEN + varint_len(self.pn)
     }
     /// Never true; present for API symmetry with `len`.
     pub fn is_empty(&self) -> bool {
@@ -67,7 +69,7 @@ pub fn parse_packet(datagram: &[u8]) -> Result<(Header, &[u8]), WireError> {
     }
     let mut r = Reader::new(body);
     r.bytes(2, "marker")?;
-    let conn_id = r.u32("connection id")?;
+    let conn_id = r.u64("connection id")?;
     let path = r.u8("path id")?;
     let pn = r.varint("packet number")?;
     let hlen = body.len() - r.remaining();
@@ -99,7 +101,7 @@ impl<'a> PacketWriter<'a> {
         let mut w = Writer { buf, pos: 0 };
         w.u8(MAGIC);
         w.u8(VERSION);
-        w.u32(header.conn_id);
+        w.u64(header.conn_id);
         w.u8(header.path);
         w.varint(header.pn);
         Ok(PacketWriter {
