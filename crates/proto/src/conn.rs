@@ -10,13 +10,14 @@ use crate::buffer::{RecvBuffer, SendBuffer};
 use crate::cc::{AckEvent, CongestionControl, Window};
 use crate::config::{ConfigError, ConnectionConfig};
 use crate::path::{Path, PathStats, PathView, RttEstimator, SentState};
+use crate::protect::{ProtectError, Protection};
 use crate::sched::Scheduler;
 use crate::scheme::{
     Action, BlockClock, LossKind, PacketTag, RecvCtx, SchemeError, SchemeReceiver, SchemeSender,
     SchemeStats, SendCtx,
 };
 use crate::time::{Duration, Instant};
-use crate::wire::{self, AckFrame, Frame, FrameIter, Header, PacketWriter, WireError};
+use crate::wire::{self, AckFrame, Frame, FrameIter, Header, PacketWriter, Trailer, WireError};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use std::collections::VecDeque;
@@ -52,6 +53,9 @@ pub struct Received {
     pub path: usize,
     /// False if its packet number had been seen before (a network duplicate).
     pub fresh: bool,
+    /// True if it carries the largest packet number received on its path so far: only
+    /// such a packet may move the path's reply address (RFC 9000 §9.3).
+    pub newest: bool,
 }
 
 /// Why a datagram was dropped. The connection is unaffected.
@@ -75,6 +79,10 @@ pub enum DatagramError {
     /// beyond the stream end, ...).
     #[error("protocol violation: {0}")]
     Protocol(&'static str),
+    /// A protected connection refused the packet: replayed, too old, or failing
+    /// authentication (forged, corrupted, another connection's keys).
+    #[error("{0}")]
+    Protection(ProtectError),
 }
 
 /// Connection-level counters.
@@ -88,6 +96,10 @@ pub struct ConnectionStats {
     pub malformed: u64,
     /// Datagrams dropped for other reasons (wrong connection, unknown path, violations).
     pub rejected: u64,
+    /// Protected connections: datagrams failing authentication.
+    pub auth_failures: u64,
+    /// Protected connections: datagrams refused by the replay window.
+    pub replays: u64,
     /// Stream bytes accepted from the application.
     pub bytes_written: u64,
     /// Stream bytes delivered to the application.
@@ -111,6 +123,10 @@ enum StreamEnd {
 pub struct Connection {
     cfg: ConnectionConfig,
     max_datagram: usize,
+    /// CRC-32, or room for the AEAD tag when protected.
+    trailer: Trailer,
+    /// Packet protection, once keys were set.
+    protect: Option<Box<Protection>>,
     paths: Vec<Path>,
     views: Vec<PathView>,
     send_buf: SendBuffer,
@@ -180,6 +196,8 @@ impl Connection {
         let (tx, rx) = cfg.scheme.build(cfg.mss);
         let mut c = Connection {
             max_datagram: cfg.max_datagram(),
+            trailer: Trailer::Crc32,
+            protect: None,
             paths: Vec::new(),
             views: Vec::new(),
             send_buf: SendBuffer::new(cfg.send_buffer),
@@ -233,6 +251,22 @@ impl Connection {
         p.ssthresh = w.ssthresh;
         self.views.push(p.view());
         self.paths.push(p);
+    }
+
+    /// Protects every packet from now on (call before the first datagram either way):
+    /// packets sent are sealed, packets received must authenticate and pass the replay
+    /// window (see [`crate::protect`]). Datagrams grow by the tag's 12 extra bytes.
+    pub fn set_protection(&mut self, p: Protection) {
+        if self.protect.is_none() {
+            self.max_datagram += Trailer::Aead.len() - Trailer::Crc32.len();
+        }
+        self.trailer = Trailer::Aead;
+        self.protect = Some(Box::new(p));
+    }
+
+    /// True if packets are protected.
+    pub fn is_protected(&self) -> bool {
+        self.protect.is_some()
     }
 
     /// The configuration.
@@ -393,6 +427,26 @@ impl Connection {
         now: Instant,
         data: &[u8],
     ) -> Result<Received, DatagramError> {
+        if let Some(mut prot) = self.protect.take() {
+            let mut scratch = std::mem::take(&mut prot.scratch);
+            let opened = prot.open(data, &mut scratch);
+            let res = match opened {
+                Ok((hdr, at, _)) => self.handle_packet(now, hdr, &scratch[at..]),
+                Err(e) => {
+                    match e {
+                        ProtectError::Wire(_) => self.stats.malformed += 1,
+                        ProtectError::Replay { .. } => self.stats.replays += 1,
+                        ProtectError::Auth => self.stats.auth_failures += 1,
+                    }
+                    prot.scratch = scratch;
+                    self.protect = Some(prot);
+                    return Err(DatagramError::Protection(e));
+                }
+            };
+            prot.scratch = scratch;
+            self.protect = Some(prot);
+            return self.count_result(res);
+        }
         let (hdr, payload) = match wire::parse_packet(data) {
             Ok(x) => x,
             Err(e) => {
@@ -401,6 +455,13 @@ impl Connection {
             }
         };
         let res = self.handle_packet(now, hdr, payload);
+        self.count_result(res)
+    }
+
+    fn count_result(
+        &mut self,
+        res: Result<Received, DatagramError>,
+    ) -> Result<Received, DatagramError> {
         if let Err(e) = &res {
             match e {
                 DatagramError::Wire(_) => self.stats.malformed += 1,
@@ -449,6 +510,7 @@ impl Connection {
         }
         self.integrate_occupancy(now);
         let fresh = self.paths[p].on_received(hdr.pn);
+        let newest = fresh && self.paths[p].largest_received == Some(hdr.pn);
         self.last_rx_path = p;
         if fresh {
             let out_of_order = self.paths[p].largest_received.is_some_and(|l| l != hdr.pn)
@@ -483,7 +545,11 @@ impl Connection {
         }
         let max = self.cfg.max_ack_ranges;
         self.paths[p].prune_received(max);
-        Ok(Received { path: p, fresh })
+        Ok(Received {
+            path: p,
+            fresh,
+            newest,
+        })
     }
 
     /// Returns true if the frame asks for an immediate acknowledgement.
@@ -827,14 +893,18 @@ impl Connection {
 
     /// Writes the next datagram to send into `buf` (at least `max_datagram` bytes long).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        if let Some(t) = self.transmit_control(now, buf) {
-            return Some(t);
+        let t = self.transmit_control(now, buf);
+        let t = t.or_else(|| self.transmit_data(now, buf));
+        let Some(t) = t else {
+            self.arm_persist(now);
+            return None;
+        };
+        if let Some(p) = &self.protect {
+            // Cannot fail: the packet was just written with an AEAD trailer.
+            let sealed = p.seal(&mut buf[..t.len]);
+            debug_assert!(sealed.is_ok());
         }
-        if let Some(t) = self.transmit_data(now, buf) {
-            return Some(t);
-        }
-        self.arm_persist(now);
-        None
+        Some(t)
     }
 
     /// Largest datagram `poll_transmit` writes.
@@ -851,7 +921,8 @@ impl Connection {
             }
             let pn = self.paths[p].take_pn();
             let hdr = self.header(p, pn);
-            let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
+            let mut w =
+                PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer).ok()?;
             let max_data = self.recv_buf.max_data();
             let ok = w
                 .push_ack(
@@ -878,7 +949,8 @@ impl Connection {
             if p < self.paths.len() {
                 let pn = self.paths[p].take_pn();
                 let hdr = self.header(p, pn);
-                let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
+                let mut w =
+                    PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer).ok()?;
                 w.push(&Frame::Close { code }).ok()?;
                 let len = w.finish();
                 self.paths[p].on_sent(pn, now, len, false, None, false);
@@ -893,7 +965,8 @@ impl Connection {
             let p = self.best_path()?;
             let pn = self.paths[p].take_pn();
             let hdr = self.header(p, pn);
-            let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
+            let mut w =
+                PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer).ok()?;
             w.push(&Frame::Ping).ok()?;
             let len = w.finish();
             self.paths[p].on_sent(pn, now, len, true, None, false);
@@ -919,7 +992,8 @@ impl Connection {
         for &p in &cands {
             let pn = self.paths[p].next_pn;
             let hdr = self.header(p, pn);
-            let Ok(mut w) = PacketWriter::new(buf, self.max_datagram, hdr) else {
+            let Ok(mut w) = PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer)
+            else {
                 break;
             };
             if self.paths[p].floor_due {

@@ -11,8 +11,8 @@ mod tests;
 
 pub use frame::{AckFrame, AckRanges, Coding, FeedbackFrame, Frame, FrameIter, SymbolFrame};
 pub use packet::{
-    parse_packet, Header, PacketWriter, CHECKSUM_LEN, FIXED_HEADER_LEN, MAGIC, MAX_HEADER_LEN,
-    VERSION,
+    parse_header, parse_packet, Header, PacketWriter, Trailer, CHECKSUM_LEN, FIXED_HEADER_LEN,
+    MAGIC, MAX_HEADER_LEN, VERSION,
 };
 
 /// Every way a datagram can be malformed (or a frame fail to fit on emission).

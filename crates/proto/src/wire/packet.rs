@@ -55,25 +55,58 @@ pub fn parse_packet(datagram: &[u8]) -> Result<(Header, &[u8]), WireError> {
             min: MIN_LEN,
         });
     }
-    if datagram[0] != MAGIC {
-        return Err(WireError::BadMagic(datagram[0]));
-    }
-    if datagram[1] != VERSION {
-        return Err(WireError::UnsupportedVersion(datagram[1]));
-    }
     let body_len = datagram.len() - CHECKSUM_LEN;
     let (body, trailer) = datagram.split_at(body_len);
+    let (hdr, hlen) = parse_header(body)?;
     let expected = u32::from_be_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
     if crc32fast::hash(body) != expected {
         return Err(WireError::Checksum);
     }
-    let mut r = Reader::new(body);
-    r.bytes(2, "marker")?;
+    Ok((hdr, &body[hlen..]))
+}
+
+/// Parses the header at the start of `datagram` (marker, version, connection id, path,
+/// packet number) without looking at the trailer; returns it and its length. Protected
+/// packets ([`crate::protect`]) are parsed this way before their tag is checked.
+pub fn parse_header(datagram: &[u8]) -> Result<(Header, usize), WireError> {
+    let mut r = Reader::new(datagram);
+    let magic = r.u8("marker")?;
+    if magic != MAGIC {
+        return Err(WireError::BadMagic(magic));
+    }
+    let version = r.u8("version")?;
+    if version != VERSION {
+        return Err(WireError::UnsupportedVersion(version));
+    }
     let conn_id = r.u64("connection id")?;
     let path = r.u8("path id")?;
     let pn = r.varint("packet number")?;
-    let hlen = body.len() - r.remaining();
-    Ok((Header { conn_id, path, pn }, &body[hlen..]))
+    Ok((Header { conn_id, path, pn }, datagram.len() - r.remaining()))
+}
+
+/// What ends a packet: a CRC-32 (unprotected packets), or room for the AEAD tag that
+/// [`crate::protect::Protection::seal`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Trailer {
+    /// CRC-32 (IEEE) of every preceding byte.
+    #[default]
+    Crc32,
+    /// [`crate::protect::TAG_LEN`] bytes, filled when the packet is sealed.
+    Aead,
+}
+
+impl Trailer {
+    /// Bytes the trailer takes.
+    pub const fn len(self) -> usize {
+        match self {
+            Trailer::Crc32 => CHECKSUM_LEN,
+            Trailer::Aead => crate::protect::TAG_LEN,
+        }
+    }
+    /// Never true; present for API symmetry with `len`.
+    pub const fn is_empty(self) -> bool {
+        false
+    }
 }
 
 /// Builds one packet in a caller-provided buffer: header first, then frames, then
@@ -84,14 +117,27 @@ pub struct PacketWriter<'a> {
     limit: usize,
     frames: usize,
     ack_eliciting: bool,
+    trailer: Trailer,
 }
 
 impl<'a> PacketWriter<'a> {
-    /// Starts a packet of at most `max_len` bytes (and at most `buf.len()`).
+    /// Starts a packet of at most `max_len` bytes (and at most `buf.len()`) ending in a
+    /// CRC-32.
     pub fn new(buf: &'a mut [u8], max_len: usize, header: Header) -> Result<Self, WireError> {
+        Self::with_trailer(buf, max_len, header, Trailer::Crc32)
+    }
+
+    /// Starts a packet of at most `max_len` bytes (and at most `buf.len()`) ending in
+    /// `trailer`.
+    pub fn with_trailer(
+        buf: &'a mut [u8],
+        max_len: usize,
+        header: Header,
+        trailer: Trailer,
+    ) -> Result<Self, WireError> {
         let limit = max_len.min(buf.len());
         check_varint(header.pn)?;
-        let need = header.len() + CHECKSUM_LEN + 1;
+        let need = header.len() + trailer.len() + 1;
         if limit < need {
             return Err(WireError::NoSpace {
                 needed: need,
@@ -109,12 +155,13 @@ impl<'a> PacketWriter<'a> {
             limit,
             frames: 0,
             ack_eliciting: false,
+            trailer,
         })
     }
 
     /// Bytes still available for frames.
     pub fn remaining(&self) -> usize {
-        self.limit - CHECKSUM_LEN - self.w.pos
+        self.limit - self.trailer.len() - self.w.pos
     }
 
     /// Number of frames written so far.
@@ -199,10 +246,15 @@ impl<'a> PacketWriter<'a> {
         }
     }
 
-    /// Appends the checksum and returns the datagram length.
+    /// Appends the checksum (or reserves the tag's room) and returns the datagram length.
     pub fn finish(mut self) -> usize {
-        let crc = crc32fast::hash(&self.w.buf[..self.w.pos]);
-        self.w.u32(crc);
+        match self.trailer {
+            Trailer::Crc32 => {
+                let crc = crc32fast::hash(&self.w.buf[..self.w.pos]);
+                self.w.u32(crc);
+            }
+            Trailer::Aead => self.w.pos += Trailer::Aead.len(),
+        }
         self.w.pos
     }
 
