@@ -4,9 +4,8 @@ use crate::negotiate::{Answer, Content, Limits, Offer};
 use crate::session::{self, Route, Session};
 use crate::{new_connection, NetError};
 use ring::rand::{SecureRandom, SystemRandom};
-use std::collections::{HashMap, VecDeque};
-use tributary_proto::handshake::{self, Credentials, Initiator, RejectReason};
 use socket2::{Domain, Protocol, Socket, Type};
+use std::collections::{HashMap, VecDeque};
 use std::mem::MaybeUninit;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +13,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TryR
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
+use tributary_proto::handshake::{self, Credentials, Initiator, RejectReason};
 use tributary_proto::{Connection, ConnectionConfig, Instant};
 
 /// How often an idle receiver thread looks at the stop flag (bounds the time `drop` takes).
@@ -298,7 +298,8 @@ impl UdpDriver {
         for (i, &addr) in addrs.iter().enumerate() {
             let s = open_socket(addr, opts)?;
             if let Some(r) = connect_to.and_then(|c| c.get(i)) {
-                s.connect(r).map_err(|error| NetError::Setup { addr, error })?;
+                s.connect(r)
+                    .map_err(|error| NetError::Setup { addr, error })?;
             }
             let local = s
                 .local_addr()
@@ -566,8 +567,12 @@ impl UdpDriver {
         let peer = a.peer;
         match built {
             Err(reason) => {
-                if let Ok((_, pkt)) = a.respond(&Answer::Refuse { reason: reason.clone() }.encode())
-                {
+                if let Ok((_, pkt)) = a.respond(
+                    &Answer::Refuse {
+                        reason: reason.clone(),
+                    }
+                    .encode(),
+                ) {
                     self.send_direct(from, &pkt);
                 }
                 self.stats.handshakes_refused += 1;
@@ -641,8 +646,7 @@ impl UdpDriver {
         loop {
             let ns = epoch.elapsed().as_nanos();
             let now = Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX));
-            let Some((route, len)) = s.poll_transmit(now, &mut self.buf[used..used + maxd])
-            else {
+            let Some((route, len)) = s.poll_transmit(now, &mut self.buf[used..used + maxd]) else {
                 break;
             };
             match &mut run {
@@ -656,14 +660,28 @@ impl UdpDriver {
                     used += len;
                     if len < r.segment {
                         let r = *r;
-                        send_run(&self.sockets, &mut self.gso, &mut self.stats, &self.buf, &r, used);
+                        send_run(
+                            &self.sockets,
+                            &mut self.gso,
+                            &mut self.stats,
+                            &self.buf,
+                            &r,
+                            used,
+                        );
                         (run, used) = (None, 0);
                     }
                 }
                 Some(r) => {
                     // A different route or a larger datagram: send the run, start anew.
                     let r = *r;
-                    send_run(&self.sockets, &mut self.gso, &mut self.stats, &self.buf, &r, used);
+                    send_run(
+                        &self.sockets,
+                        &mut self.gso,
+                        &mut self.stats,
+                        &self.buf,
+                        &r,
+                        used,
+                    );
                     self.buf.copy_within(used..used + len, 0);
                     run = Some(Run::new(route, len));
                     used = len;
@@ -675,13 +693,27 @@ impl UdpDriver {
             }
             if used + maxd > self.buf.len() {
                 if let Some(r) = run.take() {
-                    send_run(&self.sockets, &mut self.gso, &mut self.stats, &self.buf, &r, used);
+                    send_run(
+                        &self.sockets,
+                        &mut self.gso,
+                        &mut self.stats,
+                        &self.buf,
+                        &r,
+                        used,
+                    );
                 }
                 used = 0;
             }
         }
         if let Some(r) = run {
-            send_run(&self.sockets, &mut self.gso, &mut self.stats, &self.buf, &r, used);
+            send_run(
+                &self.sockets,
+                &mut self.gso,
+                &mut self.stats,
+                &self.buf,
+                &r,
+                used,
+            );
         }
     }
 }

@@ -129,7 +129,11 @@ mod tests {
         }
         assert!(generate_key_pair(&k).is_err());
         let list = dir.join("peers");
-        std::fs::write(&list, format!("# laptop\n{public}  # comment\n\n{public}\n")).unwrap();
+        std::fs::write(
+            &list,
+            format!("# laptop\n{public}  # comment\n\n{public}\n"),
+        )
+        .unwrap();
         assert_eq!(read_key_list(&list).unwrap().len(), 2);
         std::fs::write(&list, "garbage\n").unwrap();
         assert!(read_key_list(&list)

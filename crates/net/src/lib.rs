@@ -34,7 +34,8 @@ pub use driver::{DriverStats, Listener, Refusal, SocketOptions, UdpDriver};
 pub use negotiate::{Answer, Content, Limits, Offer};
 pub use session::{Session, SessionError, SessionStats};
 pub use transfer::{
-    receive_stream, send_stream, wait_open, PathReport, Role, TransferOptions, TransferReport, CLOSE_DONE,
+    receive_stream, send_stream, wait_open, PathReport, Role, TransferOptions, TransferReport,
+    CLOSE_DONE,
 };
 
 use std::net::SocketAddr;

@@ -159,11 +159,16 @@ mod tests {
             ..ConnectionConfig::default()
         };
         let e = l.check(&big, 1).unwrap_err();
-        assert!(e.contains("receive buffer") && e.contains("102400.0 MiB"), "{e}");
+        assert!(
+            e.contains("receive buffer") && e.contains("102400.0 MiB"),
+            "{e}"
+        );
         assert!(l.check(&o.config, 9).unwrap_err().contains("paths"));
         assert!(Offer::decode(b"{\"config\": 5}").is_err());
         assert!(Offer::decode(&[0xff; 40]).is_err());
-        let a = Answer::Refuse { reason: "no".into() };
+        let a = Answer::Refuse {
+            reason: "no".into(),
+        };
         assert_eq!(Answer::decode(&a.encode()).unwrap(), a);
     }
 }

@@ -256,7 +256,11 @@ impl Session {
     }
     /// Where path `p` currently sends, if known.
     pub fn remote(&self, p: usize) -> Option<SocketAddr> {
-        self.routes.get(p).copied().flatten().map(|r| r.route.remote)
+        self.routes
+            .get(p)
+            .copied()
+            .flatten()
+            .map(|r| r.route.remote)
     }
     /// True if path `p`'s address is validated.
     pub fn validated(&self, p: usize) -> bool {

@@ -1,12 +1,12 @@
 //! One stream over a driver: the sending and receiving loops behind `tributary send/recv`.
 
 use crate::driver::{DriverStats, UdpDriver};
+use crate::session::{SessionError, SessionStats};
 use crate::NetError;
 use std::fmt;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
-use crate::session::{SessionError, SessionStats};
 use tributary_proto::{ConnectionStats, Event};
 
 /// Longest single wait of the loops, so that idle and linger deadlines are checked.
@@ -208,9 +208,7 @@ pub fn wait_open(d: &mut UdpDriver, timeout: StdDuration) -> Result<(), NetError
         if s.is_open() {
             return Ok(());
         }
-        let addr = s
-            .remote(0)
-            .unwrap_or_else(|| d.local_addrs()[0]);
+        let addr = s.remote(0).unwrap_or_else(|| d.local_addrs()[0]);
         match s.error() {
             Some(SessionError::Rejected(r)) => return Err(NetError::Refused(r.to_string())),
             Some(SessionError::Refused(r)) => return Err(NetError::Refused(r.clone())),
