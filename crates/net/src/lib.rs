@@ -27,11 +27,13 @@
 mod driver;
 pub mod keys;
 pub mod negotiate;
+pub mod server;
 pub mod session;
 mod transfer;
 
 pub use driver::{DriverStats, Listener, Refusal, SocketOptions, UdpDriver};
 pub use negotiate::{Answer, Content, Limits, Offer};
+pub use server::{serve, ServeOptions, ServerEvent, Sink};
 pub use session::{Session, SessionError, SessionStats};
 pub use transfer::{
     receive_stream, send_stream, wait_open, PathReport, Role, TransferOptions, TransferReport,

@@ -455,3 +455,130 @@ fn attacks_during_a_transfer_never_yield_wrong_bytes() {
         r.driver.datagrams_dropped, r.conn.auth_failures, r.conn.replays, r.session.control_rejected
     );
 }
+
+/// An in-memory sink per connection.
+struct MemSink {
+    id: u64,
+    buf: Vec<u8>,
+    done: Arc<Mutex<Vec<(u64, Vec<u8>, bool)>>>,
+}
+
+impl tributary_net::Sink for MemSink {
+    fn write(&mut self, d: &[u8]) -> std::io::Result<()> {
+        self.buf.extend_from_slice(d);
+        Ok(())
+    }
+    fn finish(self: Box<Self>, complete: bool) -> std::io::Result<()> {
+        self.done.lock().unwrap().push((self.id, self.buf, complete));
+        Ok(())
+    }
+}
+
+/// `n` senders at once to one server; every stream must arrive whole and right.
+fn concurrent(n: usize, size: usize) {
+    let psk = Credentials::Psk([11; 32]);
+    let mut rx = UdpDriver::listen_secure(
+        &[local()],
+        SocketOptions {
+            recv_buffer: 16 << 20,
+            ..SocketOptions::default()
+        },
+        Listener {
+            creds: psk.clone(),
+            limits: Limits::default(),
+            max_connections: n,
+        },
+    )
+    .unwrap();
+    let target = rx.local_addrs()[0];
+    let done: Arc<Mutex<Vec<(u64, Vec<u8>, bool)>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (done2, stop2) = (Arc::clone(&done), Arc::clone(&stop));
+    let server = thread::spawn(move || {
+        let o = tributary_net::ServeOptions {
+            idle_timeout: Duration::from_secs(60),
+            linger: Duration::from_millis(200),
+            max_served: Some(n as u64),
+        };
+        let mut failures = Vec::new();
+        let completed = tributary_net::serve(
+            &mut rx,
+            &o,
+            &stop2,
+            |id, _| {
+                Ok(Box::new(MemSink {
+                    id,
+                    buf: Vec::new(),
+                    done: Arc::clone(&done2),
+                }))
+            },
+            |e| {
+                if let tributary_net::ServerEvent::Failed { error, .. } = e {
+                    failures.push(error);
+                }
+            },
+        )
+        .unwrap();
+        (completed, failures)
+    });
+    // Small buffers so that n connections fit in memory: 256 KiB each way.
+    let cfg = ConnectionConfig {
+        recv_buffer: 256 << 10,
+        send_buffer: 256 << 10,
+        ..ConnectionConfig::default()
+    };
+    let senders: Vec<_> = (0..n)
+        .map(|i| {
+            let (cfg, psk) = (cfg.clone(), psk.clone());
+            thread::spawn(move || {
+                let data = payload(size + i, 1000 + i as u64);
+                let mut tx = UdpDriver::connect_secure(
+                    cfg,
+                    &[(local(), target)],
+                    SocketOptions {
+                        recv_buffer: 256 << 10,
+                        send_buffer: 256 << 10,
+                        ..SocketOptions::default()
+                    },
+                    &psk,
+                    file(data.len()),
+                )
+                .unwrap();
+                send_stream(&mut tx, &data[..], &opts(60)).map(|_| data)
+            })
+        })
+        .collect();
+    let sent: Vec<Vec<u8>> = senders
+        .into_iter()
+        .map(|t| t.join().unwrap().expect("sender"))
+        .collect();
+    let (completed, failures) = server.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(completed, n as u64);
+    let done = done.lock().unwrap();
+    assert_eq!(done.len(), n);
+    // Every stream matches exactly one sender's data (lengths differ by sender).
+    let mut matched = vec![false; n];
+    for (_, got, complete) in done.iter() {
+        assert!(complete);
+        let i = got.len() - size;
+        assert!(got == &sent[i], "connection with {} bytes has wrong bytes", got.len());
+        assert!(!matched[i]);
+        matched[i] = true;
+    }
+}
+
+#[test]
+fn server_takes_many_concurrent_connections() {
+    concurrent(24, 200_000);
+}
+
+/// The target: 1,000 concurrent transfers on loopback, all correct. Ignored by
+/// default (about a minute on 2 cores); run with
+/// `cargo test --release -p tributary-net --test secure -- --ignored thousand`.
+#[test]
+#[ignore]
+fn thousand_concurrent_transfers() {
+    concurrent(1000, 100_000);
+}
