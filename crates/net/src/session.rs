@@ -617,10 +617,10 @@ impl Security {
 
 /// The connection id of a datagram of any kind (packet, handshake, control), if it has one.
 pub fn conn_id_of(d: &[u8]) -> Option<u64> {
-    let at = match d.first()? {
-        &handshake::MAGIC => 3,
-        &CONTROL_MAGIC => 2,
-        &tributary_proto::wire::MAGIC => 2,
+    let at = match *d.first()? {
+        handshake::MAGIC => 3,
+        CONTROL_MAGIC => 2,
+        tributary_proto::wire::MAGIC => 2,
         _ => return None,
     };
     Some(u64::from_be_bytes(d.get(at..at + 8)?.try_into().ok()?))

@@ -136,8 +136,7 @@ fn psk_only_transfer_and_the_receivers_limits() {
     let target = rx.local_addrs()[0];
     let recv = thread::spawn(move || {
         let mut out = Vec::new();
-        let r = receive_stream(&mut rx, &mut out, &opts(10)).map(|_| out);
-        r
+        receive_stream(&mut rx, &mut out, &opts(10)).map(|_| out)
     });
     // An offer beyond the receiver's buffer limit is refused with the limit named.
     let big = ConnectionConfig {
@@ -366,8 +365,7 @@ fn attacks_during_a_transfer_never_yield_wrong_bytes() {
     });
     let recv = thread::spawn(move || {
         let mut out = Vec::new();
-        let r = receive_stream(&mut rx, &mut out, &opts(30)).map(|r| (r, out));
-        r
+        receive_stream(&mut rx, &mut out, &opts(30)).map(|r| (r, out))
     });
     // The attacker injects from its own socket straight at the receiver.
     let atk = UdpSocket::bind(local()).unwrap();
@@ -456,11 +454,14 @@ fn attacks_during_a_transfer_never_yield_wrong_bytes() {
     );
 }
 
+/// Streams the server finished: (connection id, bytes, complete).
+type Finished = Arc<Mutex<Vec<(u64, Vec<u8>, bool)>>>;
+
 /// An in-memory sink per connection.
 struct MemSink {
     id: u64,
     buf: Vec<u8>,
-    done: Arc<Mutex<Vec<(u64, Vec<u8>, bool)>>>,
+    done: Finished,
 }
 
 impl tributary_net::Sink for MemSink {
@@ -469,7 +470,10 @@ impl tributary_net::Sink for MemSink {
         Ok(())
     }
     fn finish(self: Box<Self>, complete: bool) -> std::io::Result<()> {
-        self.done.lock().unwrap().push((self.id, self.buf, complete));
+        self.done
+            .lock()
+            .unwrap()
+            .push((self.id, self.buf, complete));
         Ok(())
     }
 }
@@ -491,7 +495,7 @@ fn concurrent(n: usize, size: usize) {
     )
     .unwrap();
     let target = rx.local_addrs()[0];
-    let done: Arc<Mutex<Vec<(u64, Vec<u8>, bool)>>> = Arc::default();
+    let done: Finished = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let (done2, stop2) = (Arc::clone(&done), Arc::clone(&stop));
     let server = thread::spawn(move || {
@@ -563,7 +567,11 @@ fn concurrent(n: usize, size: usize) {
     for (_, got, complete) in done.iter() {
         assert!(complete);
         let i = got.len() - size;
-        assert!(got == &sent[i], "connection with {} bytes has wrong bytes", got.len());
+        assert!(
+            got == &sent[i],
+            "connection with {} bytes has wrong bytes",
+            got.len()
+        );
         assert!(!matched[i]);
         matched[i] = true;
     }
