@@ -1,6 +1,7 @@
 //! `tributary`: run experiments on the simulator, transfer files over real UDP paths.
 
 mod bench_cmd;
+mod emulate_cmd;
 mod net_cmds;
 mod plot_cmd;
 mod run_cmd;
@@ -31,6 +32,8 @@ enum Cmd {
     Recv(net_cmds::RecvArgs),
     /// Measure simulator speed (delivered packets per wall-clock second).
     Bench(bench_cmd::BenchArgs),
+    /// Emulate a scenario's paths between two network namespaces (root; see docs/emulate.md).
+    Emulate(emulate_cmd::EmulateArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Cmd::Send(a) => net_cmds::send(a),
         Cmd::Recv(a) => net_cmds::recv(a),
         Cmd::Bench(a) => bench_cmd::bench(a),
+        Cmd::Emulate(a) => emulate_cmd::emulate(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -58,6 +58,12 @@ pub struct Options {
     pub subnet: [u8; 2],
     /// MTU of the TUN devices.
     pub mtu: u32,
+    /// Run the packet loop under SCHED_FIFO (real-time priority 10) so that it wakes up on
+    /// time on a loaded machine; the previous policy is restored when [`Emulator::run`]
+    /// returns. On this project's shared 2-core VM under load, it cut the 99th percentile of
+    /// wake-up lateness from about 1 ms to under 0.1 ms (docs/emulate.md). The kernel's
+    /// real-time throttling (95 % by default) keeps other processes alive.
+    pub realtime: bool,
 }
 
 impl Default for Options {
@@ -65,6 +71,7 @@ impl Default for Options {
         Options {
             subnet: [10, 77],
             mtu: 1500,
+            realtime: true,
         }
     }
 }
@@ -160,6 +167,7 @@ pub struct Emulator {
     paths: Vec<EmuPath>,
     origin: std::time::Instant,
     stats: EmuStats,
+    realtime: bool,
     a: Netns,
     b: Netns,
 }
@@ -199,8 +207,9 @@ impl Emulator {
         for m in netns::remove_stale() {
             notice(&m);
         }
-        let a = Netns::create("a").map_err(EmuError::Setup)?;
-        let b = Netns::create("b").map_err(EmuError::Setup)?;
+        let id = netns::next_id();
+        let a = Netns::create(id, "a").map_err(EmuError::Setup)?;
+        let b = Netns::create(id, "b").map_err(EmuError::Setup)?;
         let mut net = Network::new(cfg, 0);
         let mut paths = Vec::new();
         let mut routes = Vec::new();
@@ -288,6 +297,7 @@ impl Emulator {
             },
             paths,
             origin: std::time::Instant::now(),
+            realtime: opts.realtime,
             a,
             b,
         })
@@ -334,6 +344,7 @@ impl Emulator {
         // Wake-ups as precise as the hrtimer allows (the default slack is 50 µs).
         // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+        let _rt = self.realtime.then(Realtime::enter);
         let cpu0 = thread_cpu_s();
         let wall0 = std::time::Instant::now();
         let mut buf = vec![0u8; 65536];
@@ -436,6 +447,41 @@ impl Emulator {
                 stats.write_errors += 1;
             }
         });
+    }
+}
+
+/// The calling thread under SCHED_FIFO until dropped (then its previous policy again).
+struct Realtime {
+    policy: libc::c_int,
+    param: libc::sched_param,
+    entered: bool,
+}
+
+impl Realtime {
+    fn enter() -> Realtime {
+        // SAFETY: sched_getscheduler/getparam/setscheduler on the calling thread (pid 0)
+        // with a valid sched_param.
+        unsafe {
+            let policy = libc::sched_getscheduler(0);
+            let mut param: libc::sched_param = std::mem::zeroed();
+            libc::sched_getparam(0, &mut param);
+            let rt = libc::sched_param { sched_priority: 10 };
+            let entered = policy >= 0 && libc::sched_setscheduler(0, libc::SCHED_FIFO, &rt) == 0;
+            Realtime {
+                policy,
+                param,
+                entered,
+            }
+        }
+    }
+}
+
+impl Drop for Realtime {
+    fn drop(&mut self) {
+        if self.entered {
+            // SAFETY: restores the policy read in `enter` for the calling thread.
+            unsafe { libc::sched_setscheduler(0, self.policy, &self.param) };
+        }
     }
 }
 

@@ -19,6 +19,11 @@ const NETNS_DIR: &str = "/run/netns";
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// A fresh id for a pair of namespaces of this process.
+pub fn next_id() -> u32 {
+    COUNTER.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Runs `ip` with `args`; the error carries its message.
 pub fn ip(args: &[&str]) -> io::Result<()> {
     let out = Command::new("ip").args(args).output().map_err(|e| {
@@ -45,9 +50,9 @@ pub struct Netns {
 }
 
 impl Netns {
-    /// Creates `trib-<pid>-<n>-<side>` with its loopback up.
-    pub fn create(side: &str) -> io::Result<Netns> {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    /// Creates `trib-<pid>-<id>-<side>` with its loopback up; `id` from [`next_id`].
+    pub fn create(id: u32, side: &str) -> io::Result<Netns> {
+        let n = id;
         let name = format!("{PREFIX}{}-{n}-{side}", std::process::id());
         ip(&["netns", "add", &name])?;
         let ns = Netns { name };
@@ -119,10 +124,17 @@ pub fn remove_stale() -> Vec<String> {
         if std::path::Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
+        // Commands the killed emulator started there lost their network with it: end them.
+        let ended = end_processes_in(&name);
+        let ended = if ended.is_empty() {
+            String::new()
+        } else {
+            format!("; ended the processes still in it: {ended:?}")
+        };
         match ip(&["netns", "delete", &name]) {
             Ok(()) => msgs.push(format!(
                 "removed stale network namespace {name} (left by emulator process {pid}, \
-                 which no longer runs)"
+                 which no longer runs){ended}"
             )),
             Err(e) => msgs.push(format!(
                 "stale network namespace {name} (process {pid} is gone) could not be removed: {e}"
@@ -130,6 +142,23 @@ pub fn remove_stale() -> Vec<String> {
         }
     }
     msgs
+}
+
+/// Sends SIGTERM to every process in namespace `name` (`ip netns pids`); returns their ids.
+fn end_processes_in(name: &str) -> Vec<i32> {
+    let Ok(out) = Command::new("ip").args(["netns", "pids", name]).output() else {
+        return Vec::new();
+    };
+    let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter(|&p| p > 1)
+        .collect();
+    for &p in &pids {
+        // SAFETY: kill(2) of one process by id.
+        unsafe { libc::kill(p, libc::SIGTERM) };
+    }
+    pids
 }
 
 /// Why the emulator cannot run on this machine, if it cannot: it needs root (or
@@ -151,7 +180,7 @@ pub fn unavailable() -> Option<String> {
         }
     }
     // Creating a namespace is the real test (a container may forbid it).
-    match Netns::create("probe") {
+    match Netns::create(next_id(), "probe") {
         Ok(ns) => {
             drop(ns);
             None

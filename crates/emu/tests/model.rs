@@ -167,7 +167,10 @@ fn one_link_matches_the_simulator_model_for_every_seed() {
         let got = sorted(got);
         let s = net.stats()[0].1;
         assert!(s.random_drops > 50 && s.queue_drops > 50, "{s:?}");
-        assert!(s.reordered > 50 && s.duplicated > 50 && s.corrupted > 50, "{s:?}");
+        assert!(
+            s.reordered > 50 && s.duplicated > 50 && s.corrupted > 50,
+            "{s:?}"
+        );
         assert_eq!(got.len(), want.len(), "seed {seed}: delivered count");
         assert_eq!(got, want, "seed {seed}: deliveries differ");
         assert_eq!(net.in_flight(), 0);
