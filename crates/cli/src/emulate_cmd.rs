@@ -186,6 +186,8 @@ struct Outcome {
     line: Option<String>,
     /// (emulated goodput, simulated goodput) Mbit/s.
     goodput: Option<(f64, Option<f64>)>,
+    /// Emulated transfer: goodput every 100 ms, (end of interval s, Mbit/s).
+    series: Vec<[f64; 2]>,
 }
 
 fn summary(emu: &Emulator) -> String {
@@ -235,12 +237,13 @@ fn json_report(emu: &Emulator, out: &Result<Outcome>) -> String {
         .into_iter()
         .map(|(name, f, r)| serde_json::json!({"name": name, "forward": f, "reverse": r}))
         .collect();
-    let (emu_g, sim_g) = match out {
+    let (emu_g, sim_g, series) = match out {
         Ok(Outcome {
             goodput: Some((e, s)),
+            series,
             ..
-        }) => (Some(*e), *s),
-        _ => (None, None),
+        }) => (Some(*e), *s, series.clone()),
+        _ => (None, None, Vec::new()),
     };
     let v = serde_json::json!({
         "paths": emu.paths().iter().enumerate().map(|(i, p)| serde_json::json!({
@@ -257,6 +260,7 @@ fn json_report(emu: &Emulator, out: &Result<Outcome>) -> String {
         "write_errors": st.write_errors,
         "goodput_mbps": emu_g,
         "sim_goodput_mbps": sim_g,
+        "series": series,
     });
     serde_json::to_string_pretty(&v).expect("JSON") + "\n"
 }
@@ -375,6 +379,7 @@ fn commands(
     Ok(Outcome {
         line: None,
         goodput: None,
+        series: Vec::new(),
     })
 }
 
@@ -413,11 +418,30 @@ struct Sink {
     bytes: Arc<AtomicU64>,
     by_deadline: u64,
     last: StdDuration,
+    /// Goodput (Mbit/s) over each 100 ms from the start: (end of interval s, Mbit/s).
+    series: Vec<[f64; 2]>,
+    bucket: u64,
+}
+
+const BUCKET: StdDuration = StdDuration::from_millis(100);
+
+impl Sink {
+    /// Closes the intervals that ended by `t` (time since the start).
+    fn roll(&mut self, t: StdDuration) {
+        while t >= BUCKET * (self.series.len() as u32 + 1) {
+            let end = BUCKET * (self.series.len() as u32 + 1);
+            let mbps = self.bucket as f64 * 8.0 / BUCKET.as_secs_f64() / 1e6;
+            self.series.push([end.as_secs_f64(), mbps]);
+            self.bucket = 0;
+        }
+    }
 }
 
 impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let now = StdInstant::now();
+        self.roll(now.duration_since(self.start));
+        self.bucket += buf.len() as u64;
         if self.deadline.is_none_or(|d| now <= d) {
             self.by_deadline += buf.len() as u64;
         }
@@ -470,7 +494,7 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
     let rdone = done.clone();
     let rbytes = delivered.clone();
     let bytes = f.bytes;
-    let receiver = std::thread::spawn(move || -> Result<(u64, StdDuration)> {
+    let receiver = std::thread::spawn(move || -> Result<(u64, StdDuration, Vec<[f64; 2]>)> {
         let r = (|| {
             netns::enter(&ns_b)?;
             let mut d = UdpDriver::listen(rconn, &listen, sock)?;
@@ -482,9 +506,13 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
                 bytes: rbytes,
                 by_deadline: 0,
                 last: StdDuration::ZERO,
+                series: Vec::new(),
+                bucket: 0,
             };
             tributary_net::receive_stream(&mut d, &mut sink, &opts)?;
-            Ok((sink.by_deadline, sink.last))
+            let end = sink.last.max(duration);
+            sink.roll(end);
+            Ok((sink.by_deadline, sink.last, sink.series))
         })();
         rdone.store(true, Ordering::SeqCst);
         r
@@ -535,7 +563,7 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
         .join()
         .map_err(|_| anyhow::anyhow!("sender thread panicked"))?
         .context("sender")?;
-    let (by_deadline, last) = receiver
+    let (by_deadline, last, series) = receiver
         .join()
         .map_err(|_| anyhow::anyhow!("receiver thread panicked"))?
         .context("receiver")?;
@@ -551,8 +579,11 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
     };
     let emu_mbps = got as f64 * 8.0 / active.as_secs_f64().max(1e-9) / 1e6;
     let sim_mbps = if compare {
-        let r = tributary_sim::run(cfg.clone()).context("simulator")?;
-        Some(r.flows[flow].goodput_mbps)
+        // The simulator runs this flow alone, like the emulated transfer.
+        let mut alone = cfg.clone();
+        alone.flows = vec![cfg.flows[flow].clone()];
+        let r = tributary_sim::run(alone).context("simulator")?;
+        Some(r.flows[0].goodput_mbps)
     } else {
         None
     };
@@ -567,5 +598,6 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
     Ok(Outcome {
         line: Some(line),
         goodput: Some((emu_mbps, sim_mbps)),
+        series,
     })
 }

@@ -174,7 +174,10 @@ fn cleans_up_when_killed() {
 }
 
 /// `--transfer --compare` runs this stack's tcp over the emulated path and the simulator on
-/// the same scenario and prints both goodputs; the JSON has them and the link counters.
+/// the same scenario and prints both goodputs; the JSON has them and the link counters. On
+/// this lossless path the two must agree within ±10 % (issue 15's requirement for the same
+/// scenario in the simulator and through the emulator; the lossy mixes are measured, not
+/// tested, in docs/emulate.md, because one seed's goodput over a lossy path varies more).
 #[test]
 fn transfer_reports_emulated_and_simulated_goodput() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -205,5 +208,6 @@ fn transfer_reports_emulated_and_simulated_goodput() {
     eprintln!("emulated {e:.3} Mbit/s, simulated {s:.3} Mbit/s");
     // Neither can exceed the 10 Mbit/s link; both must move data.
     assert!(e > 1.0 && e < 10.0 && s > 1.0 && s < 10.0, "{e} {s}");
+    assert!((e / s - 1.0).abs() <= 0.10, "emulated {e} vs simulated {s}");
     assert!(v["links"][0]["forward"]["offered"].as_u64().unwrap() > 1000);
 }
