@@ -164,6 +164,9 @@ pub struct Emulator {
     /// `routes[t]`: the route of packets read from `tuns[t]`.
     routes: Vec<usize>,
     net: Network,
+    /// What `net` was built from, to build it afresh at a new time zero.
+    cfg: SimConfig,
+    route_defs: Vec<Route>,
     paths: Vec<EmuPath>,
     origin: std::time::Instant,
     stats: EmuStats,
@@ -211,6 +214,7 @@ impl Emulator {
         let a = Netns::create(id, "a").map_err(EmuError::Setup)?;
         let b = Netns::create(id, "b").map_err(EmuError::Setup)?;
         let mut net = Network::new(cfg, 0);
+        let mut route_defs = Vec::new();
         let mut paths = Vec::new();
         let mut routes = Vec::new();
         let n = f.paths.len();
@@ -265,14 +269,18 @@ impl Emulator {
                     .map_err(EmuError::Setup)?;
             }
             // a → b over the forward directions; b → a back over the reverse ones.
-            let fwd = net.add_route(Route {
+            let fwd_route = Route {
                 hops: route.iter().map(|&l| 2 * l).collect(),
                 dest: tun_index(i, true),
-            });
-            let rev = net.add_route(Route {
+            };
+            let rev_route = Route {
                 hops: route.iter().rev().map(|&l| 2 * l + 1).collect(),
                 dest: tun_index(i, false),
-            });
+            };
+            route_defs.push(fwd_route.clone());
+            route_defs.push(rev_route.clone());
+            let fwd = net.add_route(fwd_route);
+            let rev = net.add_route(rev_route);
             routes.push(fwd);
             routes.push(rev);
             tuns.push(ta);
@@ -288,6 +296,8 @@ impl Emulator {
             tuns,
             routes,
             net,
+            cfg: cfg.clone(),
+            route_defs,
             stats: EmuStats {
                 from_a: vec![0; n],
                 from_b: vec![0; n],
@@ -319,9 +329,16 @@ impl Emulator {
     }
 
     /// Makes now time zero of the links (timed changes and traces count from it). Call it
-    /// before traffic starts.
+    /// before traffic starts. The links start afresh, as at the start of a simulation: packets
+    /// still in flight are dropped, and the link counters restart (the path counters of
+    /// [`Emulator::stats`] keep counting).
     pub fn reset_clock(&mut self) {
         self.origin = std::time::Instant::now();
+        let mut net = Network::new(&self.cfg, 0);
+        for r in &self.route_defs {
+            net.add_route(r.clone());
+        }
+        self.net = net;
     }
 
     /// The emulator's time: monotonic time since the origin.

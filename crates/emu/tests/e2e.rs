@@ -391,3 +391,63 @@ fn paths_and_addresses() {
     };
     assert_eq!(cfg.links[0].forward, want);
 }
+
+/// A new time zero starts the links afresh: traffic before `reset_clock` (here a burst that
+/// leaves a 0.2 s backlog in the 20 Mbit/s path's queue) must not delay traffic after it.
+/// Without the fresh start, the link's busy-until time and FIFO (in the old clock) would hold
+/// new packets back by the old clock's elapsed time plus the backlog.
+#[test]
+fn reset_clock_starts_the_links_afresh() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if skip("reset_clock_starts_the_links_afresh") {
+        return;
+    }
+    let cfg = scenario(TWO_PATHS);
+    let emu = Emulator::new(&cfg, 0, &Options::default(), |m| eprintln!("{m}")).unwrap();
+    let (ns_a, ns_b) = (emu.sender_ns().to_string(), emu.receiver_ns().to_string());
+    let p1 = emu.paths()[1].clone();
+    let run = Running::start(emu);
+    std::thread::sleep(StdDuration::from_millis(300));
+    // 400 datagrams of 1228 wire bytes back to back: 0.2 s of queue at 20 Mbit/s.
+    let blast = std::thread::spawn({
+        let ns_a = ns_a.clone();
+        move || {
+            netns::enter(&ns_a).unwrap();
+            let sock = UdpSocket::bind(SocketAddr::from((p1.a, 0))).unwrap();
+            for _ in 0..400 {
+                let _ = sock.send_to(&[0u8; 1200], SocketAddr::from((p1.b, 9999)));
+            }
+        }
+    });
+    blast.join().unwrap();
+    std::thread::sleep(StdDuration::from_millis(20));
+    let emu = run.finish();
+    assert!(emu.link_stats()[1].1.offered >= 300);
+    // Time zero again.
+    let run = Running::start(emu);
+    std::thread::sleep(StdDuration::from_millis(20));
+    let got = udp_probe(
+        &ns_a,
+        &ns_b,
+        p1.a,
+        p1.b,
+        50,
+        100,
+        StdDuration::from_millis(2),
+    );
+    let emu = run.finish();
+    assert_eq!(got.len(), 50);
+    let mut delays: Vec<f64> = got
+        .iter()
+        .map(|&(_, s, r)| (r - s).as_secs_f64() * 1e3)
+        .collect();
+    delays.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let want = 5.0 + 128.0 * 8.0 / 20e6 * 1e3;
+    assert!(
+        (delays[25] / want - 1.0).abs() < 0.05,
+        "median {} ms vs {want} ms",
+        delays[25]
+    );
+    // The counters restarted with the links.
+    assert_eq!(emu.link_stats()[1].1.offered, 50);
+}
