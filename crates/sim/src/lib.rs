@@ -14,15 +14,16 @@ pub mod app;
 pub mod bench;
 mod config;
 mod engine;
-pub mod link;
 mod result;
 
 pub use config::{
     Direction, FlowConfig, FlowKind, LinkChange, LinkConfig, SimConfig, SimConfigError, TimedChange,
 };
 pub use engine::{derive_seed, SimError, Simulator};
-pub use link::{LinkParams, LinkStats, LossModel, QueueLimit};
 pub use result::{BlockDelay, FlowResult, LinkResult, PathResult, SimResult};
+/// The link model, shared with the path emulator (`tributary-link`).
+pub use tributary_link as link;
+pub use tributary_link::{DeliveryTrace, LinkParams, LinkStats, LossModel, QueueLimit};
 
 /// Builds and runs a simulation.
 pub fn run(cfg: SimConfig) -> Result<SimResult, SimError> {
