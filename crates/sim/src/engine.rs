@@ -42,7 +42,13 @@ enum Ev {
     /// The head of a link direction's FIFO arrives.
     LinkHead(u32),
     /// A packet travelling outside its link's FIFO (reordered) arrives.
-    Loose { slot: u32, route: u32, hop: u8 },
+    Loose {
+        slot: u32,
+        route: u32,
+        hop: u8,
+        /// The link's epoch when the packet was offered: a link that went down since lost it.
+        epoch: u32,
+    },
     /// An endpoint's timer check (stale unless it is the endpoint's earliest scheduled one).
     Timer(u32),
     /// A flow's application starts.
@@ -319,7 +325,20 @@ impl Simulator {
                 }
                 self.arrived(p.slot, p.route, p.hop);
             }
-            Ev::Loose { slot, route, hop } => self.arrived(slot, route, hop),
+            Ev::Loose {
+                slot,
+                route,
+                hop,
+                epoch,
+            } => {
+                let l = self.routes[route as usize].links[hop as usize] as usize;
+                if epoch != self.links[l].epoch {
+                    self.links[l].stats.down_drops += 1;
+                    self.release(slot);
+                    return;
+                }
+                self.arrived(slot, route, hop)
+            }
             Ev::Timer(ep) => {
                 let e = &mut self.eps[ep as usize];
                 if e.scheduled != Some(self.now) {
@@ -426,7 +445,7 @@ impl Simulator {
         let len = self.lens[slot as usize] as usize;
         let wire = len as u64 + self.cfg.header_overhead;
         let fate = self.links[l].offer(self.now, wire, len);
-        let Some(mut arrival) = fate.arrival else {
+        let Some(arrival) = fate.arrival else {
             self.release(slot);
             return;
         };
@@ -442,16 +461,23 @@ impl Simulator {
             self.enqueue(l, arrival, copy, route, hop);
         }
         if fate.reordered {
-            self.push(arrival, Ev::Loose { slot, route, hop });
+            let epoch = self.links[l].epoch;
+            self.push(
+                arrival,
+                Ev::Loose {
+                    slot,
+                    route,
+                    hop,
+                    epoch,
+                },
+            );
             return;
         }
-        arrival = arrival.max(self.links[l].last_arrival);
         self.enqueue(l, arrival, slot, route, hop);
     }
 
     fn enqueue(&mut self, l: usize, arrival: Instant, slot: u32, route: u32, hop: u8) {
-        let arrival = arrival.max(self.links[l].last_arrival);
-        self.links[l].last_arrival = arrival;
+        let arrival = self.links[l].fifo_arrival(arrival);
         let epoch = self.links[l].epoch;
         let was_empty = self.fifos[l].is_empty();
         self.fifos[l].push_back(InFlight {
