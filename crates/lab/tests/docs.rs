@@ -23,7 +23,7 @@ fn check<F: Family>(doc: &str, tag: &str) {
     assert_eq!(
         section(doc, tag),
         markdown::<F>(),
-        "docs/scenarios.md registry:{tag} is stale: paste `tributary list {tag} --markdown`"
+        "docs/scenarios.md registry:{tag} is stale: run scripts/registry-docs.py"
     );
 }
 

@@ -35,7 +35,7 @@ pub use fmtcp::{CodingStats, FmtcpConfig};
 use crate::buffer::{RecvBuffer, SendBuffer};
 use crate::config::ConnectionConfig;
 use crate::message::TxMessages;
-use crate::path::PathView;
+use crate::path::{PathState, PathView};
 use crate::ranges::RangeSet;
 use crate::registry::{Choice, Entry, Factory, Family};
 use crate::time::Instant;
@@ -168,6 +168,14 @@ impl SendCtx<'_> {
             .next_unsent(self.first_sent, self.data_ack, limit)
     }
 
+    /// True if new data cannot be sent because of the peer's receive window (not because
+    /// the application wrote nothing more): every written byte below the window was sent
+    /// and the written stream reaches the window's end. What ARQ's opportunistic
+    /// reinjection waits for.
+    pub fn window_limited(&self) -> bool {
+        self.send_buf.end() >= self.max_data && self.next_unsent(self.max_data).is_none()
+    }
+
     /// True if stream byte `offset` belongs to an abandoned message: do not send it again.
     pub fn is_abandoned(&self, offset: u64) -> bool {
         !self.messages.abandoned.is_empty() && self.messages.abandoned.contains(offset)
@@ -262,6 +270,17 @@ pub trait SchemeSender: Send + std::fmt::Debug {
 
     /// The time given by `poll_timeout` has come.
     fn on_timeout(&mut self, _ctx: &mut SendCtx<'_>) {}
+
+    /// `path` changed state: suspect or failed after retransmission timeouts (while another
+    /// path is active the engine offers it nothing, so data owed on it should move), or
+    /// active again.
+    fn on_path_state(&mut self, _ctx: &mut SendCtx<'_>, _path: usize, _state: PathState) {}
+
+    /// The peer's cumulative acknowledgement has not moved for about two retransmission
+    /// timeouts while data is outstanding: make sure the bytes at `ctx.data_ack` (the head of
+    /// the stream) are on their way again, on a path that works. Called again, backed off,
+    /// while the stall lasts.
+    fn on_head_stalled(&mut self, _ctx: &mut SendCtx<'_>) {}
 
     /// The scheme's own counters (reported under its name); `Null` if it has none.
     fn counters(&self) -> serde_json::Value {
