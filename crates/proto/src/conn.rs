@@ -177,6 +177,9 @@ pub struct ConnectionStats {
     pub bytes_read: u64,
     /// Stream bytes that arrived beyond the receive window and were dropped.
     pub window_drops: u64,
+    /// Stream bytes dropped because holding them would leave too many holes in the
+    /// receive buffer ([`RecvBuffer::max_holes`]).
+    pub fragment_drops: u64,
     /// Highest receive-buffer occupancy seen (bytes).
     pub max_buffer_occupancy: u64,
 }
@@ -314,7 +317,7 @@ impl Connection {
             protect: None,
             paths: Vec::new(),
             views: Vec::new(),
-            send_buf: SendBuffer::new(cfg.send_buffer),
+            send_buf: SendBuffer::new(cfg.send_buffer.max(cfg.recv_buffer)),
             recv_buf: RecvBuffer::new(cfg.recv_buffer),
             tx,
             rx,
@@ -467,34 +470,38 @@ impl Connection {
 
     // ------------------------------------------------------------------ application side
 
-    /// Appends stream bytes; returns how many fit in the send buffer (0 after `close`).
+    /// Appends stream bytes; returns how many were taken: at most
+    /// [`Connection::write_capacity`] (0 after `close`).
     pub fn write(&mut self, data: &[u8]) -> usize {
-        if self.final_size.is_some() {
-            return 0;
-        }
-        let n = self.send_buf.write(data);
-        self.stats.bytes_written += n as u64;
-        n
+        let mut at = 0;
+        self.write_with(data.len(), |dst| {
+            dst.copy_from_slice(&data[at..at + dst.len()]);
+            at += dst.len();
+        })
     }
 
-    /// Appends up to `n` stream bytes produced in place by `fill` (called with one or two
-    /// consecutive slices); returns how many were appended (0 after `close`).
+    /// Appends up to `n` stream bytes (at most [`Connection::write_capacity`]) produced in
+    /// place by `fill` (called with consecutive slices); returns how many were appended (0
+    /// after `close`).
     pub fn write_with(&mut self, n: usize, fill: impl FnMut(&mut [u8])) -> usize {
-        if self.final_size.is_some() {
-            return 0;
-        }
-        let n = self.send_buf.write_with(n, fill);
+        let n = self.send_buf.write_with(n.min(self.write_capacity()), fill);
         self.stats.bytes_written += n as u64;
         n
     }
 
-    /// Free space in the send buffer (0 after `close`).
+    /// How many stream bytes the application may write now (0 after `close`): what fits in
+    /// the send buffer, and no more than the peer's receive window can take — bytes beyond
+    /// it could not be sent anyway, so a source produces them only when they can be
+    /// (memory follows the data in flight). Messages are not held to the window
+    /// ([`Connection::message_capacity`]).
     pub fn write_capacity(&self) -> usize {
         if self.final_size.is_some() {
-            0
-        } else {
-            self.send_buf.free()
+            return 0;
         }
+        let window = self.peer_max_data.saturating_sub(self.send_buf.end());
+        self.send_buf
+            .free()
+            .min(usize::try_from(window).unwrap_or(usize::MAX))
     }
 
     /// Writes one message of `len` bytes, produced in place by `fill` (called with one or two
@@ -527,9 +534,14 @@ impl Connection {
         Ok(m.id)
     }
 
-    /// The largest message [`Connection::write_message`] accepts now.
+    /// The largest message [`Connection::write_message`] accepts now: the free send
+    /// buffer (0 after `close`).
     pub fn message_capacity(&self) -> usize {
-        self.write_capacity()
+        if self.final_size.is_some() {
+            0
+        } else {
+            self.send_buf.free()
+        }
     }
 
     fn expire_messages(&mut self, now: Instant) {
@@ -639,6 +651,7 @@ impl Connection {
     pub fn stats(&self) -> ConnectionStats {
         let mut s = self.stats.clone();
         s.window_drops = self.recv_buf.dropped();
+        s.fragment_drops = self.recv_buf.fragment_drops();
         s.paths = self.paths.iter().map(|p| p.stats).collect();
         for (p, r) in s.paths.iter_mut().zip(&self.resent) {
             p.retransmitted_bytes = r.bytes;
@@ -970,6 +983,13 @@ impl Connection {
             self.peer_data_ack = a.data_ack;
             self.head_backoff = 0;
             self.send_buf.release_to(a.data_ack);
+            // The send buffer holds at least the peer's window: what may be in flight
+            // beyond its cumulative acknowledgement (so reinjection is never starved).
+            let window = self
+                .peer_max_data
+                .saturating_sub(self.peer_data_ack)
+                .min(1 << 40) as usize;
+            self.send_buf.set_capacity(self.cfg.send_buffer.max(window));
             self.tx_msgs.on_data_ack(a.data_ack);
             self.first_sent.remove_below(a.data_ack);
             // The head moved; with nothing outstanding, the clock starts at the next send.
