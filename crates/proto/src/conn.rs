@@ -634,6 +634,13 @@ impl Connection {
         &self.delivered_clock
     }
 
+    /// Drops both block clocks' times below block `i` (a driver that has paired them), so
+    /// they hold only the blocks in flight.
+    pub fn forget_blocks_before(&mut self, i: usize) {
+        self.sent_clock.forget_before(i);
+        self.delivered_clock.forget_before(i);
+    }
+
     fn feedback(&mut self, now: Instant, f: &Frame<'_>) -> Result<(), DatagramError> {
         let mut ctx = send_ctx!(self, now);
         // A rejected feedback frame is dropped and counted; the packet stays valid.
