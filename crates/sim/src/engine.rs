@@ -74,7 +74,40 @@ struct Route {
 #[derive(Debug)]
 enum Role {
     Sender { src: Source, limit: Option<u64> },
-    Receiver { sink: Sink },
+    Receiver { sink: Sink, occupancy: Occupancy },
+}
+
+/// Time-weighted receive-buffer occupancy, integrated at datagram arrivals (where it
+/// changes): the simulator's measurement, kept out of the connection.
+#[derive(Debug, Default)]
+struct Occupancy {
+    since: Option<Instant>,
+    last: Option<Instant>,
+    integral: f64,
+}
+
+impl Occupancy {
+    /// Accounts for the occupancy `held` since the previous sample, up to `now`.
+    fn sample(&mut self, now: Instant, held: u64) {
+        match self.last {
+            Some(last) => self.integral += held as f64 * (now - last).as_nanos() as f64,
+            None => self.since = Some(now),
+        }
+        self.last = Some(now);
+    }
+
+    /// Mean from the first sample to `now`, the occupancy being `held` since the last one.
+    fn mean(&self, now: Instant, held: u64) -> f64 {
+        let (Some(t0), Some(last)) = (self.since, self.last) else {
+            return 0.0;
+        };
+        let span = (now - t0).as_nanos() as f64;
+        if span == 0.0 {
+            held as f64
+        } else {
+            (self.integral + held as f64 * (now - last).as_nanos() as f64) / span
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -238,6 +271,7 @@ impl Simulator {
                 conn: rconn,
                 role: Role::Receiver {
                     sink: Sink::default(),
+                    occupancy: Occupancy::default(),
                 },
                 flow: fi as u32,
                 routes: r_routes,
@@ -348,7 +382,7 @@ impl Simulator {
                 let rate = e.read_rate_bps.unwrap_or(u64::MAX);
                 let budget =
                     (rate as u128 * READ_TICK.as_nanos() as u128 / 8 / 1_000_000_000).max(1) as u64;
-                if let Role::Receiver { sink } = &mut e.role {
+                if let Role::Receiver { sink, .. } = &mut e.role {
                     e.conn.read_with(budget, |s| sink.consume(s));
                 }
                 self.pump(ep);
@@ -377,7 +411,7 @@ impl Simulator {
             .conns
             .iter()
             .map(|&(_, r)| match &self.eps[r as usize].role {
-                Role::Receiver { sink } => sink.read(),
+                Role::Receiver { sink, .. } => sink.read(),
                 Role::Sender { .. } => 0,
             })
             .sum()
@@ -478,6 +512,9 @@ impl Simulator {
         }
         let len = self.lens[slot as usize] as usize;
         let e = &mut self.eps[dest as usize];
+        if let Role::Receiver { occupancy, .. } = &mut e.role {
+            occupancy.sample(self.now, e.conn.buffer_occupancy());
+        }
         // Malformed (corrupted) datagrams are counted inside the connection.
         let _ = e
             .conn
@@ -502,7 +539,7 @@ impl Simulator {
                         e.conn.close();
                     }
                 }
-                Role::Receiver { sink } if e.read_rate_bps.is_none() => {
+                Role::Receiver { sink, .. } if e.read_rate_bps.is_none() => {
                     e.conn.read_with(u64::MAX, |s| sink.consume(s));
                 }
                 _ => {}
@@ -568,7 +605,8 @@ impl Simulator {
             let active = (end - f.start).as_secs_f64();
             for &(s, r) in &f.conns {
                 let (se, re) = (&self.eps[s as usize], &self.eps[r as usize]);
-                let (Role::Sender { src, .. }, Role::Receiver { sink }) = (&se.role, &re.role)
+                let (Role::Sender { src, .. }, Role::Receiver { sink, occupancy }) =
+                    (&se.role, &re.role)
                 else {
                     unreachable!("endpoints are built in sender/receiver pairs")
                 };
@@ -607,7 +645,7 @@ impl Simulator {
                         cwnd_bytes: view.map_or(0, |v| v.cwnd),
                     });
                 }
-                buffer_mean += re.conn.mean_buffer_occupancy(end);
+                buffer_mean += occupancy.mean(end, re.conn.buffer_occupancy());
                 buffer_max = buffer_max.max(rs.max_buffer_occupancy);
                 malformed += ss.malformed + rs.malformed;
                 window_drops += rs.window_drops;
