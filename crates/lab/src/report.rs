@@ -56,6 +56,12 @@ pub struct FlowRecord {
     /// The scheme's own counters: `{ name, sender: {...}, receiver: {...} }` (e.g. `fmtcp`:
     /// symbols sent, appended, replaced, the lost-per-block histogram).
     pub scheme: tributary_proto::conn::SchemeCounters,
+    /// The application's own measurements: `{ name, sender: {...}, receiver: {...} }`.
+    #[serde(default)]
+    pub app: tributary_sim::AppCounters,
+    /// Per path (order of `paths`), its state over time when `sample_interval` is set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_series: Vec<tributary_sim::PathSeries>,
 }
 
 /// One simulation.
@@ -75,6 +81,12 @@ pub struct RunRecord {
     pub sim_seconds: f64,
     /// Flows in scenario order.
     pub flows: Vec<FlowRecord>,
+    /// Arrival groups in scenario order, aggregated over their flows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arrivals: Vec<tributary_sim::ArrivalResult>,
+    /// Link counters (offered, delivered, dropped by cause) in scenario order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<tributary_sim::LinkResult>,
 }
 
 /// Per-path summary.

@@ -64,7 +64,7 @@ fn units_and_defaults() {
     assert_eq!(f.paths, vec![vec![0], vec![1]]);
     assert_eq!(f.conn.recv_buffer, 65_536);
     assert_eq!(f.kind, FlowKind::Multipath);
-    assert_eq!(f.bytes, None);
+    assert_eq!(f.app.name(), "bulk");
     assert_eq!(c.header_overhead, 28);
     assert_eq!(f.conn.metric_block, 32 * 1024);
 }
@@ -162,8 +162,10 @@ fn full_schema() {
     assert_eq!(c.flows.len(), 3);
     assert_eq!(c.flows[2].name, "web#3");
     assert_eq!(c.flows[0].paths, vec![vec![0, 1], vec![2]]);
-    assert_eq!(c.flows[0].bytes, Some(2_000_000));
-    assert_eq!(c.flows[0].read_rate_bps, Some(5_000_000));
+    // `bytes` and `read_rate` are the `file` application's options.
+    assert_eq!(c.flows[0].app.name(), "file");
+    assert_eq!(c.flows[0].app.options()["bytes"], 2_000_000);
+    assert_eq!(c.flows[0].app.options()["read_rate"], 5_000_000);
     assert_eq!(c.flows[0].conn.cc, CcConfig::named("lia").unwrap());
     assert_eq!(c.flows[0].conn.send_buffer, 1 << 20);
     assert_eq!(c.flows[0].conn.mss, 1200);
@@ -368,7 +370,7 @@ fn variants_sweeps_and_seeds() {
         &RunOptions {
             seed: Some(8),
             repetitions: Some(2),
-            jobs: None,
+            ..RunOptions::default()
         },
     );
     assert_eq!(other.len(), 3 * 6 * 2);

@@ -22,6 +22,7 @@ pub mod cc;
 pub mod config;
 pub mod conn;
 pub mod path;
+pub mod qlog;
 pub mod ranges;
 pub mod registry;
 pub mod sched;
