@@ -3,6 +3,7 @@
 mod bench_cmd;
 mod choice;
 mod list_cmd;
+mod merge_cmd;
 mod net_cmds;
 mod plot_cmd;
 mod run_cmd;
@@ -25,6 +26,8 @@ struct Cli {
 enum Cmd {
     /// Run a scenario file on the simulator and report the results.
     Run(run_cmd::RunArgs),
+    /// Join the results files of a sweep's shards into the report of the whole sweep.
+    Merge(merge_cmd::MergeArgs),
     /// Render figures (PNG and SVG) from a `run --json` results file.
     Plot(plot_cmd::PlotArgs),
     /// Send a file over one or more real UDP paths.
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Run(a) => run_cmd::run(a),
+        Cmd::Merge(a) => merge_cmd::merge(a),
         Cmd::Plot(a) => plot_cmd::plot(a),
         Cmd::Send(a) => net_cmds::send(a),
         Cmd::Recv(a) => net_cmds::recv(a),

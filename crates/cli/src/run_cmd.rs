@@ -4,8 +4,12 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
-use std::path::PathBuf;
-use tributary_lab::{run, RunOptions, Scenario};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use tributary_lab::sweep::{
+    self, Notice, Observer, Outcome, Results, Shard, SweepError, SweepOptions,
+};
+use tributary_lab::{run, Report, RunOptions, Scenario};
 
 /// What `tributary run` prints on standard output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -29,9 +33,9 @@ pub struct RunArgs {
     /// Also write the per-run CSV rows to this file.
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
-    /// What to print on standard output.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    /// What to print on standard output [default: table].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// Repetitions per variant and sweep point (replaces the file's `repetitions`).
     #[arg(long, value_name = "N")]
     pub repetitions: Option<u64>,
@@ -51,6 +55,76 @@ pub struct RunArgs {
     /// Check the scenario and list its runs without running them.
     #[arg(long)]
     pub check: bool,
+    /// Write every run to this results file (JSON Lines) as it finishes, so that an
+    /// interrupted sweep keeps its finished runs. Refuses an existing file (see --force).
+    #[arg(long, value_name = "PATH.jsonl", conflicts_with = "resume")]
+    pub stream: Option<PathBuf>,
+    /// With --stream: replace an existing results file.
+    #[arg(long, requires = "stream")]
+    pub force: bool,
+    /// Continue this results file: run only the runs it lacks, then report as if the sweep
+    /// had run at once. Starts the file if it does not exist.
+    #[arg(long, value_name = "PATH.jsonl")]
+    pub resume: Option<PathBuf>,
+    /// Run only shard I of N (0-based; runs k with k mod N = I) into the results file given
+    /// by --stream or --resume; join the shards with `tributary merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+}
+
+/// Prints a sweep's progress: notices on stderr, a progress bar when stderr is a terminal.
+struct Progress {
+    bar: OnceLock<ProgressBar>,
+    streaming: bool,
+}
+
+impl Progress {
+    fn say(&self, text: &str) {
+        match self.bar.get() {
+            Some(b) => b.suspend(|| eprintln!("{text}")),
+            None => eprintln!("{text}"),
+        }
+    }
+}
+
+impl Observer for Progress {
+    fn notice(&self, n: &Notice) {
+        match n {
+            Notice::LargeSweep { .. } => {
+                let mut text = format!("warning: {n}");
+                if !self.streaming {
+                    text.push_str(
+                        "\nwarning: finished runs are kept only in memory: add --stream \
+                         PATH.jsonl to keep them if the sweep is interrupted (and --resume to \
+                         continue it), or split it over machines with --shard (docs/scenarios.md)",
+                    );
+                }
+                self.say(&text);
+            }
+            Notice::TruncatedTail { .. } => self.say(&format!("warning: {n}")),
+            _ => self.say(&format!("note: {n}")),
+        }
+    }
+
+    fn start(&self, runs: usize) {
+        if runs > 1 && std::io::stderr().is_terminal() {
+            let b = ProgressBar::new(runs as u64);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            let _ = self.bar.set(b);
+        }
+    }
+
+    fn progress(&self) {
+        if let Some(b) = self.bar.get() {
+            b.inc(1);
+        }
+    }
 }
 
 /// Runs `tributary run`.
@@ -78,48 +152,83 @@ pub fn run(a: RunArgs) -> Result<()> {
         );
     }
     let plan = run::plan(&scenario, &opts);
+    if let Some(shard) = a.shard {
+        if a.stream.is_none() && a.resume.is_none() && !a.check {
+            bail!(
+                "--shard needs a results file: add --stream PATH.jsonl (or --resume PATH.jsonl), \
+                 then join the shards with `tributary merge`"
+            );
+        }
+        if a.json.is_some() || a.csv.is_some() || a.plots.is_some() || a.format.is_some() {
+            bail!(
+                "shard {shard} holds only part of the runs, so it has no report: its runs go to \
+                 the results file; `tributary merge` joins the shards and writes --json, --csv, \
+                 --format (and `tributary plot` draws the merged JSON)"
+            );
+        }
+    }
     if a.check {
-        println!(
+        let reps = opts.repetitions.unwrap_or(scenario.repetitions);
+        print!(
             "{}: {} variant(s) × {} sweep point(s) × {} repetition(s) = {} runs",
             a.file.display(),
             scenario.variants.len(),
             scenario.points.len(),
-            opts.repetitions.unwrap_or(scenario.repetitions),
+            reps,
             plan.len()
         );
+        match a.shard {
+            Some(s) => println!(
+                "; shard {s}: {} runs",
+                (0..plan.len()).filter(|&k| s.contains(k)).count()
+            ),
+            None => println!(),
+        }
         return Ok(());
     }
-    let bar = if plan.len() > 1 && std::io::stderr().is_terminal() {
-        let b = ProgressBar::new(plan.len() as u64);
-        b.set_style(
-            ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        Some(b)
-    } else {
-        None
+    let results = match (&a.stream, &a.resume) {
+        (Some(p), _) => Results::Create {
+            path: p.clone(),
+            force: a.force,
+        },
+        (None, Some(p)) => Results::Resume { path: p.clone() },
+        (None, None) => Results::Memory,
     };
-    let tick = || {
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
+    let file = a.stream.as_ref().or(a.resume.as_ref()).cloned();
+    let progress = Progress {
+        bar: OnceLock::new(),
+        streaming: file.is_some(),
     };
-    let result = run::run(&scenario, &opts, &tick);
-    if let Some(b) = &bar {
+    let outcome = sweep::sweep(
+        &scenario,
+        &SweepOptions {
+            run: opts,
+            shard: a.shard,
+            results,
+        },
+        &progress,
+    );
+    if let Some(b) = progress.bar.get() {
         b.finish_and_clear();
     }
-    let report = result?;
-    if let Some(p) = &a.json {
-        std::fs::write(p, report.to_json())
-            .with_context(|| format!("cannot write {}", p.display()))?;
-    }
-    if let Some(p) = &a.csv {
-        std::fs::write(p, report.to_csv())
-            .with_context(|| format!("cannot write {}", p.display()))?;
-    }
+    let outcome = match (outcome, &file) {
+        (Err(e @ SweepError::Run(_)), Some(p)) => {
+            bail!("{e}\n(the runs that finished are kept in {})", p.display())
+        }
+        (o, _) => o?,
+    };
+    let report = match outcome {
+        Outcome::Shard { shard, runs } => {
+            eprintln!(
+                "shard {shard}: all {runs} of its runs are in {}; join the shards with \
+                 `tributary merge`",
+                file.as_deref().unwrap_or(Path::new("?")).display()
+            );
+            return Ok(());
+        }
+        Outcome::Complete(r) => r,
+    };
+    write_outputs(&report, a.json.as_deref(), a.csv.as_deref())?;
     if let Some(dir) = &a.plots {
         for spec in &scenario.plots {
             for p in tributary_lab::plot::render(&report, spec, dir)? {
@@ -127,10 +236,28 @@ pub fn run(a: RunArgs) -> Result<()> {
             }
         }
     }
-    match a.format {
+    print_report(&report, a.format.unwrap_or(Format::Table));
+    Ok(())
+}
+
+/// Writes `--json` and `--csv`.
+pub fn write_outputs(report: &Report, json: Option<&Path>, csv: Option<&Path>) -> Result<()> {
+    if let Some(p) = json {
+        std::fs::write(p, report.to_json())
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    if let Some(p) = csv {
+        std::fs::write(p, report.to_csv())
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Prints the report on standard output.
+pub fn print_report(report: &Report, format: Format) {
+    match format {
         Format::Table => print!("{}", report.to_table()),
         Format::Json => print!("{}", report.to_json()),
         Format::Csv => print!("{}", report.to_csv()),
     }
-    Ok(())
 }

@@ -6,6 +6,8 @@
 //! field), [`run::run`] executes every (variant, sweep point, repetition) in parallel, and the
 //! [`Report`] holds every run plus mean and 95 % confidence interval per (variant, sweep
 //! point, flow), rendered as JSON, CSV or a table; [`plot`] renders its figures (PNG, SVG).
+//! [`sweep`] runs large sweeps: finished runs streamed to a JSON Lines results file, resumed
+//! after an interruption, split into shards and merged back into the same report.
 
 #![warn(missing_docs)]
 
@@ -16,6 +18,7 @@ pub mod run;
 pub mod scenario;
 mod spec;
 pub mod stats;
+pub mod sweep;
 pub mod units;
 
 pub use report::Report;

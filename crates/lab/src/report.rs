@@ -166,12 +166,115 @@ fn est(xs: &[f64]) -> Estimate {
     Estimate::of(xs).expect("at least one repetition")
 }
 
+/// What a report needs from its scenario besides the runs: names, sweep points, flow groups,
+/// seed and repetitions. Built from a [`Scenario`], or read back from the header of a results
+/// file ([`crate::sweep`]), so `tributary merge` needs no scenario file and builds the same
+/// report as the run that wrote the files.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Layout {
+    /// Scenario name.
+    pub scenario: String,
+    /// Scenario description.
+    pub description: Option<String>,
+    /// Master seed.
+    pub seed: u64,
+    /// Repetitions per (variant, sweep point).
+    pub repetitions: u64,
+    /// Variant names.
+    pub variants: Vec<String>,
+    /// Sweep points in order.
+    pub points: Vec<PointLayout>,
+    /// Flow groups of each (variant, sweep point), index `variant * points.len() + point`.
+    pub groups: Vec<Vec<GroupLayout>>,
+}
+
+/// One sweep point of a [`Layout`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PointLayout {
+    /// Label (empty without a sweep).
+    pub label: String,
+    /// Swept parameters and their values.
+    pub values: serde_json::Map<String, serde_json::Value>,
+}
+
+/// One `[[flows]]` entry of a [`Layout`]: its name and its flows `first..end` in the run's
+/// flow list.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GroupLayout {
+    /// The entry's name.
+    pub name: String,
+    /// Index of its first flow.
+    pub first: usize,
+    /// One past its last flow.
+    pub end: usize,
+}
+
+impl Layout {
+    /// The layout of `s` run with `repetitions` and master `seed`.
+    pub fn new(s: &Scenario, repetitions: u64, seed: u64) -> Layout {
+        Layout {
+            scenario: s.name.clone(),
+            description: s.description.clone(),
+            seed,
+            repetitions,
+            variants: s.variants.clone(),
+            points: s
+                .points
+                .iter()
+                .map(|p| PointLayout {
+                    label: p.label.clone(),
+                    values: crate::run::sweep_json(&p.values),
+                })
+                .collect(),
+            groups: s
+                .configs
+                .iter()
+                .map(|c| {
+                    c.groups
+                        .iter()
+                        .map(|g| GroupLayout {
+                            name: g.name.clone(),
+                            first: g.flows.start,
+                            end: g.flows.end,
+                        })
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+
+    /// Runs in the plan: variants × sweep points × repetitions.
+    /// (Saturates rather than overflows for an absurd layout read from a file.)
+    pub fn runs(&self) -> usize {
+        self.variants
+            .len()
+            .saturating_mul(self.points.len())
+            .saturating_mul(usize::try_from(self.repetitions).unwrap_or(usize::MAX))
+    }
+
+    /// (variant, sweep point, repetition) of run `k` of the plan (ordered by variant, then
+    /// sweep point, then repetition), or `None` past the end.
+    pub fn run_at(&self, k: usize) -> Option<(usize, usize, u64)> {
+        if k >= self.runs() {
+            return None;
+        }
+        let reps = self.repetitions as usize;
+        let per_variant = self.points.len() * reps;
+        Some((k / per_variant, (k % per_variant) / reps, (k % reps) as u64))
+    }
+}
+
 impl Report {
     /// Builds the report (and its summary) from the runs in plan order.
     pub fn new(s: &Scenario, repetitions: u64, seed: u64, runs: Vec<RunRecord>) -> Report {
+        Report::from_layout(&Layout::new(s, repetitions, seed), runs)
+    }
+
+    /// Builds the report from a layout and the runs in plan order.
+    pub fn from_layout(l: &Layout, runs: Vec<RunRecord>) -> Report {
         let mut summary = Vec::new();
-        for (vi, variant) in s.variants.iter().enumerate() {
-            for (pi, point) in s.points.iter().enumerate() {
+        for (vi, variant) in l.variants.iter().enumerate() {
+            for (pi, point) in l.points.iter().enumerate() {
                 let mine: Vec<&RunRecord> = runs
                     .iter()
                     .filter(|r| r.variant == *variant && r.sweep == point.label)
@@ -179,9 +282,8 @@ impl Report {
                 if mine.is_empty() {
                     continue;
                 }
-                let compiled = s.config(vi, pi);
-                for g in &compiled.groups {
-                    let members: Vec<usize> = g.flows.clone().collect();
+                for g in &l.groups[vi * l.points.len() + pi] {
+                    let members: Vec<usize> = (g.first..g.end).collect();
                     for &fi in &members {
                         let recs: Vec<&FlowRecord> = mine.iter().map(|r| &r.flows[fi]).collect();
                         summary.push(row(
@@ -203,12 +305,12 @@ impl Report {
             }
         }
         Report {
-            scenario: s.name.clone(),
-            description: s.description.clone(),
-            seed,
-            repetitions,
-            variants: s.variants.clone(),
-            sweep_points: s.points.iter().map(|p| p.label.clone()).collect(),
+            scenario: l.scenario.clone(),
+            description: l.description.clone(),
+            seed: l.seed,
+            repetitions: l.repetitions,
+            variants: l.variants.clone(),
+            sweep_points: l.points.iter().map(|p| p.label.clone()).collect(),
             runs,
             summary,
         }
@@ -409,7 +511,7 @@ fn csv_field(s: &str) -> String {
 /// Summary of flows `members` (one flow, or all copies for an aggregate) over `runs`.
 fn row(
     variant: &str,
-    point: &crate::scenario::SweepPoint,
+    point: &PointLayout,
     first: &[&FlowRecord],
     members: &[usize],
     name: &str,
@@ -479,7 +581,7 @@ fn row(
     SummaryRow {
         variant: variant.to_string(),
         sweep: point.label.clone(),
-        sweep_values: crate::run::sweep_json(&point.values),
+        sweep_values: point.values.clone(),
         flow: name.to_string(),
         aggregate,
         copies: members.len(),

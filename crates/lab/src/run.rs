@@ -1,9 +1,10 @@
-//! Running a scenario: every (variant, sweep point, repetition) in parallel, results in a
-//! fixed order whatever the thread count.
+//! Running a scenario: every (variant, sweep point, repetition) in parallel on a pool of
+//! worker threads, results in a fixed order whatever the thread count.
 
-use crate::report::{FlowRecord, PathRecord, Report, RunRecord};
+use crate::report::{FlowRecord, Layout, PathRecord, Report, RunRecord};
 use crate::scenario::Scenario;
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use tributary_sim::{derive_seed, SimError};
 
 /// Command-line adjustments of a run.
@@ -13,7 +14,7 @@ pub struct RunOptions {
     pub repetitions: Option<u64>,
     /// Replace the file's `seed`.
     pub seed: Option<u64>,
-    /// Worker threads (default: rayon's choice, one per core).
+    /// Worker threads (default: one per core).
     pub jobs: Option<usize>,
     /// Write qlog traces under this directory, one subdirectory per run: of the flows whose
     /// `trace = "qlog"`, or of every configured flow if none asks.
@@ -78,22 +79,98 @@ pub fn repetition_seed(master: u64, r: u64) -> u64 {
 
 /// The runs of a scenario in report order: variant, then sweep point, then repetition.
 pub fn plan(s: &Scenario, opts: &RunOptions) -> Vec<RunSpec> {
-    let reps = opts.repetitions.unwrap_or(s.repetitions);
-    let master = opts.seed.unwrap_or(s.seed);
-    let mut v = Vec::new();
-    for variant in 0..s.variants.len() {
-        for point in 0..s.points.len() {
-            for repetition in 0..reps {
-                v.push(RunSpec {
-                    variant,
-                    point,
-                    repetition,
-                    seed: repetition_seed(master, repetition),
-                });
+    plan_of(&Layout::new(
+        s,
+        opts.repetitions.unwrap_or(s.repetitions),
+        opts.seed.unwrap_or(s.seed),
+    ))
+}
+
+/// The runs of a layout in report order (run `k` is [`Layout::run_at`]`(k)`).
+pub fn plan_of(l: &Layout) -> Vec<RunSpec> {
+    (0..l.runs())
+        .map(|k| {
+            let (variant, point, repetition) = l.run_at(k).expect("k < runs");
+            RunSpec {
+                variant,
+                point,
+                repetition,
+                seed: repetition_seed(l.seed, repetition),
+            }
+        })
+        .collect()
+}
+
+/// Worker threads when none are asked for: one per core.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `specs` on `jobs` worker threads (default: one per core), starting them in the given
+/// order. `done` receives, on the worker thread that ran it, each run's index in `specs`, its
+/// result and the wall time it took; once `done` returns `false` no further run starts (runs
+/// already under way finish and are reported).
+pub fn execute(
+    s: &Scenario,
+    specs: &[RunSpec],
+    jobs: Option<usize>,
+    done: &(dyn Fn(usize, Result<RunRecord, RunError>, std::time::Duration) -> bool + Sync),
+) -> Result<(), RunError> {
+    let opts = RunOptions {
+        jobs,
+        ..RunOptions::default()
+    };
+    execute_with(s, specs, &opts, done)
+}
+
+/// [`execute`] with every option of `opts` that applies to a single run (`jobs`, `qlog`).
+pub fn execute_with(
+    s: &Scenario,
+    specs: &[RunSpec],
+    opts: &RunOptions,
+    done: &(dyn Fn(usize, Result<RunRecord, RunError>, std::time::Duration) -> bool + Sync),
+) -> Result<(), RunError> {
+    let jobs = opts.jobs.unwrap_or_else(default_jobs);
+    if jobs == 0 {
+        return Err(RunError::Pool {
+            jobs,
+            message: "at least one worker thread is needed".into(),
+        });
+    }
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let worker = || {
+        while !stop.load(Ordering::Relaxed) {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(spec) = specs.get(i) else { break };
+            let t0 = std::time::Instant::now();
+            let res = run_one(s, spec, opts);
+            if !done(i, res, t0.elapsed()) {
+                stop.store(true, Ordering::Relaxed);
             }
         }
-    }
-    v
+    };
+    std::thread::scope(|scope| {
+        let mut started = 0;
+        let mut last_err = None;
+        for t in 0..jobs.min(specs.len()) {
+            match std::thread::Builder::new()
+                .name(format!("run-{t}"))
+                .spawn_scoped(scope, worker)
+            {
+                Ok(_) => started += 1,
+                Err(e) => last_err = Some(e),
+            }
+        }
+        // Fewer threads than asked only slows the sweep down; none at all is an error.
+        match last_err {
+            Some(e) if started == 0 => Err(RunError::Pool {
+                jobs,
+                message: e.to_string(),
+            }),
+            _ => Ok(()),
+        }
+    })
 }
 
 /// Runs the whole scenario; `progress` is called once per finished run (from any thread).
@@ -103,27 +180,19 @@ pub fn run(
     progress: &(dyn Fn() + Sync),
 ) -> Result<Report, RunError> {
     let runs = plan(s, opts);
-    let exec = || {
-        runs.par_iter()
-            .map(|r| {
-                let res = run_one(s, r, opts);
-                progress();
-                res
-            })
-            .collect::<Vec<_>>()
-    };
-    let results = match opts.jobs {
-        Some(jobs) => rayon::ThreadPoolBuilder::new()
-            .num_threads(jobs)
-            .build()
-            .map_err(|e| RunError::Pool {
-                jobs,
-                message: e.to_string(),
-            })?
-            .install(exec),
-        None => exec(),
-    };
-    let records = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let results: Mutex<Vec<Option<Result<RunRecord, RunError>>>> =
+        Mutex::new((0..runs.len()).map(|_| None).collect());
+    execute_with(s, &runs, opts, &|i, res, _| {
+        results.lock().expect("no worker panicked")[i] = Some(res);
+        progress();
+        true
+    })?;
+    let records = results
+        .into_inner()
+        .expect("no worker panicked")
+        .into_iter()
+        .map(|r| r.expect("every run reported"))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Report::new(
         s,
         opts.repetitions.unwrap_or(s.repetitions),

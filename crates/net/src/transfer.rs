@@ -225,7 +225,7 @@ pub fn send_stream(
             match ev {
                 Event::AllAcked => done = true,
                 Event::Closed { code } => return Err(NetError::PeerClosed { code }),
-                Event::StreamFinished => {}
+                _ => {}
             }
         }
         let stats = d.connection().stats();
@@ -279,7 +279,7 @@ pub fn receive_stream(
             match ev {
                 Event::StreamFinished => finished = Some(StdInstant::now()),
                 Event::Closed { code } => closed = Some(code),
-                Event::AllAcked => {}
+                _ => {}
             }
         }
         match (finished, closed) {

@@ -6,6 +6,7 @@
 //! may go (`max_data = read offset + capacity`) — the source of head-of-line blocking.
 
 use crate::ranges::RangeSet;
+use std::ops::Range;
 
 /// Bytes written by the application, from the cumulative acknowledgement to the end.
 #[derive(Debug, Clone)]
@@ -105,9 +106,13 @@ pub struct RecvBuffer {
     ring: Vec<u8>,
     read: u64,
     received: RangeSet,
+    /// Received ranges that hold no data (abandoned messages): reading skips them.
+    skipped: RangeSet,
     held: u64,
     dropped: u64,
     final_size: Option<u64>,
+    /// When set, the merged received ranges that inserts touched (for message completion).
+    touched: Option<Vec<Range<u64>>>,
 }
 
 impl RecvBuffer {
@@ -117,9 +122,11 @@ impl RecvBuffer {
             ring: vec![0; capacity.max(1)],
             read: 0,
             received: RangeSet::new(),
+            skipped: RangeSet::new(),
             held: 0,
             dropped: 0,
             final_size: None,
+            touched: None,
         }
     }
     /// Capacity in bytes.
@@ -207,31 +214,109 @@ impl RecvBuffer {
         }
         let new_bytes = self.received.insert(lo..hi);
         self.held += new_bytes;
+        if new_bytes > 0 {
+            self.touch(lo);
+        }
         Insert::Stored { new_bytes, dropped }
     }
-    /// Copies up to `dst.len()` in-order bytes to `dst`; returns how many.
+    /// Marks `[offset, offset + len)` as received without data (an abandoned message): the
+    /// in-order point may pass it, and reading skips it. Bytes of it already held are
+    /// discarded from reading too. Returns the bytes of the range that were not held before.
+    pub fn skip(&mut self, offset: u64, len: u64) -> u64 {
+        let lo = offset.max(self.read);
+        let hi = offset.saturating_add(len);
+        if lo >= hi {
+            return 0;
+        }
+        self.skipped.insert(lo..hi);
+        let new = self.received.insert(lo..hi);
+        self.held += new;
+        if new > 0 {
+            self.touch(lo);
+        }
+        new
+    }
+    /// Starts (or stops) recording the merged ranges that inserts touch.
+    pub(crate) fn track_touched(&mut self, on: bool) {
+        if on != self.touched.is_some() {
+            self.touched = on.then(Vec::new);
+        }
+    }
+    /// The merged received ranges touched since the last call (empty unless tracking).
+    pub(crate) fn take_touched(&mut self) -> Vec<Range<u64>> {
+        match &mut self.touched {
+            Some(t) => std::mem::take(t),
+            None => Vec::new(),
+        }
+    }
+    fn touch(&mut self, at: u64) {
+        if let Some(t) = &mut self.touched {
+            if let Some(r) = self.received.range_containing(at) {
+                // A range that reaches the read point covers everything below it too.
+                let start = if r.start <= self.read { 0 } else { r.start };
+                t.push(start..r.end);
+            }
+        }
+    }
+    /// True if every byte of `[offset, offset + len)` is received (held, skipped or read).
+    pub fn covers(&self, offset: u64, len: u64) -> bool {
+        len == 0
+            || offset + len <= self.read
+            || self
+                .received
+                .contains_range(offset.max(self.read)..offset + len)
+    }
+    /// Copies up to `dst.len()` in-order bytes to `dst`, skipping abandoned ranges; returns
+    /// how many were copied.
     pub fn read(&mut self, dst: &mut [u8]) -> usize {
-        let n = (self.readable() as usize).min(dst.len());
-        let cap = self.ring.len();
-        let start = (self.read % cap as u64) as usize;
-        let first = n.min(cap - start);
-        dst[..first].copy_from_slice(&self.ring[start..start + first]);
-        dst[first..n].copy_from_slice(&self.ring[..n - first]);
-        self.consume(n as u64);
+        let mut n = 0;
+        self.read_at(dst.len() as u64, |_, s| {
+            dst[n..n + s.len()].copy_from_slice(s);
+            n += s.len();
+        });
         n
     }
-    /// Passes up to `max` in-order bytes to `f` (in at most two slices) without copying.
+    /// Passes up to `max` in-order bytes to `f` without copying, skipping abandoned ranges;
+    /// returns how many were passed.
     pub fn read_with(&mut self, max: u64, mut f: impl FnMut(&[u8])) -> u64 {
-        let n = self.readable().min(max) as usize;
-        let cap = self.ring.len();
-        let start = (self.read % cap as u64) as usize;
-        let first = n.min(cap - start);
-        f(&self.ring[start..start + first]);
-        if n > first {
-            f(&self.ring[..n - first]);
+        self.read_at(max, |_, s| f(s))
+    }
+    /// Passes up to `max` in-order bytes to `f` with their stream offsets, without copying;
+    /// abandoned ranges are skipped (the read point passes them, `f` never sees them).
+    /// Returns the data bytes passed.
+    pub fn read_at(&mut self, max: u64, mut f: impl FnMut(u64, &[u8])) -> u64 {
+        let mut passed = 0u64;
+        loop {
+            let end = self.contiguous_end();
+            if self.read >= end {
+                break;
+            }
+            // A skipped range at the read point is consumed without being passed.
+            if let Some(r) = self.skipped.first().cloned() {
+                if r.start <= self.read {
+                    let to = r.end.min(end);
+                    let n = to - self.read;
+                    self.consume(n);
+                    self.skipped.remove_below(self.read);
+                    continue;
+                }
+            }
+            if passed >= max {
+                break;
+            }
+            let data_end = self.skipped.first().map_or(end, |r| r.start.min(end));
+            let n = (data_end - self.read).min(max - passed) as usize;
+            let cap = self.ring.len();
+            let start = (self.read % cap as u64) as usize;
+            let first = n.min(cap - start);
+            f(self.read, &self.ring[start..start + first]);
+            if n > first {
+                f(self.read + first as u64, &self.ring[..n - first]);
+            }
+            self.consume(n as u64);
+            passed += n as u64;
         }
-        self.consume(n as u64);
-        n as u64
+        passed
     }
     fn consume(&mut self, n: u64) {
         self.read += n;

@@ -9,7 +9,11 @@
 use crate::buffer::{RecvBuffer, SendBuffer};
 use crate::cc::{AckEvent, CongestionControl, Window};
 use crate::config::{ConfigError, ConnectionConfig};
-use crate::path::{Path, PathStats, PathView, RttEstimator, SentState};
+use crate::message::{MessageId, MessageOptions, RxMessages, RxOutcome, TxMessages, WriteError};
+use crate::path::{
+    Path, PathStats, PathView, RttEstimator, SentState, SENT_CONTROL, SENT_STREAM_END,
+};
+use crate::ranges::RangeSet;
 use crate::sched::Scheduler;
 use crate::scheme::{
     Action, BlockClock, FrameSource, LossKind, RecvCtx, Resent, SchemeReceiver, SchemeSender,
@@ -17,10 +21,12 @@ use crate::scheme::{
 };
 use crate::time::{Duration, Instant};
 use crate::trace::{TraceEvent, Tracer};
-use crate::wire::{self, AckFrame, Frame, FrameIter, Header, PacketWriter, WireError};
+use crate::wire::{
+    self, AckFrame, Frame, FrameIter, Header, MessageFrame, PacketWriter, WireError,
+};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 /// A datagram to send: `len` bytes at the start of the buffer given to `poll_transmit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +39,7 @@ pub struct Transmit {
 
 /// Something the application should know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Event {
     /// Receiver: the application has read the whole stream.
     StreamFinished,
@@ -42,6 +49,26 @@ pub enum Event {
     Closed {
         /// The peer's reason code.
         code: u64,
+    },
+    /// Receiver: every byte of message `id` is held (it may complete before earlier bytes
+    /// arrive; reading still delivers the stream in order).
+    MessageReceived {
+        /// The message.
+        id: MessageId,
+        /// Stream offset of its first byte.
+        offset: u64,
+        /// Its length.
+        len: u64,
+    },
+    /// Sender: the message's deadline passed before the peer had all of it, so it was given
+    /// up. Receiver: the sender gave it up; its bytes are skipped by reading.
+    MessageAbandoned {
+        /// The message.
+        id: MessageId,
+        /// Stream offset of its first byte.
+        offset: u64,
+        /// Its length.
+        len: u64,
     },
 }
 
@@ -105,6 +132,9 @@ pub struct ConnectionStats {
     /// Recovery marks ([`RecvCtx::mark_recovered`]) for packet numbers the peer cannot have
     /// sent or that are out of the tracked window: ignored.
     pub invalid_recovery_marks: u64,
+    /// MESSAGE/ABANDON frames refused (contradicting an earlier announcement, abandoning a
+    /// message not announced as abandonable, too many pending).
+    pub messages_refused: u64,
     /// Datagrams dropped as malformed or corrupted.
     pub malformed: u64,
     /// Datagrams dropped for other reasons (wrong connection, unknown path, violations).
@@ -170,9 +200,39 @@ pub struct Connection {
     last_rx_path: usize,
     finished: bool,
     events: VecDeque<Event>,
+    /// Sender: messages not yet acknowledged.
+    tx_msgs: TxMessages,
+    /// Receiver: messages announced, not yet complete.
+    rx_msgs: RxMessages,
+    /// Stream bytes the scheme sent at least once (`SendCtx::mark_sent`), above the
+    /// cumulative acknowledgement.
+    first_sent: RangeSet,
+    /// Reliable control frames waiting for a packet.
+    ctrl_pending: VecDeque<Ctrl>,
+    /// Control frames in flight, by (path, packet number).
+    ctrl_in_flight: HashMap<(usize, u64), Vec<Ctrl>>,
     tracer: Option<Box<dyn Tracer>>,
     /// Losses to report to the tracer: (path, pn, size, kind); filled only when tracing.
     traced_losses: Vec<(usize, u64, u32, LossKind)>,
+}
+
+/// Most reliable control frames put in one packet.
+const MAX_CONTROL_PER_PACKET: usize = 8;
+
+/// A control frame the connection re-sends until acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ctrl {
+    Message(MessageFrame),
+    Abandon(MessageFrame),
+}
+
+impl Ctrl {
+    fn frame(&self) -> Frame<'static> {
+        match *self {
+            Ctrl::Message(m) => Frame::Message(m),
+            Ctrl::Abandon(m) => Frame::Abandon(m),
+        }
+    }
 }
 
 /// Builds a [`SendCtx`] from the connection's fields (a macro so the borrow checker sees
@@ -191,6 +251,8 @@ macro_rules! send_ctx {
             actions: &mut $s.actions,
             resent: &mut $s.resent,
             block_clock: &mut $s.sent_clock,
+            first_sent: &mut $s.first_sent,
+            messages: &$s.tx_msgs,
         }
     };
 }
@@ -236,6 +298,11 @@ impl Connection {
             last_rx_path: 0,
             finished: false,
             events: VecDeque::new(),
+            tx_msgs: TxMessages::default(),
+            rx_msgs: RxMessages::default(),
+            first_sent: RangeSet::new(),
+            ctrl_pending: VecDeque::new(),
+            ctrl_in_flight: HashMap::new(),
             tracer: None,
             traced_losses: Vec::new(),
             cfg,
@@ -345,6 +412,55 @@ impl Connection {
         }
     }
 
+    /// Writes one message of `len` bytes, produced in place by `fill` (called with one or two
+    /// consecutive slices): all of it or nothing. See [`crate::message`].
+    pub fn write_message(
+        &mut self,
+        now: Instant,
+        len: usize,
+        opts: MessageOptions,
+        fill: impl FnMut(&mut [u8]),
+    ) -> Result<MessageId, WriteError> {
+        if self.final_size.is_some() {
+            return Err(WriteError::Closed);
+        }
+        let available = self.send_buf.free();
+        if len > available {
+            return Err(WriteError::WouldBlock {
+                needed: len,
+                available,
+            });
+        }
+        let start = self.send_buf.end();
+        let n = self.send_buf.write_with(len, fill);
+        debug_assert_eq!(n, len);
+        self.stats.bytes_written += n as u64;
+        let m = self.tx_msgs.add(start, start + n as u64, opts);
+        self.ctrl_pending.push_back(Ctrl::Message(m));
+        // A deadline already past abandons the message at once.
+        self.expire_messages(now);
+        Ok(m.id)
+    }
+
+    /// The largest message [`Connection::write_message`] accepts now.
+    pub fn message_capacity(&self) -> usize {
+        self.write_capacity()
+    }
+
+    fn expire_messages(&mut self, now: Instant) {
+        if self.tx_msgs.next_deadline().is_none_or(|d| d > now) {
+            return;
+        }
+        for a in self.tx_msgs.expire(now, self.peer_data_ack) {
+            self.ctrl_pending.push_back(Ctrl::Abandon(a));
+            self.events.push_back(Event::MessageAbandoned {
+                id: a.id,
+                offset: a.offset,
+                len: a.len,
+            });
+        }
+    }
+
     /// Ends the stream after the bytes written so far.
     pub fn close(&mut self) {
         if self.final_size.is_none() {
@@ -370,11 +486,25 @@ impl Connection {
         n
     }
 
-    /// Passes up to `max` in-order bytes to `f` without copying; returns how many.
+    /// Passes up to `max` in-order bytes to `f` without copying; returns how many. Bytes of
+    /// abandoned messages are skipped.
     pub fn read_with(&mut self, max: u64, f: impl FnMut(&[u8])) -> u64 {
         let n = self.recv_buf.read_with(max, f);
         self.after_read(n);
         n
+    }
+
+    /// Like [`Connection::read_with`], with each slice's stream offset (abandoned messages
+    /// leave gaps).
+    pub fn read_at(&mut self, max: u64, f: impl FnMut(u64, &[u8])) -> u64 {
+        let n = self.recv_buf.read_at(max, f);
+        self.after_read(n);
+        n
+    }
+
+    /// Offset of the next stream byte reading will return (or skip).
+    pub fn read_offset(&self) -> u64 {
+        self.recv_buf.read_offset()
     }
 
     fn after_read(&mut self, n: u64) {
@@ -510,6 +640,7 @@ impl Connection {
                 urgent |= self.handle_frame(now, p, hdr.pn, &f)?;
             }
             self.apply_receiver_requests();
+            self.complete_messages();
             if eliciting {
                 let ack_every = self.cfg.ack_every;
                 let delay = self.cfg.max_ack_delay;
@@ -558,6 +689,18 @@ impl Connection {
                 self.events.push_back(Event::Closed { code: *code });
                 Ok(false)
             }
+            Frame::Message(m) => {
+                self.recv_buf.track_touched(true);
+                let buf = &self.recv_buf;
+                let out = self.rx_msgs.on_message(*m, |o, l| buf.covers(o, l));
+                self.message_outcome(out);
+                Ok(false)
+            }
+            Frame::Abandon(m) => {
+                let out = self.rx_msgs.on_abandon(*m);
+                self.message_outcome(out);
+                Ok(false)
+            }
             Frame::AckFloor { path, floor } => {
                 if let Some(pp) = self.paths.get_mut(usize::from(*path)) {
                     pp.raise_floor(*floor);
@@ -583,6 +726,40 @@ impl Connection {
                 }
                 Ok(false)
             }
+        }
+    }
+
+    fn message_outcome(&mut self, out: RxOutcome) {
+        match out {
+            RxOutcome::Nothing => {}
+            RxOutcome::Refused => self.stats.messages_refused += 1,
+            RxOutcome::Complete(m) => self.events.push_back(Event::MessageReceived {
+                id: m.id,
+                offset: m.offset,
+                len: m.len,
+            }),
+            RxOutcome::Abandon(m) => {
+                self.recv_buf.skip(m.offset, m.len);
+                self.events.push_back(Event::MessageAbandoned {
+                    id: m.id,
+                    offset: m.offset,
+                    len: m.len,
+                });
+            }
+        }
+    }
+
+    /// Reports the announced messages whose bytes are now all held.
+    fn complete_messages(&mut self) {
+        for r in self.recv_buf.take_touched() {
+            let ev = &mut self.events;
+            self.rx_msgs.received(r, |m| {
+                ev.push_back(Event::MessageReceived {
+                    id: m.id,
+                    offset: m.offset,
+                    len: m.len,
+                })
+            });
         }
     }
 
@@ -660,6 +837,8 @@ impl Connection {
         if a.data_ack > self.peer_data_ack {
             self.peer_data_ack = a.data_ack;
             self.send_buf.release_to(a.data_ack);
+            self.tx_msgs.on_data_ack(a.data_ack);
+            self.first_sent.remove_below(a.data_ack);
             self.persist_backoff = 0;
             let mut ctx = send_ctx!(self, now);
             self.tx.on_data_ack(&mut ctx);
@@ -695,9 +874,12 @@ impl Connection {
                 if newly_largest.is_none_or(|(l, _)| pn > l) {
                     newly_largest = Some((pn, sp.time_sent));
                 }
-                if sp.stream_end && self.stream_end == StreamEnd::InFlight {
+                if sp.flags & SENT_STREAM_END != 0 && self.stream_end == StreamEnd::InFlight {
                     self.stream_end = StreamEnd::Acked;
                     self.check_all_acked();
+                }
+                if sp.flags & SENT_CONTROL != 0 {
+                    self.ctrl_in_flight.remove(&(p, pn));
                 }
                 if let Some(tag) = sp.tag {
                     let info = sp.info(p, pn, tag);
@@ -760,8 +942,13 @@ impl Connection {
             if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
                 congestion = true;
             }
-            if sp.stream_end && self.stream_end == StreamEnd::InFlight {
+            if sp.flags & SENT_STREAM_END != 0 && self.stream_end == StreamEnd::InFlight {
                 self.stream_end = StreamEnd::Pending;
+            }
+            if sp.flags & SENT_CONTROL != 0 {
+                if let Some(c) = self.ctrl_in_flight.remove(&(p, pn)) {
+                    self.ctrl_pending.extend(c);
+                }
             }
             if let Some(tag) = sp.tag {
                 self.lost.push((sp.info(p, pn, tag), LossKind::Threshold));
@@ -817,8 +1004,13 @@ impl Connection {
             if let Some(sp) = path.settle(pn, SentState::Lost) {
                 path.stats.packets_lost += 1;
                 path.loss.on_lost();
-                if sp.stream_end && self.stream_end == StreamEnd::InFlight {
+                if sp.flags & SENT_STREAM_END != 0 && self.stream_end == StreamEnd::InFlight {
                     self.stream_end = StreamEnd::Pending;
+                }
+                if sp.flags & SENT_CONTROL != 0 {
+                    if let Some(c) = self.ctrl_in_flight.remove(&(p, pn)) {
+                        self.ctrl_pending.extend(c);
+                    }
                 }
                 if let Some(tag) = sp.tag {
                     self.lost.push((sp.info(p, pn, tag), LossKind::Timeout));
@@ -910,6 +1102,7 @@ impl Connection {
             self.persist_backoff = (self.persist_backoff + 1).min(16);
             self.ping_due = true;
         }
+        self.expire_messages(now);
         if self.tx.poll_timeout().is_some_and(|t| t <= now) {
             let mut ctx = send_ctx!(self, now);
             self.tx.on_timeout(&mut ctx);
@@ -930,7 +1123,11 @@ impl Connection {
     /// When `handle_timeout` must be called next.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let mut t = self.persist;
-        let schemes = [self.tx.poll_timeout(), self.rx.poll_timeout()];
+        let schemes = [
+            self.tx.poll_timeout(),
+            self.rx.poll_timeout(),
+            self.tx_msgs.next_deadline(),
+        ];
         for p in &self.paths {
             for d in [p.rto_deadline, p.ack_deadline].into_iter().flatten() {
                 t = Some(t.map_or(d, |x| x.min(d)));
@@ -1004,7 +1201,7 @@ impl Connection {
             path.ack_now = false;
             path.ack_deadline = None;
             path.unacked_eliciting = 0;
-            path.on_sent(pn, now, len, false, None, false);
+            path.on_sent(pn, now, len, false, None, 0);
             self.advertised_max_data = max_data;
             self.window_update = false;
             return Some(Transmit { path: p, len });
@@ -1016,7 +1213,7 @@ impl Connection {
                 let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
                 w.push(&Frame::Close { code }).ok()?;
                 let len = w.finish();
-                self.paths[p].on_sent(pn, now, len, false, None, false);
+                self.paths[p].on_sent(pn, now, len, false, None, 0);
                 if p + 1 < self.paths.len() {
                     self.close_due = Some((code, p + 1));
                 }
@@ -1031,7 +1228,7 @@ impl Connection {
             let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
             w.push(&Frame::Ping).ok()?;
             let len = w.finish();
-            self.paths[p].on_sent(pn, now, len, true, None, false);
+            self.paths[p].on_sent(pn, now, len, true, None, 0);
             self.sync_view(p);
             return Some(Transmit { path: p, len });
         }
@@ -1075,21 +1272,37 @@ impl Connection {
                     continue;
                 }
             }
+            // Reliable control frames ride first (a few per packet, leaving room for data);
+            // they leave the queue only if the packet is sent.
+            let mut ctrl = 0;
+            for c in self.ctrl_pending.iter().take(MAX_CONTROL_PER_PACKET) {
+                if w.push(&c.frame()).is_err() {
+                    break;
+                }
+                ctrl += 1;
+            }
             let tag = {
                 let mut ctx = send_ctx!(self, now);
                 self.tx.poll_packet(&mut ctx, p, &mut w)
             };
-            if tag.is_none() && !with_end {
+            if tag.is_none() && !with_end && ctrl == 0 {
                 continue;
             }
             self.paths[p].stats.payload_bytes_sent += w.payload_len() as u64;
             let len = w.finish();
             let path = &mut self.paths[p];
             let pn = path.take_pn();
-            path.on_sent(pn, now, len, true, tag, with_end);
+            let mut flags = 0;
             if with_end {
+                flags |= SENT_STREAM_END;
                 self.stream_end = StreamEnd::InFlight;
             }
+            if ctrl > 0 {
+                flags |= SENT_CONTROL;
+                let sent: Vec<Ctrl> = self.ctrl_pending.drain(..ctrl).collect();
+                self.ctrl_in_flight.insert((p, pn), sent);
+            }
+            path.on_sent(pn, now, len, true, tag, flags);
             self.views[p] = self.paths[p].view();
             self.cc.on_packet_sent(p, now, len as u64, &self.views);
             self.sched.on_sent(p);
@@ -1116,8 +1329,9 @@ impl Connection {
     /// window update lost), probe the peer after an RTO (the persist timer of RFC 9293).
     fn arm_persist(&mut self, now: Instant) {
         let idle = self.paths.iter().all(|p| p.packets_in_flight == 0);
-        let pending =
-            self.peer_data_ack < self.send_buf.end() || self.stream_end == StreamEnd::Pending;
+        let pending = self.peer_data_ack < self.send_buf.end()
+            || self.stream_end == StreamEnd::Pending
+            || !self.ctrl_pending.is_empty();
         if !(idle && pending) {
             self.persist = None;
             return;

@@ -21,6 +21,7 @@ pub mod buffer;
 pub mod cc;
 pub mod config;
 pub mod conn;
+pub mod message;
 pub mod path;
 pub mod qlog;
 pub mod ranges;
@@ -33,4 +34,5 @@ pub mod wire;
 
 pub use config::{ConfigError, ConnectionConfig};
 pub use conn::{Connection, ConnectionStats, DatagramError, Event, Received, Transmit};
+pub use message::{MessageId, MessageOptions, WriteError};
 pub use time::{Duration, Instant};

@@ -72,6 +72,27 @@ impl RangeSet {
         i < self.ranges.len() && self.ranges[i].start <= v
     }
 
+    /// True if every value of `r` is in the set.
+    pub fn contains_range(&self, r: Range<u64>) -> bool {
+        if r.start >= r.end {
+            return true;
+        }
+        let i = self.ranges.partition_point(|x| x.end <= r.start);
+        i < self.ranges.len() && self.ranges[i].start <= r.start && self.ranges[i].end >= r.end
+    }
+
+    /// The range that contains `v`, if any.
+    pub fn range_containing(&self, v: u64) -> Option<Range<u64>> {
+        let i = self.ranges.partition_point(|x| x.end <= v);
+        self.ranges.get(i).filter(|r| r.start <= v).cloned()
+    }
+
+    /// The start of the first range beginning after `v`, if any.
+    pub fn next_start_after(&self, v: u64) -> Option<u64> {
+        let i = self.ranges.partition_point(|x| x.start <= v);
+        self.ranges.get(i).map(|r| r.start)
+    }
+
     /// The smallest value, if any.
     pub fn min(&self) -> Option<u64> {
         self.ranges.first().map(|r| r.start)

@@ -93,6 +93,7 @@ impl Source {
 pub struct Sink {
     seed: u64,
     read: u64,
+    bytes: u64,
     /// First wrong byte seen (its stream offset).
     corrupt_at: Option<u64>,
 }
@@ -103,6 +104,7 @@ impl Sink {
         Sink {
             seed,
             read: 0,
+            bytes: 0,
             corrupt_at: None,
         }
     }
@@ -111,7 +113,6 @@ impl Sink {
     pub fn consume(&mut self, data: &[u8]) {
         let at = self.read;
         self.consume_at(at, data);
-        self.read = at + data.len() as u64;
     }
 
     /// Checks bytes delivered at stream offset `offset` (out of order, or after a skipped
@@ -121,11 +122,18 @@ impl Sink {
             self.corrupt_at = first_mismatch(self.seed, offset, data);
         }
         self.read = self.read.max(offset + data.len() as u64);
+        self.bytes += data.len() as u64;
     }
 
-    /// Highest stream offset delivered (bytes read, for an in-order reader).
+    /// End of the highest slice delivered: the stream offset reading has reached (skipped
+    /// ranges included).
     pub fn read(&self) -> u64 {
         self.read
+    }
+
+    /// Bytes delivered (skipped ranges not counted).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// The stream offset of the first delivered byte that was not what was written.

@@ -1088,7 +1088,7 @@ impl Simulator {
         let (mut delivered, mut written) = (0, 0);
         for c in &f.conns {
             if let Half::Receiver { sink, .. } = &self.ep(c.r).half {
-                delivered += sink.read();
+                delivered += sink.bytes();
             }
             if let Half::Sender { src, .. } = &self.ep(c.s).half {
                 written += src.written();
@@ -1139,7 +1139,7 @@ impl Simulator {
             .map(|c| match &self.ep(c.r).half {
                 Half::Receiver {
                     sink, raw_bytes, ..
-                } => sink.read() + raw_bytes,
+                } => sink.bytes() + raw_bytes,
                 Half::Sender { .. } => 0,
             })
             .sum()
@@ -1255,7 +1255,7 @@ impl Simulator {
                     written: src.written(),
                 });
             }
-            delivered += sink.read() + raw_bytes;
+            delivered += sink.bytes() + raw_bytes;
             let ss = se.conn.stats();
             let rs = re.conn.stats();
             for (p, st) in ss.paths.iter().enumerate() {

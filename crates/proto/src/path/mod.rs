@@ -140,9 +140,15 @@ pub(crate) struct SentPacket {
     pub(crate) time_sent: Instant,
     pub(crate) size: u32,
     pub(crate) tag: Option<PacketTag>,
-    pub(crate) stream_end: bool,
+    /// [`SENT_STREAM_END`], [`SENT_CONTROL`].
+    pub(crate) flags: u8,
     pub(crate) state: SentState,
 }
+
+/// The packet carries the STREAM_END frame.
+pub(crate) const SENT_STREAM_END: u8 = 1;
+/// The packet carries reliable control frames (MESSAGE, ABANDON) kept by the connection.
+pub(crate) const SENT_CONTROL: u8 = 2;
 
 impl SentPacket {
     /// What the scheme is told about this packet (number `pn` on `path`).
@@ -264,7 +270,7 @@ impl Path {
         size: usize,
         eliciting: bool,
         tag: Option<PacketTag>,
-        stream_end: bool,
+        flags: u8,
     ) {
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += size as u64;
@@ -272,21 +278,14 @@ impl Path {
             if self.sent.is_empty() {
                 self.sent_base = pn + 1;
             } else {
-                self.push_sent(pn, now, 0, None, false, SentState::Acked);
+                self.push_sent(pn, now, 0, None, 0, SentState::Acked);
             }
             return;
         }
         if self.sent.is_empty() {
             self.sent_base = pn;
         }
-        self.push_sent(
-            pn,
-            now,
-            size as u32,
-            tag,
-            stream_end,
-            SentState::Outstanding,
-        );
+        self.push_sent(pn, now, size as u32, tag, flags, SentState::Outstanding);
         self.bytes_in_flight += size as u64;
         self.packets_in_flight += 1;
         if self.rto_deadline.is_none() {
@@ -300,7 +299,7 @@ impl Path {
         now: Instant,
         size: u32,
         tag: Option<PacketTag>,
-        stream_end: bool,
+        flags: u8,
         state: SentState,
     ) {
         debug_assert_eq!(pn, self.sent_base + self.sent.len() as u64);
@@ -308,7 +307,7 @@ impl Path {
             time_sent: now,
             size,
             tag,
-            stream_end,
+            flags,
             state,
         });
     }

@@ -134,7 +134,6 @@ struct Seg {
 pub struct ArqSender {
     name: &'static str,
     cfg: ArqConfig,
-    next_offset: u64,
     segs: VecDeque<Seg>,
     retx: Vec<VecDeque<(u64, u32)>>,
     timed_out: VecDeque<(u64, u32, usize)>,
@@ -154,7 +153,6 @@ impl ArqSender {
         ArqSender {
             name,
             cfg,
-            next_offset: 0,
             segs: VecDeque::new(),
             retx: Vec::new(),
             timed_out: VecDeque::new(),
@@ -216,7 +214,7 @@ impl ArqSender {
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag> {
         while let Some((off, len)) = queue.pop_front() {
-            if off + u64::from(len) <= ctx.data_ack {
+            if off + u64::from(len) <= ctx.data_ack || ctx.is_abandoned(off) {
                 continue;
             }
             let (tag, n) = Self::emit(ctx, pkt, off, len)?;
@@ -262,30 +260,36 @@ impl SchemeSender for ArqSender {
                 return Some(tag);
             }
         }
-        // 3. New data, within the receive window.
-        let limit = ctx.send_buf.end().min(ctx.max_data);
-        if self.next_offset < limit {
-            let len = (limit - self.next_offset).min(u64::from(u32::MAX)) as u32;
-            let (tag, n) = Self::emit(ctx, pkt, self.next_offset, len)?;
-            self.segs.push_back(Seg {
+        // 3. New data, within the receive window (most urgent message first).
+        if let Some(r) = ctx.next_unsent(ctx.max_data) {
+            let len = (r.end - r.start).min(u64::from(u32::MAX)) as u32;
+            let (tag, n) = Self::emit(ctx, pkt, r.start, len)?;
+            let seg = Seg {
                 offset: tag.a,
                 len: n,
                 path: path as u8,
                 acked: false,
                 reinjected: 0,
-            });
-            self.next_offset = tag.a + u64::from(n);
-            ctx.mark_sent(tag.a, self.next_offset);
+            };
+            let i = self.segs.partition_point(|s| s.offset < tag.a);
+            self.segs.insert(i, seg);
+            ctx.mark_sent(tag.a, tag.a + u64::from(n));
             return Some(tag);
         }
         // 4. Blocked by the receive window: reinject the segment at its left edge.
-        let blocked = self.next_offset >= ctx.max_data && ctx.send_buf.end() > self.next_offset;
+        let blocked = ctx
+            .next_unsent(u64::MAX)
+            .is_some_and(|r| r.start >= ctx.max_data);
         if !(self.cfg.reinject && blocked) {
             return None;
         }
         let head = *self.segs.front()?;
         let bit = 1u32 << (path % 32);
-        if usize::from(head.path) == path || head.acked || head.reinjected & bit != 0 {
+        if usize::from(head.path) == path
+            || head.acked
+            || head.reinjected & bit != 0
+            || ctx.is_abandoned(head.offset)
+        {
             return None;
         }
         let (tag, _) = Self::emit(ctx, pkt, head.offset, head.len)?;

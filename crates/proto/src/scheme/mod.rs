@@ -34,11 +34,14 @@ pub use fmtcp::{CodingStats, FmtcpConfig};
 
 use crate::buffer::{RecvBuffer, SendBuffer};
 use crate::config::ConnectionConfig;
+use crate::message::TxMessages;
 use crate::path::PathView;
+use crate::ranges::RangeSet;
 use crate::registry::{Choice, Entry, Factory, Family};
 use crate::time::Instant;
 use crate::wire::{Frame, PacketWriter};
 use std::collections::VecDeque;
+use std::ops::Range;
 
 /// What a scheme remembers about one packet it filled; handed back on ack or loss. The
 /// meaning of the two words is the scheme's (e.g. ARQ: stream offset and length).
@@ -126,6 +129,8 @@ pub struct SendCtx<'a> {
     pub(crate) actions: &'a mut Vec<Action>,
     pub(crate) resent: &'a mut Vec<Resent>,
     pub(crate) block_clock: &'a mut BlockClock,
+    pub(crate) first_sent: &'a mut RangeSet,
+    pub(crate) messages: &'a TxMessages,
 }
 
 impl SendCtx<'_> {
@@ -149,6 +154,24 @@ impl SendCtx<'_> {
     /// part of that range; later calls for the same bytes change nothing.
     pub fn mark_sent(&mut self, start: u64, end: u64) {
         self.block_clock.mark(start, end, self.now);
+        if end > start {
+            self.first_sent
+                .insert(start.max(self.data_ack).min(end)..end);
+        }
+    }
+
+    /// The next range of written stream bytes below `limit` that was never sent
+    /// ([`SendCtx::mark_sent`]) and is not abandoned, most urgent message first (see
+    /// [`crate::message`]); for a plain byte stream, simply the bytes after those sent.
+    pub fn next_unsent(&self, limit: u64) -> Option<Range<u64>> {
+        let limit = limit.min(self.send_buf.end());
+        self.messages
+            .next_unsent(self.first_sent, self.data_ack, limit)
+    }
+
+    /// True if stream byte `offset` belongs to an abandoned message: do not send it again.
+    pub fn is_abandoned(&self, offset: u64) -> bool {
+        !self.messages.abandoned.is_empty() && self.messages.abandoned.contains(offset)
     }
 }
 

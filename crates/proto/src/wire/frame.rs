@@ -12,6 +12,8 @@
 //! | 0x07 | FEEDBACK | block, count, flags |
 //! | 0x08 | SCHEME | kind, length-prefixed body (scheme-private) |
 //! | 0x09 | ACK_FLOOR | path, packet number |
+//! | 0x0a | MESSAGE | id, offset, length, flags |
+//! | 0x0b | ABANDON | id, offset, length, flags |
 
 use super::{check_varint, varint_len, Reader, WireError, Writer};
 use crate::ranges::RangeSet;
@@ -27,6 +29,8 @@ const SYMBOL: u8 = 0x06;
 const FEEDBACK: u8 = 0x07;
 const SCHEME: u8 = 0x08;
 const ACK_FLOOR: u8 = 0x09;
+const MESSAGE: u8 = 0x0a;
+const ABANDON: u8 = 0x0b;
 
 /// SCHEME kinds from this value up are feedback (receiver → sender) and not ack-eliciting;
 /// kinds below travel with the data to the receiving half.
@@ -70,6 +74,11 @@ pub enum Frame<'a> {
         /// Lowest packet number still of interest.
         floor: u64,
     },
+    /// Sender → receiver: stream bytes `[offset, offset + len)` are message `id`.
+    Message(MessageFrame),
+    /// Sender → receiver: message `id` (`[offset, offset + len)`) is given up: no more of its
+    /// bytes will come; the receiver skips them.
+    Abandon(MessageFrame),
     /// A scheme-private frame; the scheme parses `body` itself.
     Scheme {
         /// Scheme-defined sub-type.
@@ -77,6 +86,19 @@ pub enum Frame<'a> {
         /// Opaque body.
         body: &'a [u8],
     },
+}
+
+/// A message's identity and place in the stream (MESSAGE and ABANDON frames).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageFrame {
+    /// Message number (messages are numbered in the order they were written, from 0).
+    pub id: u64,
+    /// Stream offset of its first byte.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// The sender may abandon it (flag bit 0); a receiver honours ABANDON only for such.
+    pub abandonable: bool,
 }
 
 /// An ACK frame. Ranges are kept encoded (validated at parse time) and decoded on iteration.
@@ -210,6 +232,12 @@ impl Frame<'_> {
             Frame::StreamEnd { final_size } => 1 + varint_len(check_varint(*final_size)?),
             Frame::Close { code } => 1 + varint_len(check_varint(*code)?),
             Frame::AckFloor { floor, .. } => 2 + varint_len(check_varint(*floor)?),
+            Frame::Message(m) | Frame::Abandon(m) => {
+                1 + varint_len(check_varint(m.id)?)
+                    + varint_len(check_varint(m.offset)?)
+                    + varint_len(check_varint(m.len)?)
+                    + 1
+            }
             Frame::Symbol(s) => {
                 let coding = match s.coding {
                     Coding::Plain => 1,
@@ -261,6 +289,17 @@ impl Frame<'_> {
             Frame::Close { code } => {
                 w.u8(CLOSE);
                 w.varint(*code);
+            }
+            Frame::Message(m) | Frame::Abandon(m) => {
+                w.u8(if matches!(self, Frame::Message(_)) {
+                    MESSAGE
+                } else {
+                    ABANDON
+                });
+                w.varint(m.id);
+                w.varint(m.offset);
+                w.varint(m.len);
+                w.u8(u8::from(m.abandonable));
             }
             Frame::AckFloor { path, floor } => {
                 w.u8(ACK_FLOOR);
@@ -451,6 +490,37 @@ impl<'a> FrameIter<'a> {
             CLOSE => Frame::Close {
                 code: r.varint("close code")?,
             },
+            MESSAGE | ABANDON => {
+                let m = MessageFrame {
+                    id: r.varint("message id")?,
+                    offset: r.varint("message offset")?,
+                    len: r.varint("message length")?,
+                    abandonable: match r.u8("message flags")? {
+                        0 => false,
+                        1 => true,
+                        _ => {
+                            return Err(WireError::Invalid {
+                                field: "message flags",
+                                reason: "unknown flag bits",
+                            })
+                        }
+                    },
+                };
+                if m.offset
+                    .checked_add(m.len)
+                    .is_none_or(|e| e > super::VARINT_MAX)
+                {
+                    return Err(WireError::Invalid {
+                        field: "message length",
+                        reason: "offset + length overflows",
+                    });
+                }
+                if ty == MESSAGE {
+                    Frame::Message(m)
+                } else {
+                    Frame::Abandon(m)
+                }
+            }
             ACK_FLOOR => Frame::AckFloor {
                 path: r.u8("ack floor path")?,
                 floor: r.varint("ack floor")?,

@@ -10,7 +10,7 @@ mod packet;
 mod tests;
 
 pub use frame::{
-    AckFrame, AckRanges, Coding, FeedbackFrame, Frame, FrameIter, SymbolFrame,
+    AckFrame, AckRanges, Coding, FeedbackFrame, Frame, FrameIter, MessageFrame, SymbolFrame,
     SCHEME_FEEDBACK_KINDS,
 };
 pub use packet::{

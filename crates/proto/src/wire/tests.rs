@@ -117,7 +117,7 @@ fn ack_ranges_round_trip_and_reject_underflow() {
 
 fn arb_frame() -> impl Strategy<Value = (u8, u64, u64, Vec<u8>, u32)> {
     (
-        0u8..9,
+        0u8..11,
         0u64..=VARINT_MAX,
         0u64..=VARINT_MAX >> 2,
         proptest::collection::vec(any::<u8>(), 0..300),
@@ -150,6 +150,18 @@ fn build<'a>(k: u8, a: u64, b: u64, data: &'a [u8], id: u32) -> Frame<'a> {
             kind: b,
             body: data,
         },
+        7 => Frame::Message(MessageFrame {
+            id: a,
+            offset: b,
+            len: u64::from(id),
+            abandonable: id.is_multiple_of(2),
+        }),
+        8 => Frame::Abandon(MessageFrame {
+            id: a >> 1,
+            offset: b >> 1,
+            len: u64::from(id),
+            abandonable: true,
+        }),
         _ => Frame::Padding(1 + (id % 5) as usize),
     }
 }

@@ -198,15 +198,20 @@ impl RecvIo<'_> {
         self.conn.readable()
     }
 
-    /// Reads up to `max` in-order stream bytes (each checked against what was written);
-    /// returns how many.
+    /// Reads up to `max` in-order stream bytes, skipping abandoned messages (each slice is
+    /// checked against what was written at its offset); returns how many.
     pub fn read(&mut self, max: u64) -> u64 {
         let sink = &mut *self.sink;
-        self.conn.read_with(max, |s| sink.consume(s))
+        self.conn.read_at(max, |off, s| sink.consume_at(off, s))
     }
 
-    /// Stream bytes read so far.
+    /// Stream bytes read so far (skipped ranges not counted).
     pub fn read_total(&self) -> u64 {
+        self.sink.bytes()
+    }
+
+    /// Stream offset reading has reached (skipped ranges included).
+    pub fn read_offset(&self) -> u64 {
         self.sink.read()
     }
 

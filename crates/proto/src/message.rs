@@ -1,0 +1,355 @@
+//! Messages on the stream: a video frame, a web object — a range of stream bytes with an
+//! identity, an optional deadline and a priority, multiplexed on one connection.
+//!
+//! The byte stream stays the default and costs nothing extra: bytes written with
+//! [`Connection::write`](crate::Connection::write) belong to no message. A message is written
+//! whole ([`Connection::write_message`](crate::Connection::write_message)); the sender tells
+//! the receiver its boundaries in a MESSAGE frame (re-sent until acknowledged), and the
+//! receiver reports it as soon as all its bytes are held, even before earlier bytes arrived
+//! ([`Event::MessageReceived`](crate::Event::MessageReceived)).
+//!
+//! **Deadlines and partial reliability.** A message written with `abandon_late` whose
+//! deadline passes before the peer acknowledged all of it is abandoned: the scheme is told not
+//! to send (or re-send) its bytes, an ABANDON frame tells the receiver, which marks the range
+//! as received without data, so the cumulative acknowledgement and the send buffer move past
+//! it; reading skips it, and both ends report
+//! [`Event::MessageAbandoned`](crate::Event::MessageAbandoned). A receiver honours an ABANDON
+//! only for a message announced as abandonable with the same boundaries, so a plain byte
+//! stream can never lose bytes this way.
+//!
+//! **Priority.** Lower values are more urgent ([`DEFAULT_PRIORITY`] for bytes outside
+//! messages). Schemes that send new data in ranges ask the engine for the next unsent range
+//! ([`SendCtx::next_unsent`](crate::scheme::SendCtx::next_unsent)), which serves the most
+//! urgent message first and, within a priority, stream order.
+
+use crate::ranges::RangeSet;
+use crate::time::Instant;
+use crate::wire::MessageFrame;
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
+
+/// A message's number: messages are numbered in the order they were written, from 0, and
+/// both ends use the same numbers.
+pub type MessageId = u64;
+
+/// Priority of bytes outside messages and of messages that do not set one.
+pub const DEFAULT_PRIORITY: u8 = 128;
+
+/// Most messages a receiver tracks at once (announced, not yet complete); MESSAGE frames
+/// beyond are refused and counted.
+pub const MAX_PENDING_MESSAGES: usize = 16_384;
+
+/// How to send a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MessageOptions {
+    /// When the message stops being useful (sender's clock).
+    pub deadline: Option<Instant>,
+    /// Lower is more urgent.
+    pub priority: u8,
+    /// Give the message up when the deadline passes before the peer acknowledged all of it.
+    pub abandon_late: bool,
+}
+
+impl Default for MessageOptions {
+    fn default() -> Self {
+        MessageOptions {
+            deadline: None,
+            priority: DEFAULT_PRIORITY,
+            abandon_late: false,
+        }
+    }
+}
+
+impl MessageOptions {
+    /// A deadline; with `abandon` the message is given up once it passes.
+    pub fn with_deadline(mut self, deadline: Instant, abandon: bool) -> Self {
+        self.deadline = Some(deadline);
+        self.abandon_late = abandon;
+        self
+    }
+
+    /// A priority (lower is more urgent).
+    pub fn with_priority(mut self, priority: u8) -> Self {
+        self.priority = priority;
+        self
+    }
+}
+
+/// Why a message could not be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The stream was closed.
+    #[error("the stream is closed")]
+    Closed,
+    /// The message does not fit the send buffer now (messages are written whole).
+    #[error("message of {needed} bytes does not fit: {available} bytes free")]
+    WouldBlock {
+        /// The message's length.
+        needed: usize,
+        /// Free send-buffer space now.
+        available: usize,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TxMsg {
+    id: MessageId,
+    start: u64,
+    end: u64,
+    opts: MessageOptions,
+    abandoned: bool,
+}
+
+/// The sender's messages not yet acknowledged.
+#[derive(Debug, Default)]
+pub(crate) struct TxMessages {
+    msgs: VecDeque<TxMsg>,
+    next_id: MessageId,
+    /// Ranges of abandoned messages not yet below the cumulative acknowledgement.
+    pub(crate) abandoned: RangeSet,
+    /// Messages pending with a priority other than the default.
+    prioritized: usize,
+}
+
+impl TxMessages {
+    /// Records a message written at `[start, end)`; returns its id and MESSAGE frame.
+    pub(crate) fn add(&mut self, start: u64, end: u64, opts: MessageOptions) -> MessageFrame {
+        let id = self.next_id;
+        self.next_id += 1;
+        if opts.priority != DEFAULT_PRIORITY {
+            self.prioritized += 1;
+        }
+        self.msgs.push_back(TxMsg {
+            id,
+            start,
+            end,
+            opts,
+            abandoned: false,
+        });
+        MessageFrame {
+            id,
+            offset: start,
+            len: end - start,
+            abandonable: opts.abandon_late,
+        }
+    }
+
+    /// The peer holds everything below `ack`: forget those messages.
+    pub(crate) fn on_data_ack(&mut self, ack: u64) {
+        while self.msgs.front().is_some_and(|m| m.end <= ack) {
+            if let Some(m) = self.msgs.pop_front() {
+                if m.opts.priority != DEFAULT_PRIORITY {
+                    self.prioritized -= 1;
+                }
+            }
+        }
+        self.abandoned.remove_below(ack);
+    }
+
+    /// The earliest deadline of a message that would be abandoned at it.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.msgs
+            .iter()
+            .filter(|m| m.opts.abandon_late && !m.abandoned)
+            .filter_map(|m| m.opts.deadline)
+            .min()
+    }
+
+    /// Abandons every abandonable message whose deadline is at or before `now` and that the
+    /// peer has not acknowledged whole (`ack`): their ABANDON frames.
+    pub(crate) fn expire(&mut self, now: Instant, ack: u64) -> Vec<MessageFrame> {
+        let mut out = Vec::new();
+        for m in &mut self.msgs {
+            let due = m.opts.abandon_late && m.opts.deadline.is_some_and(|d| d <= now);
+            if due && !m.abandoned && m.end > ack {
+                m.abandoned = true;
+                self.abandoned.insert(m.start.max(ack)..m.end);
+                out.push(MessageFrame {
+                    id: m.id,
+                    offset: m.start,
+                    len: m.end - m.start,
+                    abandonable: true,
+                });
+            }
+        }
+        out
+    }
+
+    /// The next range of stream bytes in `[from, limit)` never sent (`first_sent`) and not
+    /// abandoned, most urgent first.
+    pub(crate) fn next_unsent(
+        &self,
+        first_sent: &RangeSet,
+        from: u64,
+        limit: u64,
+    ) -> Option<Range<u64>> {
+        if self.prioritized == 0 {
+            return unsent_in(first_sent, &self.abandoned, from, limit);
+        }
+        // Segments: every message at its priority, the bytes between messages at the default.
+        let mut segs: Vec<(u8, u64, u64)> = Vec::with_capacity(2 * self.msgs.len() + 1);
+        let mut pos = from;
+        for m in &self.msgs {
+            if m.end <= from {
+                continue;
+            }
+            if m.start > pos {
+                segs.push((DEFAULT_PRIORITY, pos, m.start));
+            }
+            if !m.abandoned {
+                segs.push((m.opts.priority, m.start.max(from), m.end));
+            }
+            pos = pos.max(m.end);
+        }
+        segs.push((DEFAULT_PRIORITY, pos, u64::MAX));
+        segs.sort_by_key(|&(p, s, _)| (p, s));
+        segs.into_iter()
+            .find_map(|(_, s, e)| unsent_in(first_sent, &self.abandoned, s.max(from), e.min(limit)))
+    }
+}
+
+/// The first range in `[from, limit)` in neither `sent` nor `abandoned`.
+fn unsent_in(sent: &RangeSet, abandoned: &RangeSet, from: u64, limit: u64) -> Option<Range<u64>> {
+    let mut start = from;
+    loop {
+        if start >= limit {
+            return None;
+        }
+        if let Some(r) = sent.range_containing(start) {
+            start = r.end;
+        } else if let Some(r) = abandoned.range_containing(start) {
+            start = r.end;
+        } else {
+            break;
+        }
+    }
+    let mut end = limit;
+    for next in [
+        sent.next_start_after(start),
+        abandoned.next_start_after(start),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        end = end.min(next);
+    }
+    Some(start..end)
+}
+
+/// What the receiver learnt from a MESSAGE or ABANDON frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RxOutcome {
+    /// Nothing to report now.
+    Nothing,
+    /// The frame contradicts what was announced, or too many messages are pending: dropped.
+    Refused,
+    /// Skip this message's bytes and report it abandoned.
+    Abandon(MessageFrame),
+    /// Its bytes are all held already: report it received.
+    Complete(MessageFrame),
+}
+
+/// The receiver's announced messages not yet reported.
+#[derive(Debug, Default)]
+pub(crate) struct RxMessages {
+    /// Announced, not yet complete or abandoned: by offset (several may share an offset
+    /// only if empty), with the id index beside.
+    by_offset: BTreeMap<(u64, MessageId), MessageFrame>,
+    by_id: BTreeMap<MessageId, u64>,
+    /// ABANDON frames that arrived before their MESSAGE frame.
+    early_abandons: BTreeMap<MessageId, MessageFrame>,
+    /// Ids already reported (complete or abandoned).
+    done: RangeSet,
+}
+
+impl RxMessages {
+    /// A MESSAGE frame; `covered` tells if a range is already held.
+    pub(crate) fn on_message(
+        &mut self,
+        m: MessageFrame,
+        covered: impl Fn(u64, u64) -> bool,
+    ) -> RxOutcome {
+        if self.done.contains(m.id) {
+            return RxOutcome::Nothing;
+        }
+        if let Some(&off) = self.by_id.get(&m.id) {
+            return if self.by_offset.get(&(off, m.id)) == Some(&m) {
+                RxOutcome::Nothing
+            } else {
+                RxOutcome::Refused
+            };
+        }
+        if self.by_id.len() >= MAX_PENDING_MESSAGES {
+            return RxOutcome::Refused;
+        }
+        if let Some(a) = self.early_abandons.remove(&m.id) {
+            self.insert(m);
+            return self.abandon(a);
+        }
+        if covered(m.offset, m.len) {
+            self.done.insert(m.id..m.id + 1);
+            return RxOutcome::Complete(m);
+        }
+        self.insert(m);
+        RxOutcome::Nothing
+    }
+
+    fn insert(&mut self, m: MessageFrame) {
+        self.by_id.insert(m.id, m.offset);
+        self.by_offset.insert((m.offset, m.id), m);
+    }
+
+    fn remove(&mut self, id: MessageId) -> Option<MessageFrame> {
+        let off = self.by_id.remove(&id)?;
+        self.by_offset.remove(&(off, id))
+    }
+
+    /// An ABANDON frame.
+    pub(crate) fn on_abandon(&mut self, a: MessageFrame) -> RxOutcome {
+        if self.done.contains(a.id) {
+            return RxOutcome::Nothing;
+        }
+        if !self.by_id.contains_key(&a.id) {
+            if self.early_abandons.len() >= MAX_PENDING_MESSAGES {
+                return RxOutcome::Refused;
+            }
+            self.early_abandons.insert(a.id, a);
+            return RxOutcome::Nothing;
+        }
+        self.abandon(a)
+    }
+
+    fn abandon(&mut self, a: MessageFrame) -> RxOutcome {
+        let Some(&off) = self.by_id.get(&a.id) else {
+            return RxOutcome::Refused;
+        };
+        match self.by_offset.get(&(off, a.id)) {
+            Some(m) if m.abandonable && m.offset == a.offset && m.len == a.len => {
+                let m = *m;
+                self.remove(a.id);
+                self.done.insert(a.id..a.id + 1);
+                RxOutcome::Abandon(m)
+            }
+            _ => RxOutcome::Refused,
+        }
+    }
+
+    /// `r` is now wholly received (a merged range of the receive buffer): reports and
+    /// forgets the pending messages inside it. Costs O(log n + messages reported).
+    pub(crate) fn received(&mut self, r: Range<u64>, mut report: impl FnMut(MessageFrame)) {
+        let inside: Vec<(u64, MessageId)> = self
+            .by_offset
+            .range((r.start, 0)..)
+            .take_while(|(&(off, _), m)| off < r.end && off + m.len <= r.end)
+            .map(|(&k, _)| k)
+            .collect();
+        for (_, id) in inside {
+            if let Some(m) = self.remove(id) {
+                self.done.insert(id..id + 1);
+                report(m);
+            }
+        }
+    }
+}
