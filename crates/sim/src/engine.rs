@@ -12,7 +12,7 @@
 //! delivered bytes are verified where they arrive, block delays and completion times are
 //! summarised online.
 
-use crate::app::{AppContext, AppReceiver, AppSender, Lifetime, RawDatagram, RecvIo, SendIo};
+use crate::app::{AppContext, AppHalf, AppIo, Lifetime, RawDatagram};
 use crate::config::{Direction, FlowConfig, FlowKind, SimConfig, SimConfigError};
 use crate::data::{Sink, Source};
 use crate::link::Link;
@@ -144,25 +144,19 @@ impl Occupancy {
 }
 
 #[derive(Debug)]
-enum Half {
-    Sender {
-        app: Box<dyn AppSender>,
-        src: Source,
-        raw_seq: u64,
-    },
-    Receiver {
-        app: Box<dyn AppReceiver>,
-        sink: Sink,
-        occupancy: Occupancy,
-        raw_bytes: u64,
-        raw_corrupt: u64,
-    },
-}
-
-#[derive(Debug)]
 struct Endpoint {
     conn: Connection,
-    half: Half,
+    app: Box<dyn AppHalf>,
+    /// What this end writes.
+    src: Source,
+    /// What this end reads (the peer's source, verified).
+    sink: Sink,
+    /// The flow's sending end (else its receiving end).
+    sender: bool,
+    occupancy: Occupancy,
+    raw_seq: u64,
+    raw_bytes: u64,
+    raw_corrupt: u64,
     /// Live flow slot.
     flow: u32,
     /// Connection index within the flow.
@@ -263,6 +257,8 @@ pub struct Simulator {
     open: usize,
     /// Configured flows that never end.
     endless: usize,
+    /// Some flow or arrival process ends by itself.
+    any_finite: bool,
     error: Option<SimError>,
     qlog_errors: crate::qlog::Errors,
 }
@@ -355,6 +351,7 @@ impl Simulator {
             raw_out: Vec::new(),
             events: 0,
             data_delivered: 0,
+            any_finite: open > 0,
             open,
             endless,
             error: None,
@@ -368,8 +365,10 @@ impl Simulator {
         self.heap.push(Reverse((at, self.seq, ev)));
     }
 
+    /// Every flow that ends is done and none lasts forever (a run of background traffic only
+    /// lasts its duration).
     fn done(&self) -> bool {
-        self.open == 0 && self.endless == 0
+        self.open == 0 && self.endless == 0 && self.any_finite
     }
 
     /// Runs to the end and reports. Fails if any flow received wrong bytes.
@@ -570,13 +569,18 @@ impl Simulator {
                 max_datagram: sconn.max_datagram(),
             };
             let (sapp, rapp) = f.app.factory().build(&ctx);
+            // The reverse direction (requests, answers) has its own stream.
+            let rs = derive_seed(ss, &[0x7265_7665]);
             let s = self.alloc_ep(Endpoint {
                 conn: sconn,
-                half: Half::Sender {
-                    app: sapp,
-                    src: Source::new(ss),
-                    raw_seq: 0,
-                },
+                app: sapp,
+                src: Source::new(ss),
+                sink: Sink::new(rs),
+                sender: true,
+                occupancy: Occupancy::default(),
+                raw_seq: 0,
+                raw_bytes: 0,
+                raw_corrupt: 0,
                 flow: li,
                 ci: ci as u32,
                 routes: Vec::new(),
@@ -584,13 +588,14 @@ impl Simulator {
             });
             let r = self.alloc_ep(Endpoint {
                 conn: rconn,
-                half: Half::Receiver {
-                    app: rapp,
-                    sink: Sink::new(ss),
-                    occupancy: Occupancy::default(),
-                    raw_bytes: 0,
-                    raw_corrupt: 0,
-                },
+                app: rapp,
+                src: Source::new(rs),
+                sink: Sink::new(ss),
+                sender: false,
+                occupancy: Occupancy::default(),
+                raw_seq: 0,
+                raw_bytes: 0,
+                raw_corrupt: 0,
                 flow: li,
                 ci: ci as u32,
                 routes: Vec::new(),
@@ -754,10 +759,10 @@ impl Simulator {
         if f.lifetime != Lifetime::Finite || f.completed.is_some() {
             return;
         }
-        let all = f.conns.iter().all(|c| match &self.ep(c.r).half {
-            Half::Receiver { app, .. } => app.done(),
-            Half::Sender { .. } => false,
-        });
+        let all = f
+            .conns
+            .iter()
+            .all(|c| self.ep(c.s).app.done() && self.ep(c.r).app.done());
         if all {
             self.live[li as usize]
                 .as_mut()
@@ -911,9 +916,7 @@ impl Simulator {
         let e = self.eps[dest as usize]
             .as_mut()
             .expect("live route, live endpoint");
-        if let Half::Receiver { occupancy, .. } = &mut e.half {
-            occupancy.sample(now, e.conn.buffer_occupancy());
-        }
+        e.occupancy.sample(now, e.conn.buffer_occupancy());
         // Malformed (corrupted) datagrams are counted inside the connection.
         let _ = e
             .conn
@@ -936,24 +939,16 @@ impl Simulator {
         let e = self.eps[dest as usize]
             .as_mut()
             .expect("live route, live endpoint");
-        if let Half::Receiver {
-            app,
-            raw_bytes,
-            raw_corrupt,
-            ..
-        } = &mut e.half
-        {
-            if intact {
-                *raw_bytes += len as u64;
-                let d = RawDatagram {
-                    seq,
-                    sent: Instant::from_nanos(sent),
-                    len,
-                };
-                app.on_datagram(now, &d);
-            } else {
-                *raw_corrupt += 1;
-            }
+        if intact {
+            e.raw_bytes += len as u64;
+            let d = RawDatagram {
+                seq,
+                sent: Instant::from_nanos(sent),
+                len,
+            };
+            e.app.on_datagram(now, &d);
+        } else {
+            e.raw_corrupt += 1;
         }
     }
 
@@ -1008,33 +1003,18 @@ impl Simulator {
         let Some(e) = self.eps[ep as usize].as_mut() else {
             return;
         };
-        let mut corrupt = None;
-        match &mut e.half {
-            Half::Sender { app, src, .. } => {
-                let mut io = SendIo {
-                    now,
-                    conn: &mut e.conn,
-                    src,
-                    datagrams: &mut self.raw_out,
-                };
-                app.poll(&mut io);
-                while let Some(ev) = io.conn.poll_event() {
-                    app.on_event(&mut io, &ev);
-                }
-            }
-            Half::Receiver { app, sink, .. } => {
-                let mut io = RecvIo {
-                    now,
-                    conn: &mut e.conn,
-                    sink,
-                };
-                app.poll(&mut io);
-                while let Some(ev) = io.conn.poll_event() {
-                    app.on_event(&mut io, &ev);
-                }
-                corrupt = sink.corrupt_at();
-            }
+        let mut io = AppIo {
+            now,
+            conn: &mut e.conn,
+            src: &mut e.src,
+            sink: &mut e.sink,
+            datagrams: &mut self.raw_out,
+        };
+        e.app.poll(&mut io);
+        while let Some(ev) = io.conn.poll_event() {
+            e.app.on_event(&mut io, &ev);
         }
+        let corrupt = e.sink.corrupt_at();
         if !self.raw_out.is_empty() {
             self.send_raw(ep);
         }
@@ -1056,16 +1036,12 @@ impl Simulator {
             }
         }
         let e = self.eps[ep as usize].as_mut().expect("live endpoint");
-        let wake = match &e.half {
-            Half::Sender { app, .. } => app.next_wake(),
-            Half::Receiver { app, .. } => app.next_wake(),
-        };
+        let wake = e.app.next_wake();
         let next = match (e.conn.poll_timeout(), wake) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         let li = e.flow;
-        let is_receiver = matches!(e.half, Half::Receiver { .. });
         if let Some(t) = next {
             let t = t.max(now);
             if e.scheduled.is_none_or(|s| t < s) {
@@ -1075,30 +1051,23 @@ impl Simulator {
             }
         }
         if let Some(offset) = corrupt {
-            self.corrupted(li, offset);
+            self.corrupted(li, ep, offset);
             return;
         }
-        if is_receiver {
-            self.check_flow_done(li);
-        }
+        self.check_flow_done(li);
     }
 
-    fn corrupted(&mut self, li: u32, offset: u64) {
+    /// The reader at `ep` got a wrong byte at stream `offset`.
+    fn corrupted(&mut self, li: u32, ep: u32, offset: u64) {
         let f = self.live[li as usize].as_ref().expect("live flow");
-        let (mut delivered, mut written) = (0, 0);
-        for c in &f.conns {
-            if let Half::Receiver { sink, .. } = &self.ep(c.r).half {
-                delivered += sink.bytes();
-            }
-            if let Half::Sender { src, .. } = &self.ep(c.s).half {
-                written += src.written();
-            }
-        }
+        let e = self.ep(ep);
+        let c = f.conns[e.ci as usize];
+        let peer = self.ep(if e.sender { c.r } else { c.s });
         self.error.get_or_insert(SimError::Corrupted {
             flow: f.name.clone(),
             offset,
-            delivered,
-            written,
+            delivered: e.sink.bytes(),
+            written: peer.src.written(),
         });
     }
 
@@ -1109,13 +1078,12 @@ impl Simulator {
             let len = len.clamp(RawDatagram::HEADER, self.slot_size);
             let slot = self.alloc();
             let e = self.eps[ep as usize].as_mut().expect("live endpoint");
-            let (Half::Sender { raw_seq, .. }, Some(&route)) = (&mut e.half, e.routes.first())
-            else {
+            let Some(&route) = e.routes.first() else {
                 self.free.push(slot);
                 continue;
             };
-            let seq = *raw_seq;
-            *raw_seq += 1;
+            let seq = e.raw_seq;
+            e.raw_seq += 1;
             let sent = self.now.as_nanos();
             let b = &mut self.slab[slot as usize][..len];
             b[..8].copy_from_slice(&seq.to_le_bytes());
@@ -1136,11 +1104,9 @@ impl Simulator {
     fn flow_delivered(&self, f: &Flow) -> u64 {
         f.conns
             .iter()
-            .map(|c| match &self.ep(c.r).half {
-                Half::Receiver {
-                    sink, raw_bytes, ..
-                } => sink.bytes() + raw_bytes,
-                Half::Sender { .. } => 0,
+            .map(|c| {
+                let r = self.ep(c.r);
+                r.sink.bytes() + r.raw_bytes
             })
             .sum()
     }
@@ -1224,38 +1190,24 @@ impl Simulator {
         let active = (stop - f.start).as_secs_f64();
         for c in &f.conns {
             let (se, re) = (self.ep(c.s), self.ep(c.r));
-            let (
-                Half::Sender { src, app: sapp, .. },
-                Half::Receiver {
-                    sink,
-                    occupancy,
-                    raw_bytes,
-                    raw_corrupt,
-                    app: rapp,
-                },
-            ) = (&se.half, &re.half)
-            else {
-                unreachable!("endpoints are built in sender/receiver pairs")
-            };
             // Every slice was compared where it arrived; what was read must also have been
-            // written.
-            if let Some(offset) = sink.corrupt_at() {
-                return Err(SimError::Corrupted {
-                    flow: name,
-                    offset,
-                    delivered: sink.read(),
-                    written: src.written(),
-                });
+            // written, in both directions.
+            for (reader, writer) in [(re, se), (se, re)] {
+                let sink = &reader.sink;
+                let written = writer.src.written();
+                if let Some(offset) = sink
+                    .corrupt_at()
+                    .or((sink.read() > written).then_some(written))
+                {
+                    return Err(SimError::Corrupted {
+                        flow: name,
+                        offset,
+                        delivered: sink.bytes(),
+                        written,
+                    });
+                }
             }
-            if sink.read() > src.written() {
-                return Err(SimError::Corrupted {
-                    flow: name,
-                    offset: src.written(),
-                    delivered: sink.read(),
-                    written: src.written(),
-                });
-            }
-            delivered += sink.bytes() + raw_bytes;
+            delivered += re.sink.bytes() + re.raw_bytes;
             let ss = se.conn.stats();
             let rs = re.conn.stats();
             for (p, st) in ss.paths.iter().enumerate() {
@@ -1282,15 +1234,15 @@ impl Simulator {
                     cwnd_bytes: view.map_or(0, |v| v.cwnd),
                 });
             }
-            buffer_mean += occupancy.mean(stop, re.conn.buffer_occupancy());
+            buffer_mean += re.occupancy.mean(stop, re.conn.buffer_occupancy());
             buffer_max = buffer_max.max(rs.max_buffer_occupancy);
-            malformed += ss.malformed + rs.malformed + raw_corrupt;
+            malformed += ss.malformed + rs.malformed + re.raw_corrupt;
             window_drops += rs.window_drops;
             scheme.name = ss.scheme.name;
             add_counters(&mut scheme.sender, &ss.scheme.sender);
             add_counters(&mut scheme.receiver, &rs.scheme.receiver);
-            add_counters(&mut app_counters.sender, &sapp.metrics());
-            add_counters(&mut app_counters.receiver, &rapp.metrics());
+            add_counters(&mut app_counters.sender, &se.app.metrics());
+            add_counters(&mut app_counters.receiver, &re.app.metrics());
         }
         app_counters.name = match f.origin {
             Origin::Configured(fi) => self.cfg.flows[fi as usize].app.name(),

@@ -1,7 +1,7 @@
 //! `bulk` (write for as long as the run lasts) and `file` (a finite transfer), each with an
 //! optionally rate-limited reader.
 
-use super::{AppContext, AppFactory, AppReceiver, AppSender, Lifetime, RecvIo, SendIo};
+use super::{AppContext, AppFactory, AppHalf, AppIo, Lifetime};
 use crate::units::{Rate, Size};
 use std::sync::Arc;
 use tributary_proto::registry::{self, Entry, Factory, OptionDoc, Options};
@@ -78,7 +78,7 @@ impl AppFactory for BulkConfig {
     fn lifetime(&self) -> Lifetime {
         Lifetime::Endless
     }
-    fn build(&self, ctx: &AppContext) -> (Box<dyn AppSender>, Box<dyn AppReceiver>) {
+    fn build(&self, ctx: &AppContext) -> (Box<dyn AppHalf>, Box<dyn AppHalf>) {
         (
             Box::new(Writer { limit: None }),
             Box::new(Reader::new(self.read_rate, ctx.start, false)),
@@ -96,7 +96,7 @@ impl AppFactory for FileConfig {
     fn lifetime(&self) -> Lifetime {
         Lifetime::Finite
     }
-    fn build(&self, ctx: &AppContext) -> (Box<dyn AppSender>, Box<dyn AppReceiver>) {
+    fn build(&self, ctx: &AppContext) -> (Box<dyn AppHalf>, Box<dyn AppHalf>) {
         let (b, n, i) = (self.bytes.0, ctx.connections as u64, ctx.index as u64);
         let limit = b / n + u64::from(i < b % n);
         (
@@ -112,8 +112,8 @@ struct Writer {
     limit: Option<u64>,
 }
 
-impl AppSender for Writer {
-    fn poll(&mut self, io: &mut SendIo<'_>) {
+impl AppHalf for Writer {
+    fn poll(&mut self, io: &mut AppIo<'_>) {
         let left = self.limit.map_or(u64::MAX, |l| l - io.written());
         let n = (io.write_capacity() as u64).min(left) as usize;
         if n > 0 {
@@ -122,6 +122,10 @@ impl AppSender for Writer {
         if self.limit.is_some_and(|l| io.written() == l) {
             io.close();
         }
+    }
+
+    fn done(&self) -> bool {
+        true
     }
 }
 
@@ -145,8 +149,8 @@ impl Reader {
     }
 }
 
-impl AppReceiver for Reader {
-    fn poll(&mut self, io: &mut RecvIo<'_>) {
+impl AppHalf for Reader {
+    fn poll(&mut self, io: &mut AppIo<'_>) {
         match self.rate {
             None => {
                 io.read(u64::MAX);
@@ -162,7 +166,7 @@ impl AppReceiver for Reader {
         self.done |= self.finite && io.is_finished();
     }
 
-    fn on_event(&mut self, _io: &mut RecvIo<'_>, event: &Event) {
+    fn on_event(&mut self, _io: &mut AppIo<'_>, event: &Event) {
         if self.finite && *event == Event::StreamFinished {
             self.done = true;
         }

@@ -2,28 +2,35 @@
 //!
 //! An application is a pair of halves built per connection by an [`AppFactory`] chosen from
 //! the [`Applications`] registry (`app = "video"` or `app = { name = "video", ... }` in a
-//! scenario file). The sending half writes (stream bytes, later messages, or raw datagrams for
-//! an unreliable source); the receiving half reads and measures. The event loop knows nothing
-//! of any particular application: it calls [`AppSender::poll`] when the flow starts, after
-//! every input to the sending endpoint and at the half's wake-up time, and likewise for
-//! [`AppReceiver::poll`]; it hands each half its connection's events; and it asks the
-//! receiving half whether the application is [done](AppReceiver::done) (the flow's
-//! completion). Adding an application is one module and one line in [`APPLICATIONS`].
+//! scenario file). Each half writes (stream bytes, messages, or raw datagrams for an
+//! unreliable source) and reads through its [`AppIo`], and measures. The event loop knows
+//! nothing of any particular application: it calls [`AppHalf::poll`] when the flow starts,
+//! after every input to the half's endpoint and at the half's wake-up time; it hands each half
+//! its connection's events; and it asks the halves whether they are [done](AppHalf::done)
+//! (the flow's completion). Adding an application is one module and one line in
+//! [`APPLICATIONS`].
 //!
 //! Every byte an application writes comes from the flow's deterministic [`Source`] and every
 //! byte it reads passes through the verifying [`Sink`]: a wrong byte fails the run.
 
 mod bulk;
 mod onoff;
+mod reqresp;
+mod video;
+mod web;
 
 use crate::data::{Sink, Source};
 use std::fmt;
+use tributary_proto::message::{MessageId, MessageOptions, WriteError};
 use tributary_proto::registry::{Choice, Entry, Factory, Family};
 use tributary_proto::time::Instant;
 use tributary_proto::{Connection, Event};
 
 pub use bulk::{BulkConfig, FileConfig};
 pub use onoff::{OffTimes, OnOffConfig};
+pub use reqresp::RequestResponseConfig;
+pub use video::VideoConfig;
+pub use web::WebConfig;
 
 /// What a connection of a flow is, for the factory building its application halves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,50 +71,39 @@ pub trait AppFactory: Factory {
         Ok(())
     }
 
-    /// The two halves for one connection.
-    fn build(&self, ctx: &AppContext) -> (Box<dyn AppSender>, Box<dyn AppReceiver>);
+    /// The (sending, receiving) halves for one connection.
+    fn build(&self, ctx: &AppContext) -> (Box<dyn AppHalf>, Box<dyn AppHalf>);
 }
 
-/// The sending application.
-pub trait AppSender: Send + fmt::Debug {
-    /// Writes what it wants to: called when the flow starts, after every input to the
-    /// sending endpoint (an ACK may have freed send buffer), and at [`AppSender::next_wake`].
-    fn poll(&mut self, io: &mut SendIo<'_>);
+/// One end of an application: the *sending* half runs at the flow's first endpoint (the
+/// data source of `bulk` or `file`, the server of a web page, the client of
+/// request/response), the *receiving* half at the other. Both halves may write and read
+/// (requests go one way, answers the other); each direction has its own deterministic source
+/// and verifying sink.
+pub trait AppHalf: Send + fmt::Debug {
+    /// Reads and writes what it wants to: called when the flow starts, after every input to
+    /// its endpoint (an ACK may have freed send buffer, a datagram brought data), and at
+    /// [`AppHalf::next_wake`].
+    fn poll(&mut self, io: &mut AppIo<'_>);
 
-    /// A connection event at the sending end.
-    fn on_event(&mut self, _io: &mut SendIo<'_>, _event: &Event) {}
+    /// A connection event at this end (messages received or abandoned, stream finished, ...).
+    fn on_event(&mut self, _io: &mut AppIo<'_>, _event: &Event) {}
+
+    /// A raw datagram arrived (applications that send with [`AppIo::send_datagram`]).
+    fn on_datagram(&mut self, _now: Instant, _datagram: &RawDatagram) {}
 
     /// When `poll` must be called next even if nothing happens to the connection.
     fn next_wake(&self) -> Option<Instant> {
         None
     }
 
-    /// The half's own measurements (reported under the application's name).
-    fn metrics(&self) -> serde_json::Value {
-        serde_json::Value::Null
-    }
-}
-
-/// The receiving application.
-pub trait AppReceiver: Send + fmt::Debug {
-    /// Reads what it wants to: called after every datagram and at [`AppReceiver::next_wake`].
-    fn poll(&mut self, io: &mut RecvIo<'_>);
-
-    /// A connection event at the receiving end.
-    fn on_event(&mut self, _io: &mut RecvIo<'_>, _event: &Event) {}
-
-    /// A raw datagram arrived (applications that send with [`SendIo::send_datagram`]).
-    fn on_datagram(&mut self, _now: Instant, _datagram: &RawDatagram) {}
-
-    /// When `poll` must be called next even if nothing arrives.
-    fn next_wake(&self) -> Option<Instant> {
-        None
-    }
-
-    /// True once the application's work is complete (the flow's completion time).
+    /// True once this half's work is complete; a [`Lifetime::Finite`] flow completes when
+    /// both halves of every connection are done. Sending halves are usually done at once (the
+    /// receiver decides).
     fn done(&self) -> bool;
 
-    /// The half's own measurements (reported under the application's name).
+    /// The half's own measurements (reported under the application's name; numbers are
+    /// summed over connections).
     fn metrics(&self) -> serde_json::Value {
         serde_json::Value::Null
     }
@@ -124,16 +120,22 @@ pub struct RawDatagram {
     pub len: usize,
 }
 
-/// The sending end as the sending application sees it.
+impl RawDatagram {
+    /// Bytes a raw datagram needs for its sequence number, send time and check word.
+    pub const HEADER: usize = 24;
+}
+
+/// One end of the connection as its application half sees it.
 #[derive(Debug)]
-pub struct SendIo<'a> {
+pub struct AppIo<'a> {
     pub(crate) now: Instant,
     pub(crate) conn: &'a mut Connection,
     pub(crate) src: &'a mut Source,
+    pub(crate) sink: &'a mut Sink,
     pub(crate) datagrams: &'a mut Vec<usize>,
 }
 
-impl SendIo<'_> {
+impl AppIo<'_> {
     /// Current time.
     pub fn now(&self) -> Instant {
         self.now
@@ -144,11 +146,27 @@ impl SendIo<'_> {
         self.conn.write_capacity()
     }
 
-    /// Writes up to `n` next stream bytes (from the flow's source); returns how many were
+    /// Writes up to `n` next stream bytes (from this end's source); returns how many were
     /// accepted.
     pub fn write(&mut self, n: usize) -> usize {
         let src = &mut *self.src;
         self.conn.write_with(n, |dst| src.produce(dst))
+    }
+
+    /// The largest message [`AppIo::write_message`] accepts now.
+    pub fn message_capacity(&self) -> usize {
+        self.conn.message_capacity()
+    }
+
+    /// Writes one message of `len` bytes (from this end's source), all or nothing.
+    pub fn write_message(
+        &mut self,
+        len: usize,
+        opts: MessageOptions,
+    ) -> Result<MessageId, WriteError> {
+        let src = &mut *self.src;
+        self.conn
+            .write_message(self.now, len, opts, |dst| src.produce(dst))
     }
 
     /// Stream bytes written so far.
@@ -168,38 +186,13 @@ impl SendIo<'_> {
         self.datagrams.push(len);
     }
 
-    /// The connection (read-only: counters, path views).
-    pub fn connection(&self) -> &Connection {
-        self.conn
-    }
-}
-
-impl RawDatagram {
-    /// Bytes a raw datagram needs for its sequence number, send time and check word.
-    pub const HEADER: usize = 24;
-}
-
-/// The receiving end as the receiving application sees it.
-#[derive(Debug)]
-pub struct RecvIo<'a> {
-    pub(crate) now: Instant,
-    pub(crate) conn: &'a mut Connection,
-    pub(crate) sink: &'a mut Sink,
-}
-
-impl RecvIo<'_> {
-    /// Current time.
-    pub fn now(&self) -> Instant {
-        self.now
-    }
-
     /// In-order stream bytes ready to read.
     pub fn readable(&self) -> u64 {
         self.conn.readable()
     }
 
     /// Reads up to `max` in-order stream bytes, skipping abandoned messages (each slice is
-    /// checked against what was written at its offset); returns how many.
+    /// checked against what the peer wrote, at its offset); returns how many.
     pub fn read(&mut self, max: u64) -> u64 {
         let sink = &mut *self.sink;
         self.conn.read_at(max, |off, s| sink.consume_at(off, s))
@@ -210,12 +203,7 @@ impl RecvIo<'_> {
         self.sink.bytes()
     }
 
-    /// Stream offset reading has reached (skipped ranges included).
-    pub fn read_offset(&self) -> u64 {
-        self.sink.read()
-    }
-
-    /// True once the whole stream was read.
+    /// True once the peer's whole stream was read.
     pub fn is_finished(&self) -> bool {
         self.conn.is_finished()
     }
@@ -245,4 +233,11 @@ impl Family for Applications {
 pub type AppConfig = Choice<Applications>;
 
 /// Every application selectable by name: one line per application.
-pub static APPLICATIONS: &[Entry<dyn AppFactory>] = &[bulk::BULK, bulk::FILE, onoff::ENTRY];
+pub static APPLICATIONS: &[Entry<dyn AppFactory>] = &[
+    bulk::BULK,
+    bulk::FILE,
+    video::ENTRY,
+    web::ENTRY,
+    reqresp::ENTRY,
+    onoff::ENTRY,
+];

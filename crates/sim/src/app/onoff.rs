@@ -4,9 +4,7 @@
 //! background traffic of the MPTCP-dFEC evaluation (Ferlin et al., §IV: Pareto on-times,
 //! exponential off-times, on/off intervals between 1 s and 5 s, 1000-byte packets).
 
-use super::{
-    AppContext, AppFactory, AppReceiver, AppSender, Lifetime, RawDatagram, RecvIo, SendIo,
-};
+use super::{AppContext, AppFactory, AppHalf, AppIo, Lifetime, RawDatagram};
 use crate::random::{exponential, pareto};
 use crate::stats::Distribution;
 use crate::units::{Dur, Rate, Size};
@@ -145,7 +143,7 @@ impl AppFactory for OnOffConfig {
         Ok(())
     }
 
-    fn build(&self, ctx: &AppContext) -> (Box<dyn AppSender>, Box<dyn AppReceiver>) {
+    fn build(&self, ctx: &AppContext) -> (Box<dyn AppHalf>, Box<dyn AppHalf>) {
         let size = self.packet_size.0;
         // Nanoseconds between datagrams during an on-period.
         let gap = (size as u128 * 8 * 1_000_000_000 / u128::from(self.rate.0)).max(1) as u64;
@@ -195,8 +193,8 @@ impl OnOffSource {
     }
 }
 
-impl AppSender for OnOffSource {
-    fn poll(&mut self, io: &mut SendIo<'_>) {
+impl AppHalf for OnOffSource {
+    fn poll(&mut self, io: &mut AppIo<'_>) {
         while self.next_send <= io.now() {
             if self.next_send >= self.on_until {
                 // The on-period ended: silence, then a new on-period.
@@ -216,6 +214,10 @@ impl AppSender for OnOffSource {
         Some(self.next_send)
     }
 
+    fn done(&self) -> bool {
+        true
+    }
+
     fn metrics(&self) -> serde_json::Value {
         serde_json::json!({
             "datagrams_sent": self.sent,
@@ -232,8 +234,8 @@ struct OnOffReceiver {
     delay_ms: Distribution,
 }
 
-impl AppReceiver for OnOffReceiver {
-    fn poll(&mut self, _io: &mut RecvIo<'_>) {}
+impl AppHalf for OnOffReceiver {
+    fn poll(&mut self, _io: &mut AppIo<'_>) {}
 
     fn on_datagram(&mut self, now: Instant, d: &RawDatagram) {
         self.received += 1;
