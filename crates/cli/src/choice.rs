@@ -4,12 +4,16 @@
 
 use tributary_proto::registry::{describe, Choice, Family};
 
-/// Parses `NAME` or `{ name = "NAME", option = value, ... }`.
+/// Parses `NAME`, `{ name = "NAME", option = value, ... }` or the same without braces.
 pub fn parse<F: Family>(s: &str) -> Result<Choice<F>, String> {
     let t = s.trim();
-    if !t.starts_with('{') {
+    let t = if t.starts_with('{') {
+        t.to_string()
+    } else if t.contains('=') {
+        format!("{{ {t} }}")
+    } else {
         return Choice::named(t);
-    }
+    };
     let doc: toml::Table = format!("v = {t}")
         .parse()
         .map_err(|e: toml::de::Error| format!("not a TOML inline table: {}", e.message()))?;

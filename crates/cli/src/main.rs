@@ -32,8 +32,10 @@ enum Cmd {
     Plot(plot_cmd::PlotArgs),
     /// Send a file over one or more real UDP paths.
     Send(net_cmds::SendArgs),
-    /// Receive a file on one or more UDP addresses.
+    /// Receive a file on one or more UDP addresses, or serve many (`--out-dir`).
     Recv(net_cmds::RecvArgs),
+    /// Create a key pair (or with --psk a pre-shared key) for send/recv.
+    Keygen(net_cmds::KeygenArgs),
     /// Measure simulator speed (delivered packets per wall-clock second).
     Bench(bench_cmd::BenchArgs),
     /// List the registered schemes, congestion controllers and schedulers with their options.
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Cmd::Plot(a) => plot_cmd::plot(a),
         Cmd::Send(a) => net_cmds::send(a),
         Cmd::Recv(a) => net_cmds::recv(a),
+        Cmd::Keygen(a) => net_cmds::keygen(a),
         Cmd::Bench(a) => bench_cmd::bench(a),
         Cmd::List(a) => list_cmd::list(a),
     };

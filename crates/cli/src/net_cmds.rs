@@ -1,19 +1,27 @@
-//! `tributary send` and `tributary recv`: one file over real UDP paths.
+//! `tributary send`, `tributary recv` and `tributary keygen`: files over real UDP paths,
+//! protected by default (see `docs/udp.md`).
 //!
-//! Both ends must agree on the connection essentials: `--scheme`, `--buffer`, `--mss` and
-//! `--conn-id` (the core has no handshake; the sender assumes the receiver's buffer is its
-//! own). `--cc` and `--scheduler` only matter on the sending end.
+//! With credentials (`--key`/`--peer-key`/`--peers`, or `--psk`) the handshake negotiates the
+//! connection: the receiver needs none of the sender's connection options. `--insecure`
+//! speaks the simulator's unprotected format instead (both ends must then agree on
+//! `--scheme`, `--buffer`, `--mss` and `--conn-id`).
 
 use crate::choice;
-use anyhow::Context;
+use anyhow::{bail, Context};
 use clap::Args;
-use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, BufWriter, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-use tributary_net::{SocketOptions, TransferOptions, UdpDriver};
+use tributary_net::keys;
+use tributary_net::{
+    Content, Limits, Listener, ServeOptions, ServerEvent, Sink, SocketOptions, TransferOptions,
+    UdpDriver,
+};
 use tributary_proto::cc::{CcConfig, Controllers};
+use tributary_proto::handshake::Credentials;
 use tributary_proto::sched::{SchedulerConfig, Schedulers};
 use tributary_proto::scheme::{SchemeConfig, Schemes};
 use tributary_proto::ConnectionConfig;
@@ -21,26 +29,26 @@ use tributary_proto::ConnectionConfig;
 /// Connection options shared by both commands.
 #[derive(Args, Debug)]
 pub struct ConnArgs {
-    /// Recovery scheme (must match the other end).
+    /// Recovery scheme.
     #[arg(long, default_value = "mptcp", value_parser = choice::parse::<Schemes>,
-          long_help = choice::help::<Schemes>("Recovery scheme (must match the other end)"))]
+          long_help = choice::help::<Schemes>("Recovery scheme (the sender's choice; the handshake tells the receiver)"))]
     pub scheme: SchemeConfig,
-    /// Connection receive buffer, bytes; suffixes K, M, G (binary) accepted (must match).
+    /// Connection receive buffer, bytes; suffixes K, M, G (binary) accepted.
     #[arg(long, default_value = "2M", value_parser = parse_size)]
     pub buffer: usize,
-    /// Largest payload per datagram, bytes (must match).
+    /// Largest payload per datagram, bytes.
     #[arg(long, default_value_t = 1400)]
     pub mss: usize,
-    /// Connection id carried in every datagram (must match).
-    #[arg(long, default_value_t = 1)]
-    pub conn_id: u32,
-    /// Congestion controller (sender only).
+    /// Largest --buffer accepted (this end's, and a receiver's limit on offers).
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    pub max_buffer: usize,
+    /// Congestion controller (sender).
     #[arg(long, default_value = "new-reno", value_parser = choice::parse::<Controllers>,
-          long_help = choice::help::<Controllers>("Congestion controller (sender only)"))]
+          long_help = choice::help::<Controllers>("Congestion controller (sender)"))]
     pub cc: CcConfig,
-    /// Path scheduler (sender only).
+    /// Path scheduler (sender).
     #[arg(long, default_value = "min-rtt", value_parser = choice::parse::<Schedulers>,
-          long_help = choice::help::<Schedulers>("Path scheduler (sender only)"))]
+          long_help = choice::help::<Schedulers>("Path scheduler (sender)"))]
     pub scheduler: SchedulerConfig,
     /// OS socket buffers (SO_RCVBUF/SO_SNDBUF) requested per socket, bytes.
     #[arg(long, default_value = "4M", value_parser = parse_size)]
@@ -51,21 +59,50 @@ pub struct ConnArgs {
     /// Read one datagram per system call instead of using UDP receive offload (GRO).
     #[arg(long)]
     pub no_gro: bool,
-    /// Give up after this many seconds without progress.
+    /// Give up after this many seconds without progress (and without a handshake answer).
     #[arg(long, default_value_t = 30.0, value_parser = parse_secs)]
     pub timeout: f64,
+    /// This end's private key file (`tributary keygen`).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// A pre-shared key file (`tributary keygen --psk`), alone or with key pairs.
+    #[arg(long, value_name = "FILE")]
+    pub psk: Option<PathBuf>,
+    /// No handshake and no protection: the simulator's datagrams (CRC-32 only), for trusted
+    /// labs and for measuring what protection costs. Anyone on the path can read, forge
+    /// and end the transfer.
+    #[arg(long)]
+    pub insecure: bool,
+    /// With --insecure: the connection id both ends must be given.
+    #[arg(long, default_value_t = 1)]
+    pub conn_id: u64,
 }
 
 impl ConnArgs {
-    fn config(&self) -> ConnectionConfig {
-        ConnectionConfig {
+    fn config(&self, paths: usize) -> anyhow::Result<ConnectionConfig> {
+        let cfg = ConnectionConfig {
             conn_id: self.conn_id,
             mss: self.mss,
             recv_buffer: self.buffer,
+            send_buffer: self
+                .buffer
+                .max(ConnectionConfig::default().send_buffer.min(self.max_buffer)),
             scheme: self.scheme.clone(),
             cc: self.cc.clone(),
             scheduler: self.scheduler.clone(),
             ..ConnectionConfig::default()
+        };
+        // Resource limits before anything is allocated.
+        self.limits().check(&cfg, paths).map_err(|e| {
+            anyhow::anyhow!("{e} (--buffer; raise --max-buffer if the machine has the memory)")
+        })?;
+        Ok(cfg)
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_buffer: self.max_buffer,
+            ..Limits::default()
         }
     }
 
@@ -75,6 +112,44 @@ impl ConnArgs {
             send_buffer: self.socket_buffer,
             gso: !self.no_gso,
             gro: !self.no_gro,
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout)
+    }
+
+    /// The credentials: `peers` are the pinned receiver key (sender) or the accepted sender
+    /// keys (receiver). `None` with --insecure.
+    fn credentials(
+        &self,
+        peers: Vec<[u8; 32]>,
+        peer_flag: &str,
+    ) -> anyhow::Result<Option<Credentials>> {
+        let psk = match &self.psk {
+            Some(p) => Some(keys::read_key(p, "PSK file")?),
+            None => None,
+        };
+        match (self.insecure, &self.key, psk) {
+            (true, None, None) if peers.is_empty() => Ok(None),
+            (true, ..) => bail!("--insecure takes no keys"),
+            (false, Some(k), psk) => {
+                if peers.is_empty() {
+                    bail!("--key needs {peer_flag}");
+                }
+                Ok(Some(Credentials::Keys {
+                    private: keys::read_key(k, "private key")?,
+                    peers,
+                    psk,
+                }))
+            }
+            (false, None, Some(psk)) if peers.is_empty() => Ok(Some(Credentials::Psk(psk))),
+            (false, None, Some(_)) => bail!("{peer_flag} needs --key"),
+            (false, None, None) => bail!(
+                "no credentials: give --key and {peer_flag} (key pairs from `tributary keygen`), \
+                 or --psk (a key from `tributary keygen --psk`), or --insecure for the \
+                 unprotected lab format"
+            ),
         }
     }
 }
@@ -88,6 +163,9 @@ pub struct SendArgs {
     /// (e.g. 127.0.0.1:0=127.0.0.1:5000). Repeat for more paths; path i is the i-th.
     #[arg(long = "path", value_name = "LOCAL=REMOTE", required = true, value_parser = parse_path)]
     pub paths: Vec<(SocketAddr, SocketAddr)>,
+    /// The receiver's public key file (pinned).
+    #[arg(long, value_name = "FILE")]
+    pub peer_key: Option<PathBuf>,
     #[command(flatten)]
     pub conn: ConnArgs,
 }
@@ -98,9 +176,24 @@ pub struct RecvArgs {
     /// Local address to receive on (repeat for more; one per path is typical).
     #[arg(long = "listen", value_name = "ADDR", required = true, value_parser = parse_addr)]
     pub listen: Vec<SocketAddr>,
-    /// Where to write the received file (removed again if the transfer fails).
+    /// Receive one file here (`-`: standard output). It is written to FILE.part and renamed
+    /// once complete; an existing FILE or FILE.part is an error without --force.
+    #[arg(long, conflicts_with = "out_dir", required_unless_present = "out_dir")]
+    pub out: Option<PathBuf>,
+    /// Serve: accept connections until interrupted, each into its own file in DIR (named
+    /// after the sender's file, never overwriting one without --force), logging each.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// File of the sender public keys to accept, one per line (`#` comments), as SSH's
+    /// authorized_keys.
+    #[arg(long, value_name = "FILE")]
+    pub peers: Option<PathBuf>,
+    /// Overwrite an existing output file (and its .part).
     #[arg(long)]
-    pub out: PathBuf,
+    pub force: bool,
+    /// Server: most connections at once.
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
     /// Seconds to keep acknowledging after the stream ended, unless the sender's CLOSE
     /// arrives first.
     #[arg(long, default_value_t = 2.0, value_parser = parse_secs)]
@@ -109,12 +202,65 @@ pub struct RecvArgs {
     pub conn: ConnArgs,
 }
 
+/// Arguments of `tributary keygen`.
+#[derive(Args, Debug)]
+pub struct KeygenArgs {
+    /// Private key file to create (the public key goes to FILE.pub); never overwritten.
+    pub file: PathBuf,
+    /// Create a pre-shared key instead of a key pair.
+    #[arg(long)]
+    pub psk: bool,
+}
+
+/// `tributary keygen`.
+pub fn keygen(a: KeygenArgs) -> anyhow::Result<()> {
+    if a.psk {
+        keys::generate_psk(&a.file)?;
+        eprintln!(
+            "wrote a pre-shared key to {} (mode 0600); copy it to the other end",
+            a.file.display()
+        );
+    } else {
+        let public = keys::generate_key_pair(&a.file)?;
+        eprintln!(
+            "wrote the private key to {} (mode 0600) and the public key to {}.pub",
+            a.file.display(),
+            a.file.display()
+        );
+        println!("{public}");
+    }
+    Ok(())
+}
+
 /// `tributary send`.
 pub fn send(a: SendArgs) -> anyhow::Result<()> {
+    let cfg = a.conn.config(a.paths.len())?;
+    let peers = match &a.peer_key {
+        Some(p) => vec![keys::read_key(p, "receiver public key")?],
+        None => Vec::new(),
+    };
+    let creds = a.conn.credentials(peers, "--peer-key")?;
     let file = File::open(&a.file).with_context(|| format!("cannot open {}", a.file.display()))?;
-    let mut d = UdpDriver::connect(a.conn.config(), &a.paths, a.conn.sockets())?;
+    let size = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    let mut d = match &creds {
+        None => UdpDriver::connect(cfg, &a.paths, a.conn.sockets())?,
+        Some(c) => {
+            let name = a.file.file_name().map(|n| n.to_string_lossy().into_owned());
+            UdpDriver::connect_secure(
+                cfg,
+                &a.paths,
+                a.conn.sockets(),
+                c,
+                Content::File { name, size },
+            )?
+        }
+    };
     let opts = TransferOptions {
-        idle_timeout: Duration::from_secs_f64(a.conn.timeout),
+        idle_timeout: a.conn.timeout(),
         ..TransferOptions::default()
     };
     let src = BufReader::with_capacity(1 << 20, file);
@@ -125,25 +271,275 @@ pub fn send(a: SendArgs) -> anyhow::Result<()> {
 
 /// `tributary recv`.
 pub fn recv(a: RecvArgs) -> anyhow::Result<()> {
-    let mut d = UdpDriver::listen(a.conn.config(), &a.listen, a.conn.sockets())?;
-    let file =
-        File::create(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
-    let addrs: Vec<String> = d.local_addrs().iter().map(|s| s.to_string()).collect();
-    eprintln!("listening on {}", addrs.join(", "));
+    let peers = match &a.peers {
+        Some(p) => keys::read_key_list(p)?,
+        None => Vec::new(),
+    };
+    let creds = a.conn.credentials(peers, "--peers")?;
+    if let Some(dir) = &a.out_dir {
+        let Some(creds) = creds else {
+            bail!("--out-dir serves protected connections only (give credentials, not --insecure)");
+        };
+        return serve(&a, dir, creds);
+    }
+    let out = a.out.clone().unwrap_or_default();
     let opts = TransferOptions {
-        idle_timeout: Duration::from_secs_f64(a.conn.timeout),
+        idle_timeout: a.conn.timeout(),
         linger: Duration::from_secs_f64(a.linger),
     };
-    let res = tributary_net::receive_stream(&mut d, BufWriter::with_capacity(1 << 20, file), &opts);
+    let mut d = match creds {
+        None => UdpDriver::listen(a.conn.config(0)?, &a.listen, a.conn.sockets())?,
+        Some(creds) => UdpDriver::listen_secure(
+            &a.listen,
+            a.conn.sockets(),
+            Listener {
+                creds,
+                limits: a.conn.limits(),
+                max_connections: 1,
+            },
+        )?,
+    };
+    // The output is checked before any datagram is read: no transfer into a file that
+    // cannot be kept.
+    let mut sink: Box<dyn Sink> = if out.as_os_str() == "-" {
+        Box::new(StdoutSink(BufWriter::with_capacity(
+            1 << 20,
+            std::io::stdout(),
+        )))
+    } else {
+        Box::new(FileSink::create(&out, a.force)?)
+    };
+    let addrs: Vec<String> = d.local_addrs().iter().map(|s| s.to_string()).collect();
+    eprintln!("listening on {}", addrs.join(", "));
+    let mut w = SinkWriter(&mut *sink, 0);
+    let res = tributary_net::receive_stream(&mut d, &mut w, &opts);
+    let written = w.1;
+    while let Some(r) = d.refusal() {
+        eprintln!("refused {}: {}", r.from, r.reason);
+    }
+    let expected = d.session().and_then(|s| match s.offer() {
+        Some(tributary_net::Offer {
+            content: Content::File { size, .. },
+            ..
+        }) => *size,
+        _ => None,
+    });
     match res {
-        Ok(r) => {
+        Ok(r) if expected.is_none_or(|e| e == r.bytes) => {
+            sink.finish(true)?;
             println!("{r}");
             Ok(())
         }
-        Err(e) => {
-            let _ = std::fs::remove_file(&a.out);
-            Err(e.into())
+        Ok(r) => {
+            sink.finish(false)?;
+            bail!(
+                "the stream ended after {} bytes but {} were announced; kept as .part",
+                r.bytes,
+                expected.unwrap_or(0)
+            )
         }
+        Err(e) => {
+            sink.finish(false)?;
+            if written > 0 && out.as_os_str() != "-" {
+                Err(anyhow::Error::from(e).context(format!(
+                    "transfer failed; the {written} bytes received are in {}",
+                    part_path(&out).display()
+                )))
+            } else {
+                Err(e.into())
+            }
+        }
+    }
+}
+
+fn serve(a: &RecvArgs, dir: &Path, creds: Credentials) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut d = UdpDriver::listen_secure(
+        &a.listen,
+        a.conn.sockets(),
+        Listener {
+            creds,
+            limits: a.conn.limits(),
+            max_connections: a.max_connections,
+        },
+    )?;
+    let addrs: Vec<String> = d.local_addrs().iter().map(|s| s.to_string()).collect();
+    eprintln!(
+        "listening on {} (serving into {})",
+        addrs.join(", "),
+        dir.display()
+    );
+    let opts = ServeOptions {
+        idle_timeout: a.conn.timeout(),
+        linger: Duration::from_secs_f64(a.linger),
+        max_served: None,
+    };
+    let stop = AtomicBool::new(false);
+    let force = a.force;
+    let dir = dir.to_path_buf();
+    tributary_net::serve(
+        &mut d,
+        &opts,
+        &stop,
+        |id, offer| {
+            let name = match &offer.content {
+                Content::File { name: Some(n), .. } => safe_name(n),
+                _ => None,
+            }
+            .unwrap_or_else(|| format!("conn-{id:016x}"));
+            let path = free_path(&dir, &name, force);
+            let s =
+                FileSink::create(&path, force).map_err(|e| std::io::Error::other(e.to_string()))?;
+            eprintln!("{id:016x}: writing {}", path.display());
+            Ok(Box::new(s) as Box<dyn Sink>)
+        },
+        |e| match e {
+            ServerEvent::Accepted { id, from, offer } => eprintln!(
+                "{id:016x}: accepted from {} ({}, {} path(s), buffer {} B)",
+                from.map_or("?".into(), |f| f.to_string()),
+                offer.config.scheme.name(),
+                offer.paths,
+                offer.config.recv_buffer
+            ),
+            ServerEvent::Done { id, bytes, elapsed } => eprintln!(
+                "{id:016x}: done, {bytes} bytes in {:.3} s",
+                elapsed.as_secs_f64()
+            ),
+            ServerEvent::Failed { id, bytes, error } => {
+                eprintln!("{id:016x}: failed after {bytes} bytes: {error}")
+            }
+            ServerEvent::Refused(r) => eprintln!("refused {}: {}", r.from, r.reason),
+        },
+    )?;
+    Ok(())
+}
+
+/// A sender's file name as a name in the output directory: its last component, if it is
+/// an ordinary name (no separators, not hidden, not `..`).
+fn safe_name(n: &str) -> Option<String> {
+    let base = n.rsplit(['/', '\\']).next()?;
+    let ok = !base.is_empty()
+        && base.len() <= 200
+        && !base.starts_with('.')
+        && base.chars().all(|c| !c.is_control());
+    ok.then(|| base.to_string())
+}
+
+/// `dir/name`, or `dir/name.1`, `.2`, ... if that (or its .part) exists (unless `force`).
+fn free_path(dir: &Path, name: &str, force: bool) -> PathBuf {
+    let mut p = dir.join(name);
+    let mut i = 1;
+    while !force && (p.exists() || part_path(&p).exists()) {
+        p = dir.join(format!("{name}.{i}"));
+        i += 1;
+    }
+    p
+}
+
+fn part_path(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(".part");
+    PathBuf::from(s)
+}
+
+/// A file received as NAME.part and renamed to NAME once complete and synced.
+struct FileSink {
+    w: BufWriter<File>,
+    part: PathBuf,
+    dest: PathBuf,
+    bytes: u64,
+    force: bool,
+}
+
+impl FileSink {
+    fn create(dest: &Path, force: bool) -> anyhow::Result<Self> {
+        let part = part_path(dest);
+        if !force && dest.exists() {
+            bail!(
+                "{} exists; not overwriting it without --force",
+                dest.display()
+            );
+        }
+        if !force && part.exists() {
+            bail!(
+                "{} exists (an interrupted transfer); remove it or use --force \
+                 (resuming is not supported yet)",
+                part.display()
+            );
+        }
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&part)
+            .with_context(|| format!("cannot create {}", part.display()))?;
+        Ok(FileSink {
+            w: BufWriter::with_capacity(1 << 20, f),
+            part,
+            dest: dest.to_path_buf(),
+            bytes: 0,
+            force,
+        })
+    }
+}
+
+impl Sink for FileSink {
+    fn write(&mut self, d: &[u8]) -> std::io::Result<()> {
+        self.bytes += d.len() as u64;
+        self.w.write_all(d)
+    }
+    fn finish(self: Box<Self>, complete: bool) -> std::io::Result<()> {
+        let FileSink {
+            w,
+            part,
+            dest,
+            bytes,
+            force,
+        } = *self;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        if !complete {
+            drop(f);
+            if bytes == 0 {
+                // Nothing arrived: leave nothing behind.
+                let _ = std::fs::remove_file(&part);
+            }
+            return Ok(());
+        }
+        f.sync_all()?;
+        drop(f);
+        if !force && dest.exists() {
+            return Err(std::io::Error::other(format!(
+                "{} appeared meanwhile; the data stays in {}",
+                dest.display(),
+                part.display()
+            )));
+        }
+        std::fs::rename(&part, &dest)
+    }
+}
+
+struct StdoutSink(BufWriter<std::io::Stdout>);
+
+impl Sink for StdoutSink {
+    fn write(&mut self, d: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(d)
+    }
+    fn finish(mut self: Box<Self>, _: bool) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// `Write` over a sink, counting bytes.
+struct SinkWriter<'a>(&'a mut dyn Sink, u64);
+
+impl Write for SinkWriter<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.write(b)?;
+        self.1 += b.len() as u64;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -217,6 +613,40 @@ mod tests {
         assert!(parse_path("127.0.0.1:0").is_err());
         assert!(parse_path("127.0.0.1:0=nonsense").is_err());
         assert!(parse_path("127.0.0.1:0=[::1]:5000").is_err());
+    }
+
+    #[test]
+    fn registry_values() {
+        let p = choice::parse::<Schemes>;
+        assert_eq!(p("tcp"), Ok(SchemeConfig::named("tcp").unwrap()));
+        assert_eq!(p("name=\"fmtcp\"").unwrap().name(), "fmtcp");
+        assert_eq!(
+            p("{ name = \"fmtcp\", delta = 0.01 }").unwrap().options()["delta"],
+            0.01
+        );
+        let e = p("quic").unwrap_err();
+        assert!(e.contains("fmtcp") && e.contains("mptcp"), "{e}");
+        assert_eq!(
+            choice::parse::<Controllers>("olia"),
+            Ok(CcConfig::named("olia").unwrap())
+        );
+        assert!(choice::parse::<Controllers>("nope")
+            .unwrap_err()
+            .contains("wvegas"));
+        assert_eq!(
+            choice::parse::<Schedulers>("round-robin"),
+            Ok(SchedulerConfig::named("round-robin").unwrap())
+        );
+    }
+
+    #[test]
+    fn names_in_the_output_directory() {
+        assert_eq!(safe_name("/etc/passwd").as_deref(), Some("passwd"));
+        assert_eq!(safe_name("a/../../b.bin").as_deref(), Some("b.bin"));
+        assert_eq!(safe_name(".."), None);
+        assert_eq!(safe_name(".bashrc"), None);
+        assert_eq!(safe_name("x/"), None);
+        assert_eq!(safe_name("a\u{7}b"), None);
     }
 
     #[test]

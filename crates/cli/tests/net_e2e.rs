@@ -93,7 +93,7 @@ fn file_over_two_loopback_paths_arrives_intact() {
     let input = tmp("in.bin");
     let output = tmp("out.bin");
     fs::write(&input, &data).unwrap();
-    let (receiver, addrs) = start_receiver(2, &output, &[]);
+    let (receiver, addrs) = start_receiver(2, &output, &["--insecure"]);
     let p0 = format!("127.0.0.1:0={}", addrs[0]);
     let p1 = format!("127.0.0.1:0={}", addrs[1]);
     let sent = run(&[
@@ -105,6 +105,7 @@ fn file_over_two_loopback_paths_arrives_intact() {
         &p1,
         "--timeout",
         "20",
+        "--insecure",
     ]);
     let recvd = wait(receiver);
     assert!(sent.status.success(), "send failed: {}", text(&sent.stderr));
@@ -143,7 +144,15 @@ fn tcp_scheme_over_one_path() {
     let input = tmp("tcp-in.bin");
     let output = tmp("tcp-out.bin");
     fs::write(&input, &data).unwrap();
-    let common = ["--scheme", "tcp", "--buffer", "256K", "--conn-id", "9"];
+    let common = [
+        "--scheme",
+        "tcp",
+        "--buffer",
+        "256K",
+        "--conn-id",
+        "9",
+        "--insecure",
+    ];
     let (receiver, addrs) = start_receiver(1, &output, &common);
     let p0 = format!("127.0.0.1:0={}", addrs[0]);
     let mut args = vec!["send", input.to_str().unwrap(), "--path", &p0];
@@ -169,6 +178,7 @@ fn clear_errors() {
         "/nonexistent/file",
         "--path",
         "127.0.0.1:0=127.0.0.1:9",
+        "--insecure",
     ]);
     assert!(!o.status.success());
     assert!(
@@ -195,20 +205,43 @@ fn clear_errors() {
     let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let out = tmp("never.bin");
-    let o = run(&["recv", "--listen", &addr, "--out", out.to_str().unwrap()]);
+    let o = run(&[
+        "recv",
+        "--listen",
+        &addr,
+        "--out",
+        out.to_str().unwrap(),
+        "--insecure",
+    ]);
     assert!(!o.status.success());
     let e = text(&o.stderr);
     assert!(e.contains("cannot bind") && e.contains(&addr), "{e}");
     // tcp needs exactly one path.
     let remote = format!("127.0.0.1:0={addr}");
     let o = run(&[
-        "send", BIN, "--scheme", "tcp", "--path", &remote, "--path", &remote,
+        "send",
+        BIN,
+        "--scheme",
+        "tcp",
+        "--path",
+        &remote,
+        "--path",
+        &remote,
+        "--insecure",
     ]);
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("scheme"), "{}", text(&o.stderr));
     // Nobody answers: the idle timeout ends the sender, with an error.
     let t0 = Instant::now();
-    let o = run(&["send", BIN, "--path", &remote, "--timeout", "0.5"]);
+    let o = run(&[
+        "send",
+        BIN,
+        "--path",
+        &remote,
+        "--timeout",
+        "0.5",
+        "--insecure",
+    ]);
     assert!(!o.status.success());
     assert!(
         text(&o.stderr).contains("no progress"),
@@ -225,6 +258,7 @@ fn clear_errors() {
         out.to_str().unwrap(),
         "--timeout",
         "0.3",
+        "--insecure",
     ]);
     assert!(!o.status.success());
     assert!(
@@ -233,4 +267,243 @@ fn clear_errors() {
         text(&o.stderr)
     );
     assert!(!out.exists());
+}
+
+fn keygen(name: &str, psk: bool) -> PathBuf {
+    let k = tmp(name);
+    let _ = fs::remove_file(&k);
+    let mut pubf = k.as_os_str().to_owned();
+    pubf.push(".pub");
+    let _ = fs::remove_file(&pubf);
+    let mut args = vec!["keygen", k.to_str().unwrap()];
+    if psk {
+        args.push("--psk");
+    }
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    k
+}
+
+fn with_pub(k: &std::path::Path) -> String {
+    format!("{}.pub", k.display())
+}
+
+#[test]
+fn protected_transfer_with_pinned_keys_and_file_safety() {
+    let server = keygen("server.key", false);
+    let client = keygen("client.key", false);
+    let data = payload(3 << 20, 11);
+    let input = tmp("sec-in.bin");
+    let output = tmp("sec-out.bin");
+    let _ = fs::remove_file(&output);
+    fs::write(&input, &data).unwrap();
+    let srv = ["--key", server.to_str().unwrap(), "--peers"];
+    let cli_pub = with_pub(&client);
+    let mut rargs: Vec<&str> = srv.to_vec();
+    rargs.push(&cli_pub);
+    // The receiver needs none of the sender's options: the sender's differ from defaults.
+    let (receiver, addrs) = start_receiver(1, &output, &rargs);
+    let p0 = format!("127.0.0.1:0={}", addrs[0]);
+    let srv_pub = with_pub(&server);
+    let sent = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--path",
+        &p0,
+        "--key",
+        client.to_str().unwrap(),
+        "--peer-key",
+        &srv_pub,
+        "--buffer",
+        "1M",
+        "--mss",
+        "1200",
+        "--scheme",
+        "tcp",
+        "--cc",
+        "cubic",
+    ]);
+    let recvd = wait(receiver);
+    assert!(sent.status.success(), "send: {}", text(&sent.stderr));
+    assert!(recvd.status.success(), "recv: {}", text(&recvd.stderr));
+    assert!(fs::read(&output).unwrap() == data);
+    let mut part = output.as_os_str().to_owned();
+    part.push(".part");
+    assert!(!PathBuf::from(&part).exists(), ".part left behind");
+    // The output now exists: a second receiver refuses to start, and the file is intact.
+    let o = run(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        output.to_str().unwrap(),
+        "--psk",
+        server.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("not overwriting"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(fs::read(&output).unwrap() == data);
+    // A sender with a key the receiver does not list is named as an authentication failure.
+    let stranger = keygen("stranger.key", false);
+    let _ = fs::remove_file(&output);
+    let (receiver, addrs) = start_receiver(1, &output, &rargs);
+    let p0 = format!("127.0.0.1:0={}", addrs[0]);
+    let t0 = Instant::now();
+    let o = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--path",
+        &p0,
+        "--key",
+        stranger.to_str().unwrap(),
+        "--peer-key",
+        &srv_pub,
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("authentication failed"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    let mut receiver = receiver;
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+    assert!(!output.exists());
+}
+
+#[test]
+fn clear_errors_of_the_protected_mode() {
+    let psk = keygen("e2e.psk", true);
+    // No credentials at all.
+    let o = run(&["send", BIN, "--path", "127.0.0.1:0=127.0.0.1:9"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("no credentials"),
+        "{}",
+        text(&o.stderr)
+    );
+    // A buffer beyond the limit is a clear error, not an allocation abort.
+    let o = run(&[
+        "send",
+        BIN,
+        "--path",
+        "127.0.0.1:0=127.0.0.1:9",
+        "--psk",
+        psk.to_str().unwrap(),
+        "--buffer",
+        "100G",
+    ]);
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("exceeds the limit") && e.contains("--max-buffer"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("panicked") && !e.contains("memory allocation"),
+        "{e}"
+    );
+    // Port unreachable within a second.
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let t0 = Instant::now();
+    let o = run(&[
+        "send",
+        BIN,
+        "--path",
+        &format!("127.0.0.1:0={port}"),
+        "--psk",
+        psk.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("unreachable"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    // Unknown scheme and controller names list the known ones.
+    let o = run(&[
+        "send",
+        BIN,
+        "--path",
+        "127.0.0.1:0=127.0.0.1:9",
+        "--scheme",
+        "quic",
+    ]);
+    assert!(text(&o.stderr).contains("mptcp"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn server_writes_each_connection_to_its_own_file() {
+    let psk = keygen("srv.psk", true);
+    let dir = tmp("srv-dir");
+    let _ = fs::remove_dir_all(&dir);
+    let mut child = Command::new(BIN)
+        .args(["recv", "--listen", "127.0.0.1:0", "--out-dir"])
+        .arg(&dir)
+        .args(["--psk", psk.to_str().unwrap(), "--linger", "0.3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .split_whitespace()
+        .nth(2)
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let log = std::thread::spawn(move || {
+        let mut all = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut all);
+        all
+    });
+    let inputs: Vec<(PathBuf, Vec<u8>)> = (0..3)
+        .map(|i| {
+            let p = tmp(&format!("srv-in-{i}.bin"));
+            let d = payload(500_000 + i, 20 + i as u64);
+            fs::write(&p, &d).unwrap();
+            (p, d)
+        })
+        .collect();
+    let senders: Vec<_> = inputs
+        .iter()
+        .map(|(p, _)| {
+            Command::new(BIN)
+                .arg("send")
+                .arg(p)
+                .args(["--path", &format!("127.0.0.1:0={addr}")])
+                .args(["--psk", psk.to_str().unwrap()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for s in senders {
+        let o = wait(s);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    // Give the server its linger, then stop it.
+    std::thread::sleep(Duration::from_millis(800));
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = log.join().unwrap();
+    for (p, d) in &inputs {
+        let name = p.file_name().unwrap();
+        let got = fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{e}; log: {log}"));
+        assert!(&got == d, "{} differs", name.to_string_lossy());
+    }
+    assert_eq!(log.matches(": done, ").count(), 3, "{log}");
+    assert_eq!(log.matches(": accepted from ").count(), 3, "{log}");
+    let _ = fs::remove_dir_all(&dir);
 }

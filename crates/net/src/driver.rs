@@ -1,7 +1,11 @@
 //! The event loop: one connection, one UDP socket per local address.
 
+use crate::negotiate::{Answer, Content, Limits, Offer};
+use crate::session::{self, Route, Session};
 use crate::{new_connection, NetError};
+use ring::rand::{SecureRandom, SystemRandom};
 use socket2::{Domain, Protocol, Socket, Type};
+use std::collections::{HashMap, VecDeque};
 use std::mem::MaybeUninit;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,6 +13,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TryR
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
+use tributary_proto::handshake::{self, Credentials, Initiator, RejectReason};
 use tributary_proto::{Connection, ConnectionConfig, Instant};
 
 /// How often an idle receiver thread looks at the stop flag (bounds the time `drop` takes).
@@ -50,12 +55,12 @@ impl Default for SocketOptions {
     }
 }
 
-/// Driver counters (the connection keeps its own, see [`Connection::stats`]).
+/// Driver counters (each connection keeps its own, see [`Connection::stats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DriverStats {
     /// Datagrams read from the sockets.
     pub datagrams_received: u64,
-    /// Datagrams the connection dropped (malformed, foreign connection, protocol violation).
+    /// Datagrams dropped (malformed, foreign connection, forged, replayed, violations).
     pub datagrams_dropped: u64,
     /// Datagrams handed to the OS.
     pub datagrams_sent: u64,
@@ -67,15 +72,34 @@ pub struct DriverStats {
     pub unroutable: u64,
     /// Socket read errors (other than timeouts) seen by the receiver threads.
     pub recv_errors: u64,
+    /// ICMP "port unreachable" reports (connected sockets: `ECONNREFUSED`).
+    pub unreachable: u64,
+    /// Handshakes refused (authentication, limits, no room).
+    pub handshakes_refused: u64,
+    /// Connections accepted.
+    pub handshakes_accepted: u64,
     /// Times the loop woke up.
     pub wakeups: u64,
 }
 
-/// Where a path's datagrams go: which local socket, which remote address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Route {
-    socket: usize,
-    remote: SocketAddr,
+/// What a listening driver accepts (protected mode).
+#[derive(Debug, Clone)]
+pub struct Listener {
+    /// Its credentials (private key and accepted peer keys, or a PSK).
+    pub creds: Credentials,
+    /// Limits every offer is checked against.
+    pub limits: Limits,
+    /// Most connections at once (further INITs get REJECT "busy").
+    pub max_connections: usize,
+}
+
+/// A refused handshake, for the log.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// Who asked.
+    pub from: SocketAddr,
+    /// Why it was refused.
+    pub reason: String,
 }
 
 /// Datagrams read from one socket in one go: their bytes back to back in `data`, their
@@ -87,6 +111,7 @@ struct Batch {
     data: Vec<u8>,
     items: Vec<(SocketAddr, usize)>,
     recv_errors: u64,
+    refused: u64,
 }
 
 impl Batch {
@@ -94,22 +119,30 @@ impl Batch {
         self.data.clear();
         self.items.clear();
         self.recv_errors = 0;
+        self.refused = 0;
     }
 }
 
-/// A [`Connection`] driven over real UDP sockets.
+/// Connections driven over real UDP sockets.
 ///
-/// Call [`UdpDriver::poll_io`] in a loop; between calls, use [`UdpDriver::connection_mut`]
-/// to write or read stream bytes and drain events, then [`UdpDriver::flush`] to send what
-/// that produced. Path routing: path `i` of a sender starts on socket `i` towards the
-/// remote given for it; on both ends every accepted datagram re-points its path (from its
-/// header) to the socket it arrived on and the address it came from, so replies go back
-/// the way the peer's datagrams came.
+/// A sender ([`connect`](Self::connect), [`connect_secure`](Self::connect_secure)) has one
+/// connection; a receiver ([`listen`](Self::listen), [`listen_secure`](Self::listen_secure))
+/// has one (unprotected) or accepts many (protected: one per handshake, demultiplexed by
+/// connection id). Call [`UdpDriver::poll_io`] in a loop; between calls, use
+/// [`UdpDriver::connection_mut`] (the first connection) or [`UdpDriver::session_mut`] to
+/// write or read stream bytes and drain events, then [`UdpDriver::flush`] to send what that
+/// produced. Routing and path validation: see [`Session`].
 pub struct UdpDriver {
-    conn: Connection,
+    sessions: HashMap<u64, Session>,
+    /// The sender's connection, or the first one accepted.
+    primary: Option<u64>,
+    listener: Option<Listener>,
+    accepted: VecDeque<u64>,
+    refusals: VecDeque<Refusal>,
+    /// Sessions that received datagrams or had timers since the last flush.
+    dirty: Vec<u64>,
     sockets: Vec<Arc<UdpSocket>>,
     local_addrs: Vec<SocketAddr>,
-    routes: Vec<Option<Route>>,
     rx: Receiver<Batch>,
     /// Per socket: returns handled batches to its thread.
     pools: Vec<Sender<Batch>>,
@@ -127,14 +160,26 @@ impl std::fmt::Debug for UdpDriver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UdpDriver")
             .field("local_addrs", &self.local_addrs)
-            .field("routes", &self.routes)
+            .field("sessions", &self.sessions.len())
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
 }
 
+/// 32 bytes from the OS's generator.
+pub(crate) fn os_random<const N: usize>() -> [u8; N] {
+    let mut b = [0u8; N];
+    // The OS generator does not fail on any supported system; if it did, a zero seed
+    // would be catastrophic, so stop.
+    SystemRandom::new()
+        .fill(&mut b)
+        .expect("the operating system's random number generator failed");
+    b
+}
+
 impl UdpDriver {
-    /// A sending endpoint: path `i` binds `paths[i].0` and sends to `paths[i].1`.
+    /// An unprotected sending endpoint: path `i` binds `paths[i].0` and sends to
+    /// `paths[i].1`. Both ends must be configured alike (no handshake).
     pub fn connect(
         cfg: ConnectionConfig,
         paths: &[(SocketAddr, SocketAddr)],
@@ -145,17 +190,72 @@ impl UdpDriver {
         }
         let conn = new_connection(cfg, paths.len())?;
         let locals: Vec<SocketAddr> = paths.iter().map(|p| p.0).collect();
-        let mut d = Self::bind(conn, &locals, opts)?;
-        d.routes = paths
-            .iter()
-            .enumerate()
-            .map(|(i, &(_, remote))| Some(Route { socket: i, remote }))
-            .collect();
+        let mut d = Self::bind(&locals, opts, None)?;
+        let routes = Self::routes(paths);
+        let s = Session::plain(conn, &routes);
+        d.insert(s);
         Ok(d)
     }
 
-    /// A receiving endpoint listening on every address of `addrs`; it learns the paths and
-    /// the peer's addresses from the datagrams that arrive.
+    /// A protected sending endpoint: runs the handshake with `creds` (which pin the
+    /// receiver's key, or hold the PSK), offering `cfg`, `paths.len()` paths and `content`;
+    /// data flows once the receiver accepted. The connection id is drawn at random. The
+    /// sockets are connected to their remote, so that an ICMP "port unreachable" is
+    /// reported ([`DriverStats::unreachable`]).
+    pub fn connect_secure(
+        mut cfg: ConnectionConfig,
+        paths: &[(SocketAddr, SocketAddr)],
+        opts: SocketOptions,
+        creds: &Credentials,
+        content: Content,
+    ) -> Result<Self, NetError> {
+        if paths.is_empty() {
+            return Err(NetError::NoPaths("path"));
+        }
+        cfg.conn_id = u64::from_be_bytes(os_random());
+        cfg.seed = u64::from_be_bytes(os_random());
+        Limits {
+            max_paths: 255,
+            ..Limits::default()
+        }
+        .check(&cfg, paths.len())
+        .map_err(NetError::Limit)?;
+        let offer = Offer {
+            config: cfg.clone(),
+            paths: paths.len(),
+            content,
+        }
+        .encode()?;
+        let init = Initiator::new(creds, cfg.conn_id, &offer, os_random())
+            .map_err(|e| NetError::Handshake(e.to_string()))?;
+        let conn = new_connection(cfg, paths.len())?;
+        let locals: Vec<SocketAddr> = paths.iter().map(|p| p.0).collect();
+        let remotes: Vec<SocketAddr> = paths.iter().map(|p| p.1).collect();
+        let mut d = Self::bind(&locals, opts, Some(&remotes))?;
+        let routes = Self::routes(paths);
+        let now = d.now();
+        let mut s = Session::initiator(conn, init, &routes, now);
+        s.add_tokens((0..8).map(|_| os_random()));
+        d.insert(s);
+        Ok(d)
+    }
+
+    fn routes(paths: &[(SocketAddr, SocketAddr)]) -> Vec<Route> {
+        paths
+            .iter()
+            .enumerate()
+            .map(|(i, &(_, remote))| Route { socket: i, remote })
+            .collect()
+    }
+
+    fn insert(&mut self, s: Session) {
+        let id = s.id();
+        self.primary.get_or_insert(id);
+        self.sessions.insert(id, s);
+    }
+
+    /// An unprotected receiving endpoint listening on every address of `addrs`; it learns
+    /// the paths and the peer's addresses from the datagrams that arrive.
     pub fn listen(
         cfg: ConnectionConfig,
         addrs: &[SocketAddr],
@@ -165,14 +265,42 @@ impl UdpDriver {
             return Err(NetError::NoPaths("listening address"));
         }
         let conn = new_connection(cfg, 0)?;
-        Self::bind(conn, addrs, opts)
+        let mut d = Self::bind(addrs, opts, None)?;
+        d.insert(Session::plain(conn, &[]));
+        Ok(d)
     }
 
-    fn bind(conn: Connection, addrs: &[SocketAddr], opts: SocketOptions) -> Result<Self, NetError> {
+    /// A protected receiving endpoint: accepts handshakes that authenticate with
+    /// `listener.creds` and whose offer fits `listener.limits`, up to
+    /// `listener.max_connections` at once. New connections appear in
+    /// [`accept`](Self::accept).
+    pub fn listen_secure(
+        addrs: &[SocketAddr],
+        opts: SocketOptions,
+        listener: Listener,
+    ) -> Result<Self, NetError> {
+        if addrs.is_empty() {
+            return Err(NetError::NoPaths("listening address"));
+        }
+        Self::bind(addrs, opts, None).map(|mut d| {
+            d.listener = Some(listener);
+            d
+        })
+    }
+
+    fn bind(
+        addrs: &[SocketAddr],
+        opts: SocketOptions,
+        connect_to: Option<&[SocketAddr]>,
+    ) -> Result<Self, NetError> {
         let mut sockets = Vec::with_capacity(addrs.len());
         let mut local_addrs = Vec::with_capacity(addrs.len());
-        for &addr in addrs {
+        for (i, &addr) in addrs.iter().enumerate() {
             let s = open_socket(addr, opts)?;
+            if let Some(r) = connect_to.and_then(|c| c.get(i)) {
+                s.connect(r)
+                    .map_err(|error| NetError::Setup { addr, error })?;
+            }
             let local = s
                 .local_addr()
                 .map_err(|error| NetError::Setup { addr, error })?;
@@ -208,25 +336,22 @@ impl UdpDriver {
                 }
             }
         }
-        let maxd = conn.max_datagram();
-        let gso = opts.gso && gso::MAX_SEGMENTS > 1 && 2 * maxd <= gso::MAX_BYTES;
-        let buf = if gso {
-            let n = (gso::MAX_BYTES / maxd).min(gso::MAX_SEGMENTS);
-            vec![0; n * maxd]
-        } else {
-            vec![0; maxd]
-        };
+        let gso = opts.gso && gso::MAX_SEGMENTS > 1;
         Ok(UdpDriver {
-            conn,
+            sessions: HashMap::new(),
+            primary: None,
+            listener: None,
+            accepted: VecDeque::new(),
+            refusals: VecDeque::new(),
+            dirty: Vec::new(),
             sockets,
             local_addrs,
-            routes: Vec::new(),
             rx,
             pools,
             stop,
             threads,
             epoch: StdInstant::now(),
-            buf,
+            buf: vec![0; gso::MAX_BYTES.max(MAX_UDP) + MAX_UDP],
             gso,
             stats: DriverStats::default(),
         })
@@ -237,20 +362,67 @@ impl UdpDriver {
         &self.local_addrs
     }
 
-    /// The remote address path `path` currently sends to, if known.
+    /// The remote address path `path` of the first connection currently sends to.
     pub fn remote(&self, path: usize) -> Option<SocketAddr> {
-        self.routes.get(path).copied().flatten().map(|r| r.remote)
+        self.primary_session().and_then(|s| s.remote(path))
     }
 
-    /// The connection.
-    pub fn connection(&self) -> &Connection {
-        &self.conn
+    fn primary_session(&self) -> Option<&Session> {
+        self.primary.and_then(|id| self.sessions.get(&id))
     }
 
-    /// The connection, to write, read, close or drain events. Call [`UdpDriver::flush`]
-    /// afterwards so that what this produced is sent.
-    pub fn connection_mut(&mut self) -> &mut Connection {
-        &mut self.conn
+    /// The first connection (the sender's, or the first accepted), if any yet.
+    pub fn session(&self) -> Option<&Session> {
+        self.primary_session()
+    }
+
+    /// The first connection, mutable.
+    pub fn session_mut(&mut self) -> Option<&mut Session> {
+        self.primary.and_then(|id| self.sessions.get_mut(&id))
+    }
+
+    /// Connection `id`.
+    pub fn session_by_id(&self, id: u64) -> Option<&Session> {
+        self.sessions.get(&id)
+    }
+
+    /// Connection `id`, mutable.
+    pub fn session_by_id_mut(&mut self, id: u64) -> Option<&mut Session> {
+        self.sessions.get_mut(&id)
+    }
+
+    /// The first connection's core, if any yet.
+    pub fn connection(&self) -> Option<&Connection> {
+        self.primary_session().map(Session::connection)
+    }
+
+    /// The first connection's core, to write, read, close or drain events. Call
+    /// [`UdpDriver::flush`] afterwards so that what this produced is sent.
+    pub fn connection_mut(&mut self) -> Option<&mut Connection> {
+        self.session_mut().map(Session::connection_mut)
+    }
+
+    /// The next connection accepted since the last call (listening, protected).
+    pub fn accept(&mut self) -> Option<u64> {
+        self.accepted.pop_front()
+    }
+
+    /// The next handshake refused since the last call.
+    pub fn refusal(&mut self) -> Option<Refusal> {
+        self.refusals.pop_front()
+    }
+
+    /// Forgets connection `id` (its datagrams are dropped from now on).
+    pub fn remove(&mut self, id: u64) -> Option<Session> {
+        if self.primary == Some(id) {
+            self.primary = None;
+        }
+        self.sessions.remove(&id)
+    }
+
+    /// Number of connections.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
     }
 
     /// Driver counters.
@@ -264,8 +436,8 @@ impl UdpDriver {
         Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
     }
 
-    /// Waits until a datagram arrives, the connection's timer expires, or `max_wait`
-    /// passes; handles up to a batch of queued datagrams and the timer, and sends what they
+    /// Waits until a datagram arrives, a connection's timer expires, or `max_wait` passes;
+    /// handles up to a batch of queued datagrams and the timers, and sends what they
     /// triggered. Returns after one batch so that the caller can move stream bytes in
     /// between (a receiver that only read once the queue ran dry would close its own
     /// window under a steady stream). Returns an error only if every receiver thread has
@@ -273,8 +445,10 @@ impl UdpDriver {
     pub fn poll_io(&mut self, max_wait: StdDuration) -> Result<(), NetError> {
         let now = self.now();
         let mut wait = max_wait;
-        if let Some(t) = self.conn.poll_timeout() {
-            wait = wait.min(StdDuration::from_nanos(t.saturating_since(now).as_nanos()));
+        for s in self.sessions.values() {
+            if let Some(t) = s.poll_timeout() {
+                wait = wait.min(StdDuration::from_nanos(t.saturating_since(now).as_nanos()));
+            }
         }
         let first = if wait.is_zero() {
             match self.rx.try_recv() {
@@ -300,36 +474,52 @@ impl UdpDriver {
             }
         }
         self.on_timer();
-        self.flush();
+        let dirty = std::mem::take(&mut self.dirty);
+        for &id in &dirty {
+            self.flush_session(id);
+        }
+        self.dirty = dirty;
+        self.dirty.clear();
         Ok(())
     }
 
     fn on_timer(&mut self) {
         let now = self.now();
-        if self.conn.poll_timeout().is_some_and(|t| t <= now) {
-            self.conn.handle_timeout(now);
+        for (&id, s) in &mut self.sessions {
+            if s.poll_timeout().is_some_and(|t| t <= now) {
+                s.handle_timeout(now);
+                self.dirty.push(id);
+            }
         }
     }
 
     fn on_batch(&mut self, mut b: Batch) {
         self.stats.recv_errors += b.recv_errors;
+        self.stats.unreachable += b.refused;
         let mut at = 0;
         for &(from, len) in &b.items {
             let data = &b.data[at..at + len];
             at += len;
             self.stats.datagrams_received += 1;
             let now = self.now();
-            match self.conn.handle_datagram(now, data) {
-                Ok(r) => {
-                    if self.routes.len() <= r.path {
-                        self.routes.resize(r.path + 1, None);
+            let route = Route {
+                socket: b.socket,
+                remote: from,
+            };
+            let ok = match session::conn_id_of(data) {
+                Some(id) => match self.sessions.get_mut(&id) {
+                    Some(s) => {
+                        if !self.dirty.contains(&id) {
+                            self.dirty.push(id);
+                        }
+                        s.handle_datagram(now, route, data)
                     }
-                    self.routes[r.path] = Some(Route {
-                        socket: b.socket,
-                        remote: from,
-                    });
-                }
-                Err(_) => self.stats.datagrams_dropped += 1,
+                    None => self.on_new(route, data),
+                },
+                None => false,
+            };
+            if !ok {
+                self.stats.datagrams_dropped += 1;
             }
         }
         b.clear();
@@ -337,96 +527,226 @@ impl UdpDriver {
         let _ = self.pools[b.socket].send(b);
     }
 
-    /// Closes the connection: sends a CLOSE frame with `code` on every path (fire and
+    /// A datagram for no known connection: an INIT is a new connection if it authenticates
+    /// and its offer fits the limits.
+    fn on_new(&mut self, from: Route, data: &[u8]) -> bool {
+        let Some(l) = &self.listener else {
+            return false;
+        };
+        let Ok(handshake::Message::Init { conn_id, .. }) = handshake::parse(data) else {
+            return false;
+        };
+        // REJECT and refusal answers are smaller than the 1200-byte INIT: no amplification.
+        if self.sessions.len() >= l.max_connections {
+            self.refuse(from, conn_id, RejectReason::Busy, "no room (busy)".into());
+            return false;
+        }
+        let a = match handshake::accept(&l.creds, data, os_random()) {
+            Ok(a) => a,
+            Err(e) => {
+                match e.reject_reason() {
+                    Some(r) => self.refuse(from, conn_id, r, e.to_string()),
+                    None => self.stats.handshakes_refused += 1,
+                }
+                return false;
+            }
+        };
+        let limits = l.limits;
+        let offer = Offer::decode(&a.offer);
+        let checked = offer.and_then(|o| limits.check(&o.config, o.paths).map(|()| o));
+        let built = checked.and_then(|o| {
+            let cfg = ConnectionConfig {
+                conn_id,
+                seed: u64::from_be_bytes(os_random()),
+                ..o.config.clone()
+            };
+            Connection::new(cfg, 0)
+                .map(|c| (o, c))
+                .map_err(|e| e.to_string())
+        });
+        let peer = a.peer;
+        match built {
+            Err(reason) => {
+                if let Ok((_, pkt)) = a.respond(
+                    &Answer::Refuse {
+                        reason: reason.clone(),
+                    }
+                    .encode(),
+                ) {
+                    self.send_direct(from, &pkt);
+                }
+                self.stats.handshakes_refused += 1;
+                self.refusals.push_back(Refusal {
+                    from: from.remote,
+                    reason: format!("offer refused: {reason}"),
+                });
+                false
+            }
+            Ok((offer, conn)) => {
+                let Ok((keys, pkt)) = a.respond(&Answer::Accept.encode()) else {
+                    return false;
+                };
+                let mut s = Session::responder(conn_id, conn, &keys, data, pkt, from);
+                s.add_tokens((0..8).map(|_| os_random()));
+                s.set_offer(offer, peer);
+                self.insert(s);
+                self.accepted.push_back(conn_id);
+                self.dirty.push(conn_id);
+                self.stats.handshakes_accepted += 1;
+                true
+            }
+        }
+    }
+
+    fn refuse(&mut self, from: Route, conn_id: u64, r: RejectReason, why: String) {
+        self.stats.handshakes_refused += 1;
+        self.send_direct(from, &handshake::reject_packet(conn_id, r));
+        self.refusals.push_back(Refusal {
+            from: from.remote,
+            reason: why,
+        });
+    }
+
+    fn send_direct(&mut self, to: Route, pkt: &[u8]) {
+        match self.sockets[to.socket].send_to(pkt, to.remote) {
+            Ok(_) => self.stats.datagrams_sent += 1,
+            Err(_) => self.stats.send_errors += 1,
+        }
+    }
+
+    /// Closes the first connection: sends a CLOSE frame with `code` on every path (fire and
     /// forget).
     pub fn close(&mut self, code: u64) {
-        self.conn.close_connection(code);
+        if let Some(c) = self.connection_mut() {
+            c.close_connection(code);
+        }
         self.flush();
     }
 
-    /// Sends every datagram the connection has ready.
+    /// Sends every datagram every connection has ready.
     pub fn flush(&mut self) {
-        self.send_at_most(usize::MAX);
+        let ids: Vec<u64> = self.sessions.keys().copied().collect();
+        for id in ids {
+            self.flush_session(id);
+        }
     }
 
-    /// Sends up to `n` datagrams. Consecutive datagrams of one path and one size (a flight
-    /// of data packets) are written back to back and, with GSO, handed to the kernel in one
-    /// `sendmsg` (the last one of a run may be shorter, as GSO allows).
-    fn send_at_most(&mut self, n: usize) {
-        let maxd = self.conn.max_datagram();
+    /// Sends every datagram connection `id` has ready. Consecutive datagrams of one route
+    /// and one size (a flight of data packets) are written back to back and, with GSO,
+    /// handed to the kernel in one `sendmsg` (the last one of a run may be shorter, as GSO
+    /// allows).
+    pub fn flush_session(&mut self, id: u64) {
+        let Some(s) = self.sessions.get_mut(&id) else {
+            return;
+        };
+        let maxd = s.connection().max_datagram().max(handshake::INIT_MIN_LEN);
         let mut run: Option<Run> = None;
         let mut used = 0;
-        for _ in 0..n {
-            let now = self.now();
-            let Some(t) = self
-                .conn
-                .poll_transmit(now, &mut self.buf[used..used + maxd])
-            else {
+        let epoch = self.epoch;
+        loop {
+            let ns = epoch.elapsed().as_nanos();
+            let now = Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX));
+            let Some((route, len)) = s.poll_transmit(now, &mut self.buf[used..used + maxd]) else {
                 break;
-            };
-            let Some(route) = self.routes.get(t.path).copied().flatten() else {
-                self.stats.unroutable += 1;
-                continue;
             };
             match &mut run {
                 Some(r)
-                    if r.route == route && t.len <= r.segment && r.count < gso::MAX_SEGMENTS =>
+                    if r.route == route
+                        && len <= r.segment
+                        && r.count < gso::MAX_SEGMENTS
+                        && used + len <= gso::MAX_BYTES =>
                 {
                     r.count += 1;
-                    used += t.len;
-                    if t.len < r.segment {
-                        self.send_run(r, used);
+                    used += len;
+                    if len < r.segment {
+                        let r = *r;
+                        send_run(
+                            &self.sockets,
+                            &mut self.gso,
+                            &mut self.stats,
+                            &self.buf,
+                            &r,
+                            used,
+                        );
                         (run, used) = (None, 0);
                     }
                 }
                 Some(r) => {
-                    // A different path or a larger datagram: send the run, start anew.
+                    // A different route or a larger datagram: send the run, start anew.
                     let r = *r;
-                    self.send_run(&r, used);
-                    self.buf.copy_within(used..used + t.len, 0);
-                    run = Some(Run::new(route, t.len));
-                    used = t.len;
+                    send_run(
+                        &self.sockets,
+                        &mut self.gso,
+                        &mut self.stats,
+                        &self.buf,
+                        &r,
+                        used,
+                    );
+                    self.buf.copy_within(used..used + len, 0);
+                    run = Some(Run::new(route, len));
+                    used = len;
                 }
                 None => {
-                    run = Some(Run::new(route, t.len));
-                    used = t.len;
+                    run = Some(Run::new(route, len));
+                    used = len;
                 }
             }
             if used + maxd > self.buf.len() {
                 if let Some(r) = run.take() {
-                    self.send_run(&r, used);
+                    send_run(
+                        &self.sockets,
+                        &mut self.gso,
+                        &mut self.stats,
+                        &self.buf,
+                        &r,
+                        used,
+                    );
                 }
                 used = 0;
             }
         }
         if let Some(r) = run {
-            self.send_run(&r, used);
+            send_run(
+                &self.sockets,
+                &mut self.gso,
+                &mut self.stats,
+                &self.buf,
+                &r,
+                used,
+            );
         }
     }
+}
 
-    /// Sends the run of datagrams in `self.buf[..len]`.
-    fn send_run(&mut self, r: &Run, len: usize) {
-        let data = &self.buf[..len];
-        let socket = &self.sockets[r.route.socket];
-        if r.count > 1 && self.gso {
-            match gso::send(socket, data, r.segment, r.route.remote) {
-                Ok(()) => {
-                    self.stats.gso_sends += 1;
-                    self.stats.datagrams_sent += r.count as u64;
-                    return;
-                }
-                Err(e) if gso::unsupported(&e) => self.gso = false,
-                Err(_) => {
-                    self.stats.send_errors += r.count as u64;
-                    return;
-                }
+/// Sends the run of datagrams in `buf[..len]`.
+fn send_run(
+    sockets: &[Arc<UdpSocket>],
+    use_gso: &mut bool,
+    stats: &mut DriverStats,
+    buf: &[u8],
+    r: &Run,
+    len: usize,
+) {
+    let data = &buf[..len];
+    let socket = &sockets[r.route.socket];
+    if r.count > 1 && *use_gso {
+        match gso::send(socket, data, r.segment, r.route.remote) {
+            Ok(()) => {
+                stats.gso_sends += 1;
+                stats.datagrams_sent += r.count as u64;
+                return;
+            }
+            Err(e) if gso::unsupported(&e) => *use_gso = false,
+            Err(_) => {
+                stats.send_errors += r.count as u64;
+                return;
             }
         }
-        for d in data.chunks(r.segment) {
-            match socket.send_to(d, r.route.remote) {
-                Ok(_) => self.stats.datagrams_sent += 1,
-                Err(_) => self.stats.send_errors += 1,
-            }
+    }
+    for d in data.chunks(r.segment) {
+        match socket.send_to(d, r.route.remote) {
+            Ok(_) => stats.datagrams_sent += 1,
+            Err(_) => stats.send_errors += 1,
         }
     }
 }
@@ -702,6 +1022,10 @@ fn receive_loop(
         match gso::recv(s, &mut buf, &mut control, 0) {
             Ok((n, from, segment)) => batch.push(from, &buf, n, segment),
             Err(e) if is_timeout(&e) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                // ICMP port unreachable on a connected socket: report it at once.
+                batch.refused += 1;
+            }
             Err(_) => {
                 // Transient (e.g. an ICMP error reported on some platforms): count it and
                 // back off a little so a persistent error cannot spin a core.

@@ -8,6 +8,13 @@
 //! (a file, say) over a driver; the `tributary send` / `tributary recv` commands are thin
 //! wrappers around them.
 //!
+//! Security (see `docs/udp.md`): with credentials ([`UdpDriver::connect_secure`],
+//! [`UdpDriver::listen_secure`]) a Noise handshake authenticates both ends and negotiates the
+//! connection ([`negotiate`]); every packet after it is AEAD-protected with a replay window,
+//! paths are validated before use and unvalidated addresses get at most three times what
+//! they sent ([`session`]). Without credentials the driver speaks the simulator's
+//! unprotected format, for trusted labs and for measuring what protection costs.
+//!
 //! Threads: one blocking receiver thread per socket pushes batches of datagrams into a
 //! channel; the calling thread owns the connection, drains the channel, and sends. On Linux,
 //! runs of equal-sized datagrams leave in one `sendmsg` (UDP GSO) and arrive coalesced (UDP
@@ -18,11 +25,19 @@
 #![warn(missing_docs)]
 
 mod driver;
+pub mod keys;
+pub mod negotiate;
+pub mod server;
+pub mod session;
 mod transfer;
 
-pub use driver::{DriverStats, SocketOptions, UdpDriver};
+pub use driver::{DriverStats, Listener, Refusal, SocketOptions, UdpDriver};
+pub use negotiate::{Answer, Content, Limits, Offer};
+pub use server::{serve, ServeOptions, ServerEvent, Sink};
+pub use session::{Session, SessionError, SessionStats};
 pub use transfer::{
-    receive_stream, send_stream, PathReport, Role, TransferOptions, TransferReport, CLOSE_DONE,
+    receive_stream, send_stream, wait_open, PathReport, Role, TransferOptions, TransferReport,
+    CLOSE_DONE,
 };
 
 use std::net::SocketAddr;
@@ -76,6 +91,37 @@ pub enum NetError {
         /// The peer's reason code.
         code: u64,
     },
+    /// A resource limit refuses the configuration (checked before allocating).
+    #[error("{0}")]
+    Limit(String),
+    /// The handshake could not start (credentials).
+    #[error("handshake: {0}")]
+    Handshake(String),
+    /// Encoding or decoding the negotiation failed.
+    #[error("negotiation: {0}")]
+    Negotiation(String),
+    /// The receiver refused the handshake or the offer.
+    #[error("the receiver refused the connection: {0}")]
+    Refused(String),
+    /// ICMP port unreachable: nothing listens at the address.
+    #[error("{addr} is unreachable: nothing listens on that port (ICMP port unreachable)")]
+    Unreachable {
+        /// The receiver's address.
+        addr: SocketAddr,
+    },
+    /// No handshake answer arrived.
+    #[error("no handshake answer from {addr} within {secs:.1} s{hint}")]
+    NoAnswer {
+        /// The receiver's address.
+        addr: SocketAddr,
+        /// Seconds waited.
+        secs: f64,
+        /// What may be wrong.
+        hint: &'static str,
+    },
+    /// A key file is missing, unreadable or malformed.
+    #[error("{0}")]
+    Key(String),
 }
 
 /// Builds the driver's connection: `paths` paths (0 for a receiver, which learns them).

@@ -1,6 +1,7 @@
 //! One stream over a driver: the sending and receiving loops behind `tributary send/recv`.
 
 use crate::driver::{DriverStats, UdpDriver};
+use crate::session::{SessionError, SessionStats};
 use crate::NetError;
 use std::fmt;
 use std::io::{ErrorKind, Read, Write};
@@ -78,6 +79,10 @@ pub struct TransferReport {
     pub conn: ConnectionStats,
     /// The driver's counters.
     pub driver: DriverStats,
+    /// The security layer's counters (zero when unprotected).
+    pub session: SessionStats,
+    /// True if packets were protected.
+    pub protected: bool,
 }
 
 impl TransferReport {
@@ -153,7 +158,7 @@ impl Progress {
 }
 
 fn report(d: &UdpDriver, role: Role, bytes: u64, elapsed: StdDuration) -> TransferReport {
-    let conn = d.connection().stats();
+    let conn = d.connection().map(|c| c.stats()).unwrap_or_default();
     let paths = conn
         .paths
         .iter()
@@ -174,7 +179,13 @@ fn report(d: &UdpDriver, role: Role, bytes: u64, elapsed: StdDuration) -> Transf
         paths,
         conn,
         driver: d.stats(),
+        session: d.session().map(|s| s.stats()).unwrap_or_default(),
+        protected: d.session().is_some_and(|s| s.is_protected()),
     }
+}
+
+fn conn(d: &mut UdpDriver) -> Result<&mut tributary_proto::Connection, NetError> {
+    d.connection_mut().ok_or(NetError::NoPaths("connection"))
 }
 
 fn read_retry(src: &mut impl Read, buf: &mut [u8]) -> Result<usize, NetError> {
@@ -187,13 +198,51 @@ fn read_retry(src: &mut impl Read, buf: &mut [u8]) -> Result<usize, NetError> {
     }
 }
 
+/// Waits until the first connection's handshake completes (at once for an unprotected
+/// one); fails at once on REJECT, a refused offer, or ICMP port unreachable, and after
+/// `timeout` without an answer.
+pub fn wait_open(d: &mut UdpDriver, timeout: StdDuration) -> Result<(), NetError> {
+    let t0 = StdInstant::now();
+    loop {
+        let s = d.session().ok_or(NetError::NoPaths("connection"))?;
+        if s.is_open() {
+            return Ok(());
+        }
+        let addr = s.remote(0).unwrap_or_else(|| d.local_addrs()[0]);
+        match s.error() {
+            Some(SessionError::Rejected(r)) => return Err(NetError::Refused(r.to_string())),
+            Some(SessionError::Refused(r)) => return Err(NetError::Refused(r.clone())),
+            _ => {}
+        }
+        if d.stats().unreachable > 0 {
+            return Err(NetError::Unreachable { addr });
+        }
+        if t0.elapsed() >= timeout {
+            let hint = if matches!(s.error(), Some(SessionError::BadResponse)) {
+                ": an answer came but did not authenticate (the receiver's public key pinned \
+                 here, or the pre-shared key, differs)"
+            } else {
+                " (nothing listens there, or a firewall drops the datagrams)"
+            };
+            return Err(NetError::NoAnswer {
+                addr,
+                secs: timeout.as_secs_f64(),
+                hint,
+            });
+        }
+        d.poll_io(TICK.min(timeout.saturating_sub(t0.elapsed())))?;
+    }
+}
+
 /// Sends everything `src` yields as the connection's stream, ends it, waits until the peer
-/// acknowledged all of it, then sends CLOSE ([`CLOSE_DONE`]) on every path.
+/// acknowledged all of it, then sends CLOSE ([`CLOSE_DONE`]) on every path. A protected
+/// connection first completes its handshake ([`wait_open`]).
 pub fn send_stream(
     d: &mut UdpDriver,
     mut src: impl Read,
     opts: &TransferOptions,
 ) -> Result<TransferReport, NetError> {
+    wait_open(d, opts.idle_timeout)?;
     let start = StdInstant::now();
     let mut chunk = vec![0u8; CHUNK];
     let (mut pos, mut end) = (0usize, 0usize);
@@ -202,18 +251,18 @@ pub fn send_stream(
     loop {
         while !eof {
             if pos == end {
-                if d.connection().write_capacity() == 0 {
+                if conn(d)?.write_capacity() == 0 {
                     break;
                 }
                 let n = read_retry(&mut src, &mut chunk)?;
                 if n == 0 {
                     eof = true;
-                    d.connection_mut().close();
+                    conn(d)?.close();
                     break;
                 }
                 (pos, end) = (0, n);
             }
-            let w = d.connection_mut().write(&chunk[pos..end]);
+            let w = conn(d)?.write(&chunk[pos..end]);
             pos += w;
             if w == 0 {
                 break;
@@ -221,14 +270,14 @@ pub fn send_stream(
         }
         d.flush();
         let mut done = false;
-        while let Some(ev) = d.connection_mut().poll_event() {
+        while let Some(ev) = conn(d)?.poll_event() {
             match ev {
                 Event::AllAcked => done = true,
                 Event::Closed { code } => return Err(NetError::PeerClosed { code }),
                 _ => {}
             }
         }
-        let stats = d.connection().stats();
+        let stats = conn(d)?.stats();
         let acked: u64 = stats.paths.iter().map(|p| p.packets_acked).sum();
         if done {
             break;
@@ -238,7 +287,7 @@ pub fn send_stream(
     }
     let elapsed = start.elapsed();
     d.close(CLOSE_DONE);
-    let bytes = d.connection().stats().bytes_written;
+    let bytes = conn(d)?.stats().bytes_written;
     Ok(report(d, Role::Sender, bytes, elapsed))
 }
 
@@ -260,11 +309,16 @@ pub fn receive_stream(
             None => TICK,
         };
         d.poll_io(wait)?;
+        if d.session().is_none() {
+            // Protected: no handshake completed yet.
+            progress.update(0)?;
+            continue;
+        }
         if first.is_none() && d.stats().datagrams_received > d.stats().datagrams_dropped {
             first = Some(StdInstant::now());
         }
         let mut err = None;
-        bytes += d.connection_mut().read_with(u64::MAX, |b| {
+        bytes += conn(d)?.read_with(u64::MAX, |b| {
             if err.is_none() {
                 err = dst.write_all(b).err();
             }
@@ -275,7 +329,7 @@ pub fn receive_stream(
         // Reading frees buffer space: send the window update it may have triggered.
         d.flush();
         let mut closed = None;
-        while let Some(ev) = d.connection_mut().poll_event() {
+        while let Some(ev) = conn(d)?.poll_event() {
             match ev {
                 Event::StreamFinished => finished = Some(StdInstant::now()),
                 Event::Closed { code } => closed = Some(code),

@@ -157,7 +157,7 @@ fn garbage_is_counted_and_dropped() {
     };
     let mut f =
         UdpDriver::connect(foreign, &[(any_local(), target)], SocketOptions::default()).unwrap();
-    f.connection_mut().write(b"not for you");
+    f.connection_mut().unwrap().write(b"not for you");
     f.flush();
     let receiver = thread::spawn(move || {
         let mut out = Vec::new();
@@ -172,7 +172,8 @@ fn garbage_is_counted_and_dropped() {
     assert!(out == data);
     // 50 junk datagrams, (zero-length ones included), plus at least one foreign datagram.
     assert!(r.driver.datagrams_dropped >= 51, "{:?}", r.driver);
-    assert!(r.conn.malformed + r.conn.rejected >= 51, "{:?}", r.conn);
+    // (The driver drops datagrams of no known connection id before any connection sees
+    // them, so the connection's own counters need not move.)
 }
 
 #[test]
@@ -238,7 +239,7 @@ fn peer_close_before_end_is_an_error() {
     let target = rx.local_addrs()[0];
     let mut tx =
         UdpDriver::connect(cfg, &[(any_local(), target)], SocketOptions::default()).unwrap();
-    tx.connection_mut().write(b"partial");
+    tx.connection_mut().unwrap().write(b"partial");
     tx.flush();
     tx.close(7);
     let err = receive_stream(&mut rx, Vec::new(), &opts()).unwrap_err();

@@ -11,7 +11,7 @@ use crate::time::Duration;
 #[serde(default, deny_unknown_fields)]
 pub struct ConnectionConfig {
     /// Connection identifier carried in every header.
-    pub conn_id: u32,
+    pub conn_id: u64,
     /// Largest stream payload per packet, bytes (the MSS).
     pub mss: usize,
     /// Receive buffer, bytes: bounds out-of-order plus unread data and the flow-control limit.

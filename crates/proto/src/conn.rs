@@ -13,6 +13,7 @@ use crate::message::{MessageId, MessageOptions, RxMessages, RxOutcome, TxMessage
 use crate::path::{
     Path, PathStats, PathView, RttEstimator, SentState, SENT_CONTROL, SENT_STREAM_END,
 };
+use crate::protect::{ProtectError, Protection};
 use crate::ranges::RangeSet;
 use crate::sched::Scheduler;
 use crate::scheme::{
@@ -22,7 +23,7 @@ use crate::scheme::{
 use crate::time::{Duration, Instant};
 use crate::trace::{TraceEvent, Tracer};
 use crate::wire::{
-    self, AckFrame, Frame, FrameIter, Header, MessageFrame, PacketWriter, WireError,
+    self, AckFrame, Frame, FrameIter, Header, MessageFrame, PacketWriter, Trailer, WireError,
 };
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -80,6 +81,9 @@ pub struct Received {
     pub path: usize,
     /// False if its packet number had been seen before (a network duplicate).
     pub fresh: bool,
+    /// True if it carries the largest packet number received on its path so far: only
+    /// such a packet may move the path's reply address (RFC 9000 §9.3).
+    pub newest: bool,
 }
 
 /// Why a datagram was dropped. The connection is unaffected.
@@ -92,9 +96,9 @@ pub enum DatagramError {
     #[error("datagram for connection {got}, this is {expected}")]
     WrongConnection {
         /// This connection's id.
-        expected: u32,
+        expected: u64,
         /// The header's id.
-        got: u32,
+        got: u64,
     },
     /// A path id beyond `max_paths`.
     #[error("path {0} exceeds the configured maximum")]
@@ -103,6 +107,10 @@ pub enum DatagramError {
     /// beyond the stream end, ...).
     #[error("protocol violation: {0}")]
     Protocol(&'static str),
+    /// A protected connection refused the packet: replayed, too old, or failing
+    /// authentication (forged, corrupted, another connection's keys).
+    #[error("{0}")]
+    Protection(ProtectError),
 }
 
 /// Counters of the scheme in use: its name and each half's own counters.
@@ -139,6 +147,10 @@ pub struct ConnectionStats {
     pub malformed: u64,
     /// Datagrams dropped for other reasons (wrong connection, unknown path, violations).
     pub rejected: u64,
+    /// Protected connections: datagrams failing authentication.
+    pub auth_failures: u64,
+    /// Protected connections: datagrams refused by the replay window.
+    pub replays: u64,
     /// Stream bytes accepted from the application.
     pub bytes_written: u64,
     /// Stream bytes delivered to the application.
@@ -162,6 +174,10 @@ enum StreamEnd {
 pub struct Connection {
     cfg: ConnectionConfig,
     max_datagram: usize,
+    /// CRC-32, or room for the AEAD tag when protected.
+    trailer: Trailer,
+    /// Packet protection, once keys were set.
+    protect: Option<Box<Protection>>,
     paths: Vec<Path>,
     views: Vec<PathView>,
     send_buf: SendBuffer,
@@ -264,6 +280,8 @@ impl Connection {
         let (tx, rx) = cfg.scheme.factory().build(&cfg);
         let mut c = Connection {
             max_datagram: cfg.max_datagram(),
+            trailer: Trailer::Crc32,
+            protect: None,
             paths: Vec::new(),
             views: Vec::new(),
             send_buf: SendBuffer::new(cfg.send_buffer),
@@ -334,12 +352,6 @@ impl Connection {
         self.tracer.take()
     }
 
-    fn trace(&mut self, now: Instant, ev: TraceEvent<'_>) {
-        if let Some(t) = &mut self.tracer {
-            t.event(now, &ev);
-        }
-    }
-
     fn trace_metrics(&mut self, now: Instant, p: usize) {
         if let Some(t) = &mut self.tracer {
             t.event(
@@ -349,6 +361,22 @@ impl Connection {
                 },
             );
         }
+    }
+
+    /// Protects every packet from now on (call before the first datagram either way):
+    /// packets sent are sealed, packets received must authenticate and pass the replay
+    /// window (see [`crate::protect`]). Datagrams grow by the tag's 12 extra bytes.
+    pub fn set_protection(&mut self, p: Protection) {
+        if self.protect.is_none() {
+            self.max_datagram += Trailer::Aead.len() - Trailer::Crc32.len();
+        }
+        self.trailer = Trailer::Aead;
+        self.protect = Some(Box::new(p));
+    }
+
+    /// True if packets are protected.
+    pub fn is_protected(&self) -> bool {
+        self.protect.is_some()
     }
 
     /// The configuration.
@@ -565,6 +593,26 @@ impl Connection {
         now: Instant,
         data: &[u8],
     ) -> Result<Received, DatagramError> {
+        if let Some(mut prot) = self.protect.take() {
+            let mut scratch = std::mem::take(&mut prot.scratch);
+            let res = match prot.open(data, &mut scratch) {
+                Ok((hdr, at, _)) => {
+                    let r = self.handle_packet(now, hdr, &scratch[at..]);
+                    self.count_result(now, r, hdr, &scratch[at..])
+                }
+                Err(e) => {
+                    match e {
+                        ProtectError::Wire(_) => self.stats.malformed += 1,
+                        ProtectError::Replay { .. } => self.stats.replays += 1,
+                        ProtectError::Auth => self.stats.auth_failures += 1,
+                    }
+                    Err(DatagramError::Protection(e))
+                }
+            };
+            prot.scratch = scratch;
+            self.protect = Some(prot);
+            return res;
+        }
         let (hdr, payload) = match wire::parse_packet(data) {
             Ok(x) => x,
             Err(e) => {
@@ -572,21 +620,32 @@ impl Connection {
                 return Err(e.into());
             }
         };
-        let pn = hdr.pn;
-        let res = self.handle_packet(now, hdr, payload);
+        let r = self.handle_packet(now, hdr, payload);
+        self.count_result(now, r, hdr, payload)
+    }
+
+    /// Counts a datagram's fate and traces an accepted one (`frames`: its plaintext frames).
+    fn count_result(
+        &mut self,
+        now: Instant,
+        res: Result<Received, DatagramError>,
+        header: Header,
+        frames: &[u8],
+    ) -> Result<Received, DatagramError> {
         match &res {
             Err(DatagramError::Wire(_)) => self.stats.malformed += 1,
             Err(_) => self.stats.rejected += 1,
             Ok(r) => {
-                let path = r.path;
-                self.trace(
-                    now,
-                    TraceEvent::PacketReceived {
-                        path,
-                        pn,
-                        datagram: data,
-                    },
-                );
+                if let Some(t) = &mut self.tracer {
+                    t.event(
+                        now,
+                        &TraceEvent::PacketReceived {
+                            path: r.path,
+                            header,
+                            frames,
+                        },
+                    );
+                }
             }
         }
         res
@@ -630,6 +689,7 @@ impl Connection {
             self.add_path();
         }
         let fresh = self.paths[p].on_received(hdr.pn);
+        let newest = fresh && self.paths[p].largest_received == Some(hdr.pn);
         self.last_rx_path = p;
         if fresh {
             let out_of_order = self.paths[p].largest_received.is_some_and(|l| l != hdr.pn)
@@ -661,7 +721,11 @@ impl Connection {
         }
         let max = self.cfg.max_ack_ranges;
         self.paths[p].prune_received(max);
-        Ok(Received { path: p, fresh })
+        Ok(Received {
+            path: p,
+            fresh,
+            newest,
+        })
     }
 
     /// Returns true if the frame asks for an immediate acknowledgement.
@@ -1143,30 +1207,31 @@ impl Connection {
 
     /// Writes the next datagram to send into `buf` (at least `max_datagram` bytes long).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        let t = self
-            .transmit_control(now, buf)
-            .or_else(|| self.transmit_data(now, buf));
-        match t {
-            Some(t) => {
-                if self.tracer.is_some() {
-                    let pn = self.paths[t.path].next_pn - 1;
-                    let datagram = &buf[..t.len];
-                    self.trace(
-                        now,
-                        TraceEvent::PacketSent {
-                            path: t.path,
-                            pn,
-                            datagram,
-                        },
-                    );
-                }
-                Some(t)
-            }
-            None => {
-                self.arm_persist(now);
-                None
+        let t = self.transmit_control(now, buf);
+        let t = t.or_else(|| self.transmit_data(now, buf));
+        let Some(t) = t else {
+            self.arm_persist(now);
+            return None;
+        };
+        if let Some(tr) = &mut self.tracer {
+            if let Ok((header, hlen)) = wire::parse_header(&buf[..t.len]) {
+                let frames = &buf[hlen..t.len - self.trailer.len()];
+                tr.event(
+                    now,
+                    &TraceEvent::PacketSent {
+                        path: t.path,
+                        header,
+                        frames,
+                    },
+                );
             }
         }
+        if let Some(p) = &self.protect {
+            // Cannot fail: the packet was just written with an AEAD trailer.
+            let sealed = p.seal(&mut buf[..t.len]);
+            debug_assert!(sealed.is_ok());
+        }
+        Some(t)
     }
 
     /// Largest datagram `poll_transmit` writes.
@@ -1183,7 +1248,8 @@ impl Connection {
             }
             let pn = self.paths[p].take_pn();
             let hdr = self.header(p, pn);
-            let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
+            let mut w =
+                PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer).ok()?;
             let max_data = self.recv_buf.max_data();
             let ok = w
                 .push_ack(
@@ -1210,7 +1276,8 @@ impl Connection {
             if p < self.paths.len() {
                 let pn = self.paths[p].take_pn();
                 let hdr = self.header(p, pn);
-                let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
+                let mut w =
+                    PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer).ok()?;
                 w.push(&Frame::Close { code }).ok()?;
                 let len = w.finish();
                 self.paths[p].on_sent(pn, now, len, false, None, 0);
@@ -1225,7 +1292,8 @@ impl Connection {
             let p = self.best_path()?;
             let pn = self.paths[p].take_pn();
             let hdr = self.header(p, pn);
-            let mut w = PacketWriter::new(buf, self.max_datagram, hdr).ok()?;
+            let mut w =
+                PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer).ok()?;
             w.push(&Frame::Ping).ok()?;
             let len = w.finish();
             self.paths[p].on_sent(pn, now, len, true, None, 0);
@@ -1251,7 +1319,8 @@ impl Connection {
         for &p in &cands {
             let pn = self.paths[p].next_pn;
             let hdr = self.header(p, pn);
-            let Ok(mut w) = PacketWriter::new(buf, self.max_datagram, hdr) else {
+            let Ok(mut w) = PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer)
+            else {
                 break;
             };
             if self.paths[p].floor_due {

@@ -13,7 +13,10 @@
 //! - [`sched`]: path schedulers;
 //! - [`scheme`]: recovery/coding schemes (`tcp`, `mptcp`, `fmtcp`);
 //! - [`conn`]: the connection state machine;
-//! - [`buffer`]: send and receive buffers.
+//! - [`buffer`]: send and receive buffers;
+//! - [`protect`]: AEAD packet protection and the replay window (keys from the caller);
+//! - [`handshake`]: the authenticated key exchange (Noise, through `snow`) that produces
+//!   those keys and carries the connection's negotiation.
 
 #![warn(missing_docs)]
 
@@ -21,8 +24,10 @@ pub mod buffer;
 pub mod cc;
 pub mod config;
 pub mod conn;
+pub mod handshake;
 pub mod message;
 pub mod path;
+pub mod protect;
 pub mod qlog;
 pub mod ranges;
 pub mod registry;

@@ -6,7 +6,7 @@
 //! connection's epoch), `name` and `data`.
 //!
 //! Events: `transport:packet_sent`, `transport:packet_received` (header with `packet_type`
-//! `"1RTT"`, `packet_number`, and `raw.length`), `recovery:packet_lost` (with the trigger,
+//! `"1RTT"`, `packet_number`, `raw.payload_length` and the decoded frames), `recovery:packet_lost` (with the trigger,
 //! `reordering_threshold` or `pto_expired`) and `recovery:metrics_updated` (congestion
 //! window, RTTs in ms, bytes in flight, ssthresh). Every event carries the multipath
 //! extension's `path_id`. The tracer buffers and writes on drop or [`QlogWriter::finish`]; a
@@ -15,6 +15,7 @@
 use crate::scheme::LossKind;
 use crate::time::Instant;
 use crate::trace::{TraceEvent, Tracer};
+use crate::wire::{Frame, FrameIter};
 use std::fmt::Write as _;
 use std::io::Write;
 
@@ -122,27 +123,91 @@ impl<W: Write + Send + std::fmt::Debug> Drop for QlogWriter<W> {
     }
 }
 
+/// The frames of a packet as qlog frame objects: QUIC's names where the meaning matches
+/// (`stream` with offset and length for DATA, `ack`, `ping`, `padding`,
+/// `connection_close`), the wire format's own otherwise (`docs/wire.md`).
+fn frame_list(frames: &[u8]) -> String {
+    let mut out = String::new();
+    for f in FrameIter::new(frames) {
+        let Ok(f) = f else {
+            break;
+        };
+        if !out.is_empty() {
+            out.push(',');
+        }
+        let _ = match f {
+            Frame::Data { offset, data } => write!(
+                out,
+                "{{\"frame_type\":\"stream\",\"offset\":{offset},\"length\":{}}}",
+                data.len()
+            ),
+            Frame::StreamEnd { final_size } => write!(
+                out,
+                "{{\"frame_type\":\"stream\",\"offset\":{final_size},\"length\":0,\"fin\":true}}"
+            ),
+            Frame::Ack(a) => write!(
+                out,
+                "{{\"frame_type\":\"ack\",\"path_id\":{},\"largest\":{}}}",
+                a.path, a.largest
+            ),
+            Frame::Ping => write!(out, "{{\"frame_type\":\"ping\"}}"),
+            Frame::Padding(n) => write!(out, "{{\"frame_type\":\"padding\",\"length\":{n}}}"),
+            Frame::Close { code } => write!(
+                out,
+                "{{\"frame_type\":\"connection_close\",\"error_code\":{code}}}"
+            ),
+            Frame::Symbol(_) => write!(out, "{{\"frame_type\":\"symbol\"}}"),
+            Frame::Feedback(_) => write!(out, "{{\"frame_type\":\"feedback\"}}"),
+            Frame::AckFloor { .. } => write!(out, "{{\"frame_type\":\"ack_floor\"}}"),
+            Frame::Message(_) => write!(out, "{{\"frame_type\":\"message\"}}"),
+            Frame::Abandon(_) => write!(out, "{{\"frame_type\":\"abandon\"}}"),
+            Frame::Scheme { .. } => write!(out, "{{\"frame_type\":\"scheme\"}}"),
+            #[allow(unreachable_patterns)]
+            _ => write!(out, "{{\"frame_type\":\"unknown\"}}"),
+        };
+    }
+    out
+}
+
 impl<W: Write + Send + std::fmt::Debug> Tracer for QlogWriter<W> {
     fn event(&mut self, now: Instant, event: &TraceEvent<'_>) {
         match *event {
-            TraceEvent::PacketSent { path, pn, datagram } => self.record(
-                now,
-                "transport:packet_sent",
-                format_args!(
-                    "\"path_id\":{path},\"header\":{{\"packet_type\":\"1RTT\",\
-                     \"packet_number\":{pn}}},\"raw\":{{\"length\":{}}}",
-                    datagram.len()
-                ),
-            ),
-            TraceEvent::PacketReceived { path, pn, datagram } => self.record(
-                now,
-                "transport:packet_received",
-                format_args!(
-                    "\"path_id\":{path},\"header\":{{\"packet_type\":\"1RTT\",\
-                     \"packet_number\":{pn}}},\"raw\":{{\"length\":{}}}",
-                    datagram.len()
-                ),
-            ),
+            TraceEvent::PacketSent {
+                path,
+                header,
+                frames,
+            } => {
+                let list = frame_list(frames);
+                self.record(
+                    now,
+                    "transport:packet_sent",
+                    format_args!(
+                        "\"path_id\":{path},\"header\":{{\"packet_type\":\"1RTT\",\
+                         \"packet_number\":{}}},\"raw\":{{\"payload_length\":{}}},\
+                         \"frames\":[{list}]",
+                        header.pn,
+                        frames.len()
+                    ),
+                )
+            }
+            TraceEvent::PacketReceived {
+                path,
+                header,
+                frames,
+            } => {
+                let list = frame_list(frames);
+                self.record(
+                    now,
+                    "transport:packet_received",
+                    format_args!(
+                        "\"path_id\":{path},\"header\":{{\"packet_type\":\"1RTT\",\
+                         \"packet_number\":{}}},\"raw\":{{\"payload_length\":{}}},\
+                         \"frames\":[{list}]",
+                        header.pn,
+                        frames.len()
+                    ),
+                )
+            }
             TraceEvent::PacketLost {
                 path,
                 pn,
@@ -198,17 +263,23 @@ impl<W: Write + Send + std::fmt::Debug> Tracer for QlogWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Header;
 
     #[test]
     fn records_are_json_text_sequences() {
         let mut w = QlogWriter::new(Vec::new(), "t \"1\"", "flow", VantagePoint::Client);
-        let d = [0u8; 33];
+        // A PING and 3 bytes of padding.
+        let frames = [0x01u8, 0, 0, 0];
         w.event(
             Instant::from_nanos(1_500_000),
             &TraceEvent::PacketSent {
                 path: 1,
-                pn: 7,
-                datagram: &d,
+                header: Header {
+                    conn_id: 9,
+                    path: 1,
+                    pn: 7,
+                },
+                frames: &frames,
             },
         );
         w.event(
@@ -238,7 +309,8 @@ mod tests {
         assert_eq!(records[1]["time"], 1.5);
         assert_eq!(records[1]["data"]["header"]["packet_number"], 7);
         assert_eq!(records[1]["data"]["path_id"], 1);
-        assert_eq!(records[1]["data"]["raw"]["length"], 33);
+        assert_eq!(records[1]["data"]["raw"]["payload_length"], 4);
+        assert_eq!(records[1]["data"]["frames"][0]["frame_type"], "ping");
         assert_eq!(records[2]["data"]["trigger"], "pto_expired");
     }
 }

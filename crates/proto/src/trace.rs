@@ -3,12 +3,14 @@
 //!
 //! A driver that wants a trace gives the connection a [`Tracer`]
 //! ([`Connection::set_tracer`](crate::Connection::set_tracer)); without one, tracing costs a
-//! branch per event. Events carry the datagram bytes where it matters, so a tracer can decode
-//! the frames itself (`wire::parse_packet`, `wire::FrameIter`).
+//! branch per event. Packet events carry the header and the plaintext frame bytes (also for
+//! protected packets: sent ones before sealing, received ones after opening), so a tracer can
+//! decode the frames itself (`wire::FrameIter`).
 
 use crate::path::PathView;
 use crate::scheme::LossKind;
 use crate::time::Instant;
+use crate::wire::Header;
 
 /// Something that happened in a connection.
 #[derive(Debug, Clone, Copy)]
@@ -18,19 +20,19 @@ pub enum TraceEvent<'a> {
     PacketSent {
         /// Path.
         path: usize,
-        /// Packet number.
-        pn: u64,
-        /// The whole datagram.
-        datagram: &'a [u8],
+        /// Its header (path id, packet number, connection id).
+        header: Header,
+        /// Its frames, unencrypted.
+        frames: &'a [u8],
     },
     /// A datagram was accepted (`handle_datagram` returned `Ok`).
     PacketReceived {
         /// Path.
         path: usize,
-        /// Packet number.
-        pn: u64,
-        /// The whole datagram.
-        datagram: &'a [u8],
+        /// Its header.
+        header: Header,
+        /// Its frames, decrypted.
+        frames: &'a [u8],
     },
     /// A packet sent on `path` was declared lost.
     PacketLost {

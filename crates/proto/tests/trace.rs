@@ -23,11 +23,11 @@ impl Tracer for Counter {
     fn event(&mut self, _now: Instant, ev: &TraceEvent<'_>) {
         let mut c = self.0.lock().unwrap();
         match ev {
-            TraceEvent::PacketSent { pn, datagram, .. }
-            | TraceEvent::PacketReceived { pn, datagram, .. } => {
-                // The datagram is the packet the event names.
-                let (h, _) = tributary_proto::wire::parse_packet(datagram).unwrap();
-                if h.pn != *pn {
+            TraceEvent::PacketSent { header, frames, .. }
+            | TraceEvent::PacketReceived { header, frames, .. } => {
+                // The frames decode, and their packet's header is a real one.
+                let ok = tributary_proto::wire::FrameIter::new(frames).all(|f| f.is_ok());
+                if !ok || header.conn_id != 1 {
                     c.bad_pn += 1;
                 }
                 if matches!(ev, TraceEvent::PacketSent { .. }) {

@@ -271,16 +271,21 @@ impl SchemeSender for ArqSender {
                 acked: false,
                 reinjected: 0,
             };
-            let i = self.segs.partition_point(|s| s.offset < tag.a);
-            self.segs.insert(i, seg);
+            if self.segs.back().is_none_or(|s| s.offset < tag.a) {
+                self.segs.push_back(seg);
+            } else {
+                let i = self.segs.partition_point(|s| s.offset < tag.a);
+                self.segs.insert(i, seg);
+            }
             ctx.mark_sent(tag.a, tag.a + u64::from(n));
             return Some(tag);
         }
         // 4. Blocked by the receive window: reinject the segment at its left edge.
-        let blocked = ctx
-            .next_unsent(u64::MAX)
-            .is_some_and(|r| r.start >= ctx.max_data);
-        if !(self.cfg.reinject && blocked) {
+        if !self.cfg.reinject
+            || !ctx
+                .next_unsent(u64::MAX)
+                .is_some_and(|r| r.start >= ctx.max_data)
+        {
             return None;
         }
         let head = *self.segs.front()?;

@@ -14,7 +14,8 @@ pub use frame::{
     SCHEME_FEEDBACK_KINDS,
 };
 pub use packet::{
-    parse_packet, Header, PacketWriter, CHECKSUM_LEN, MAGIC, MAX_HEADER_LEN, VERSION,
+    parse_header, parse_packet, Header, PacketWriter, Trailer, CHECKSUM_LEN, FIXED_HEADER_LEN,
+    MAGIC, MAX_HEADER_LEN, VERSION,
 };
 
 /// Every way a datagram can be malformed (or a frame fail to fit on emission).
@@ -111,6 +112,13 @@ impl<'a> Reader<'a> {
         let b = self.bytes(4, what)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
+    /// Big-endian u64.
+    pub fn u64(&mut self, what: &'static str) -> Result<u64, WireError> {
+        let b = self.bytes(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_be_bytes(a))
+    }
     /// QUIC-style variable-length integer.
     pub fn varint(&mut self, what: &'static str) -> Result<u64, WireError> {
         let first = self.u8(what)?;
@@ -159,6 +167,9 @@ impl Writer<'_> {
         self.pos += 1;
     }
     pub(crate) fn u32(&mut self, v: u32) {
+        self.bytes(&v.to_be_bytes());
+    }
+    pub(crate) fn u64(&mut self, v: u64) {
         self.bytes(&v.to_be_bytes());
     }
     pub(crate) fn varint(&mut self, v: u64) {

@@ -3,7 +3,7 @@
 //! ```text
 //! +--------+---------+-----------------+---------+--------------------+-----------+
 //! | 0x54   | version | connection id   | path id | packet number      | frames... | CRC-32 |
-//! | 1 byte | 1 byte  | 4 bytes (BE)    | 1 byte  | varint (1-8 bytes) |           | 4 (BE) |
+//! | 1 byte | 1 byte  | 8 bytes (BE)    | 1 byte  | varint (1-8 bytes) |           | 4 (BE) |
 //! +--------+---------+-----------------+---------+--------------------+-----------+
 //! ```
 //! The CRC-32 (IEEE) covers every byte before it, so a datagram corrupted anywhere is rejected.
@@ -14,19 +14,21 @@ use crate::ranges::RangeSet;
 
 /// First byte of every datagram ('T').
 pub const MAGIC: u8 = 0x54;
-/// The only version spoken.
-pub const VERSION: u8 = 1;
+/// The only version spoken (2: 64-bit connection ids; version 1 had 32-bit ones).
+pub const VERSION: u8 = 2;
 /// Length of the CRC-32 trailer.
 pub const CHECKSUM_LEN: usize = 4;
 /// Longest possible header.
-pub const MAX_HEADER_LEN: usize = 2 + 4 + 1 + 8;
-const MIN_LEN: usize = 2 + 4 + 1 + 1 + CHECKSUM_LEN;
+pub const MAX_HEADER_LEN: usize = FIXED_HEADER_LEN + 8;
+/// Header bytes before the packet number: marker, version, connection id, path id.
+pub const FIXED_HEADER_LEN: usize = 2 + 8 + 1;
+const MIN_LEN: usize = FIXED_HEADER_LEN + 1 + CHECKSUM_LEN;
 
 /// The fixed part of every packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    /// Connection identifier chosen by the sender.
-    pub conn_id: u32,
+    /// Connection identifier (random, 64 bits, when a handshake chose it).
+    pub conn_id: u64,
     /// Path the packet was sent on (its packet-number space).
     pub path: u8,
     /// Packet number within the path; never reused.
@@ -36,7 +38,7 @@ pub struct Header {
 impl Header {
     /// Encoded length.
     pub fn len(&self) -> usize {
-        7 + varint_len(self.pn)
+        FIXED_HEADER_LEN + varint_len(self.pn)
     }
     /// Never true; present for API symmetry with `len`.
     pub fn is_empty(&self) -> bool {
@@ -53,25 +55,58 @@ pub fn parse_packet(datagram: &[u8]) -> Result<(Header, &[u8]), WireError> {
             min: MIN_LEN,
         });
     }
-    if datagram[0] != MAGIC {
-        return Err(WireError::BadMagic(datagram[0]));
-    }
-    if datagram[1] != VERSION {
-        return Err(WireError::UnsupportedVersion(datagram[1]));
-    }
     let body_len = datagram.len() - CHECKSUM_LEN;
     let (body, trailer) = datagram.split_at(body_len);
+    let (hdr, hlen) = parse_header(body)?;
     let expected = u32::from_be_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
     if crc32fast::hash(body) != expected {
         return Err(WireError::Checksum);
     }
-    let mut r = Reader::new(body);
-    r.bytes(2, "marker")?;
-    let conn_id = r.u32("connection id")?;
+    Ok((hdr, &body[hlen..]))
+}
+
+/// Parses the header at the start of `datagram` (marker, version, connection id, path,
+/// packet number) without looking at the trailer; returns it and its length. Protected
+/// packets ([`crate::protect`]) are parsed this way before their tag is checked.
+pub fn parse_header(datagram: &[u8]) -> Result<(Header, usize), WireError> {
+    let mut r = Reader::new(datagram);
+    let magic = r.u8("marker")?;
+    if magic != MAGIC {
+        return Err(WireError::BadMagic(magic));
+    }
+    let version = r.u8("version")?;
+    if version != VERSION {
+        return Err(WireError::UnsupportedVersion(version));
+    }
+    let conn_id = r.u64("connection id")?;
     let path = r.u8("path id")?;
     let pn = r.varint("packet number")?;
-    let hlen = body.len() - r.remaining();
-    Ok((Header { conn_id, path, pn }, &body[hlen..]))
+    Ok((Header { conn_id, path, pn }, datagram.len() - r.remaining()))
+}
+
+/// What ends a packet: a CRC-32 (unprotected packets), or room for the AEAD tag that
+/// [`crate::protect::Protection::seal`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Trailer {
+    /// CRC-32 (IEEE) of every preceding byte.
+    #[default]
+    Crc32,
+    /// [`crate::protect::TAG_LEN`] bytes, filled when the packet is sealed.
+    Aead,
+}
+
+impl Trailer {
+    /// Bytes the trailer takes.
+    pub const fn len(self) -> usize {
+        match self {
+            Trailer::Crc32 => CHECKSUM_LEN,
+            Trailer::Aead => crate::protect::TAG_LEN,
+        }
+    }
+    /// Never true; present for API symmetry with `len`.
+    pub const fn is_empty(self) -> bool {
+        false
+    }
 }
 
 /// Builds one packet in a caller-provided buffer: header first, then frames, then
@@ -84,14 +119,27 @@ pub struct PacketWriter<'a> {
     frames: usize,
     ack_eliciting: bool,
     payload: usize,
+    trailer: Trailer,
 }
 
 impl<'a> PacketWriter<'a> {
-    /// Starts a packet of at most `max_len` bytes (and at most `buf.len()`).
+    /// Starts a packet of at most `max_len` bytes (and at most `buf.len()`) ending in a
+    /// CRC-32.
     pub fn new(buf: &'a mut [u8], max_len: usize, header: Header) -> Result<Self, WireError> {
+        Self::with_trailer(buf, max_len, header, Trailer::Crc32)
+    }
+
+    /// Starts a packet of at most `max_len` bytes (and at most `buf.len()`) ending in
+    /// `trailer`.
+    pub fn with_trailer(
+        buf: &'a mut [u8],
+        max_len: usize,
+        header: Header,
+        trailer: Trailer,
+    ) -> Result<Self, WireError> {
         let limit = max_len.min(buf.len());
         check_varint(header.pn)?;
-        let need = header.len() + CHECKSUM_LEN + 1;
+        let need = header.len() + trailer.len() + 1;
         if limit < need {
             return Err(WireError::NoSpace {
                 needed: need,
@@ -101,7 +149,7 @@ impl<'a> PacketWriter<'a> {
         let mut w = Writer { buf, pos: 0 };
         w.u8(MAGIC);
         w.u8(VERSION);
-        w.u32(header.conn_id);
+        w.u64(header.conn_id);
         w.u8(header.path);
         w.varint(header.pn);
         Ok(PacketWriter {
@@ -111,6 +159,7 @@ impl<'a> PacketWriter<'a> {
             frames: 0,
             ack_eliciting: false,
             payload: 0,
+            trailer,
         })
     }
 
@@ -121,7 +170,7 @@ impl<'a> PacketWriter<'a> {
 
     /// Bytes still available for frames.
     pub fn remaining(&self) -> usize {
-        self.limit - CHECKSUM_LEN - self.w.pos
+        self.limit - self.trailer.len() - self.w.pos
     }
 
     /// Number of frames written so far.
@@ -214,10 +263,15 @@ impl<'a> PacketWriter<'a> {
         }
     }
 
-    /// Appends the checksum and returns the datagram length.
+    /// Appends the checksum (or reserves the tag's room) and returns the datagram length.
     pub fn finish(mut self) -> usize {
-        let crc = crc32fast::hash(&self.w.buf[..self.w.pos]);
-        self.w.u32(crc);
+        match self.trailer {
+            Trailer::Crc32 => {
+                let crc = crc32fast::hash(&self.w.buf[..self.w.pos]);
+                self.w.u32(crc);
+            }
+            Trailer::Aead => self.w.pos += Trailer::Aead.len(),
+        }
         self.w.pos
     }
 

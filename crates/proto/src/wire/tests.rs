@@ -6,7 +6,7 @@ use proptest::prelude::*;
 
 fn header() -> Header {
     Header {
-        conn_id: 0x0102_0304,
+        conn_id: 0x0102_0304_0506_0708,
         path: 1,
         pn: 5,
     }
@@ -19,8 +19,11 @@ fn literal_ping_packet() {
     w.push(&Frame::Ping).unwrap();
     assert!(w.is_ack_eliciting());
     let n = w.finish();
-    let crc = crc32fast::hash(&[0x54, 0x01, 0x01, 0x02, 0x03, 0x04, 0x01, 0x05, 0x01]);
-    let mut expected = vec![0x54, 0x01, 0x01, 0x02, 0x03, 0x04, 0x01, 0x05, 0x01];
+    let bytes = [
+        0x54, 0x02, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x01, 0x05, 0x01,
+    ];
+    let crc = crc32fast::hash(&bytes);
+    let mut expected = bytes.to_vec();
     expected.extend_from_slice(&crc.to_be_bytes());
     assert_eq!(&buf[..n], &expected[..]);
     let (h, body) = parse_packet(&buf[..n]).unwrap();
@@ -39,7 +42,7 @@ fn literal_data_frame() {
         .unwrap();
     let n = w.finish();
     // DATA, offset 300 as a 2-byte varint (0x41 0x2c), length 3, payload.
-    assert_eq!(&buf[8..15], &[0x03, 0x41, 0x2c, 0x03, b'a', b'b', b'c']);
+    assert_eq!(&buf[12..19], &[0x03, 0x41, 0x2c, 0x03, b'a', b'b', b'c']);
     let (_, body) = parse_packet(&buf[..n]).unwrap();
     assert_eq!(
         FrameIter::new(body).next().unwrap().unwrap(),

@@ -5,7 +5,7 @@ use tributary_proto::wire::{Header, PacketWriter, CHECKSUM_LEN};
 use tributary_proto::{Connection, Duration, Instant};
 
 /// A datagram with a valid header and checksum around arbitrary frame bytes.
-pub fn wrap(conn_id: u32, path: u8, pn: u64, body: &[u8]) -> Vec<u8> {
+pub fn wrap(conn_id: u64, path: u8, pn: u64, body: &[u8]) -> Vec<u8> {
     let mut buf = vec![0u8; 4096];
     let hdr = Header { conn_id, path, pn };
     let room = PacketWriter::new(&mut buf, 4096, hdr).unwrap().remaining();

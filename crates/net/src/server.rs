@@ -1,0 +1,218 @@
+//! A long-lived receiver: many concurrent protected connections, each into its own sink.
+
+use crate::driver::{Refusal, UdpDriver};
+use crate::negotiate::{Content, Offer};
+use crate::NetError;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+use tributary_proto::Event;
+
+/// Where one connection's stream goes.
+pub trait Sink {
+    /// Appends stream bytes.
+    fn write(&mut self, data: &[u8]) -> std::io::Result<()>;
+    /// The stream ended (`complete`: every byte arrived, and as many as announced) or the
+    /// connection failed; make the result durable (or leave it marked incomplete).
+    fn finish(self: Box<Self>, complete: bool) -> std::io::Result<()>;
+}
+
+/// What happened, for the log.
+#[derive(Debug)]
+pub enum ServerEvent<'a> {
+    /// A connection was accepted.
+    Accepted {
+        /// Its id.
+        id: u64,
+        /// Where its first path comes from.
+        from: Option<SocketAddr>,
+        /// What it offered.
+        offer: &'a Offer,
+    },
+    /// A connection delivered its whole stream.
+    Done {
+        /// Its id.
+        id: u64,
+        /// Stream bytes.
+        bytes: u64,
+        /// From acceptance to the end of the stream.
+        elapsed: StdDuration,
+    },
+    /// A connection failed; its sink was finished as incomplete.
+    Failed {
+        /// Its id.
+        id: u64,
+        /// Stream bytes received before.
+        bytes: u64,
+        /// Why.
+        error: String,
+    },
+    /// A handshake was refused.
+    Refused(Refusal),
+}
+
+/// Limits of the server loop.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeOptions {
+    /// A connection without progress for this long is dropped.
+    pub idle_timeout: StdDuration,
+    /// After its stream ended, a connection is kept this long for the sender's CLOSE.
+    pub linger: StdDuration,
+    /// Stop after this many connections ended (`None`: run until `stop`).
+    pub max_served: Option<u64>,
+}
+
+struct Active {
+    sink: Option<Box<dyn Sink>>,
+    bytes: u64,
+    expected: Option<u64>,
+    accepted: StdInstant,
+    progress: StdInstant,
+    finished: Option<StdInstant>,
+}
+
+/// Serves connections until `stop` is set (or `max_served` connections ended): each
+/// accepted connection's stream goes to the sink `open` returns for it; `log` hears every
+/// acceptance, completion, failure and refusal. A failure of one connection never stops the
+/// others. Returns how many connections completed.
+pub fn serve(
+    d: &mut UdpDriver,
+    opts: &ServeOptions,
+    stop: &AtomicBool,
+    mut open: impl FnMut(u64, &Offer) -> std::io::Result<Box<dyn Sink>>,
+    mut log: impl FnMut(ServerEvent<'_>),
+) -> Result<u64, NetError> {
+    let mut active: HashMap<u64, Active> = HashMap::new();
+    let (mut served, mut completed) = (0u64, 0u64);
+    let mut ended: Vec<(u64, Result<(), String>)> = Vec::new();
+    while !stop.load(Ordering::Relaxed) && opts.max_served.is_none_or(|m| served < m) {
+        d.poll_io(StdDuration::from_millis(50))?;
+        while let Some(r) = d.refusal() {
+            log(ServerEvent::Refused(r));
+        }
+        while let Some(id) = d.accept() {
+            let Some(s) = d.session_by_id(id) else {
+                continue;
+            };
+            let Some(offer) = s.offer().cloned() else {
+                continue;
+            };
+            log(ServerEvent::Accepted {
+                id,
+                from: s.remote(0),
+                offer: &offer,
+            });
+            let now = StdInstant::now();
+            let sink = match open(id, &offer) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    ended.push((id, Err(format!("cannot open the output: {e}"))));
+                    None
+                }
+            };
+            let expected = match offer.content {
+                Content::File { size, .. } => size,
+                Content::Perf => None,
+            };
+            active.insert(
+                id,
+                Active {
+                    sink,
+                    bytes: 0,
+                    expected,
+                    accepted: now,
+                    progress: now,
+                    finished: None,
+                },
+            );
+        }
+        for (&id, a) in &mut active {
+            if ended.iter().any(|(e, _)| *e == id) {
+                continue;
+            }
+            let Some(s) = d.session_by_id_mut(id) else {
+                ended.push((id, Err("connection vanished".into())));
+                continue;
+            };
+            let c = s.connection_mut();
+            let mut err = None;
+            let n = c.read_with(u64::MAX, |b| {
+                if err.is_none() {
+                    if let Some(k) = a.sink.as_mut() {
+                        err = k.write(b).err();
+                    }
+                }
+            });
+            if n > 0 {
+                a.bytes += n;
+                a.progress = StdInstant::now();
+            }
+            let mut closed = None;
+            while let Some(ev) = c.poll_event() {
+                match ev {
+                    Event::StreamFinished => a.finished = Some(StdInstant::now()),
+                    Event::Closed { code } => closed = Some(code),
+                    _ => {}
+                }
+            }
+            if let Some(e) = err {
+                ended.push((id, Err(format!("writing the output: {e}"))));
+            } else if let Some(t) = a.finished {
+                if a.expected.is_some_and(|x| x != a.bytes) {
+                    ended.push((
+                        id,
+                        Err(format!(
+                            "stream of {} bytes, but {} were announced",
+                            a.bytes,
+                            a.expected.unwrap_or(0)
+                        )),
+                    ));
+                } else if closed.is_some() || t.elapsed() >= opts.linger {
+                    ended.push((id, Ok(())));
+                }
+            } else if let Some(code) = closed {
+                ended.push((id, Err(format!("the sender closed (code {code}) early"))));
+            } else if a.progress.elapsed() >= opts.idle_timeout {
+                ended.push((
+                    id,
+                    Err(format!(
+                        "no progress for {:.1} s",
+                        opts.idle_timeout.as_secs_f64()
+                    )),
+                ));
+            }
+        }
+        d.flush();
+        for (id, res) in ended.drain(..) {
+            let Some(a) = active.remove(&id) else {
+                continue;
+            };
+            d.remove(id);
+            served += 1;
+            let ok = res.is_ok();
+            let fin = a.sink.map(|k| k.finish(ok)).transpose();
+            match (res, fin) {
+                (Ok(()), Ok(_)) => {
+                    completed += 1;
+                    log(ServerEvent::Done {
+                        id,
+                        bytes: a.bytes,
+                        elapsed: a.finished.unwrap_or(a.accepted) - a.accepted,
+                    });
+                }
+                (Ok(()), Err(e)) => log(ServerEvent::Failed {
+                    id,
+                    bytes: a.bytes,
+                    error: format!("finishing the output: {e}"),
+                }),
+                (Err(error), _) => log(ServerEvent::Failed {
+                    id,
+                    bytes: a.bytes,
+                    error,
+                }),
+            }
+        }
+    }
+    Ok(completed)
+}

@@ -1,0 +1,848 @@
+//! The handshake: an authenticated key exchange before any data (Noise, through `snow`).
+//!
+//! Two messages, initiator (the end that connects) to responder and back, using one of three
+//! Noise patterns chosen by the credentials (Noise specification rev. 34, §7 and §9):
+//!
+//! | credentials | pattern | who is authenticated |
+//! |---|---|---|
+//! | a pre-shared key | `Noise_NNpsk0_25519_AESGCM_SHA256` | both: whoever holds the key |
+//! | key pairs, the responder's public key pinned by the initiator, the initiators' public keys listed by the responder | `Noise_IK_25519_AESGCM_SHA256` | both, by their static keys (as WireGuard, SSH) |
+//! | both | `Noise_IKpsk2_25519_AESGCM_SHA256` | both, by key and PSK (WireGuard's pattern) |
+//!
+//! The first message carries the initiator's *offer* and the second the responder's
+//! *answer* (opaque bytes here: the driver encodes what the ends must agree on), both
+//! encrypted and authenticated by the handshake. After the second message each end takes
+//! the two keys of Noise's `Split()` as the [`SessionKeys`] of [`crate::protect`].
+//!
+//! Randomness (the ephemeral keys) comes from a 32-byte seed the caller draws from the OS
+//! for each handshake: this module reads no global generator (the sans-IO rule).
+//!
+//! Datagrams (first byte 0x48, 'H'; see `docs/wire.md`):
+//!
+//! ```text
+//! INIT      'H' | version | 1 | connection id (8 B) | pattern (1 B) | length (2 B) | Noise message 1 | zero padding to 1200 B
+//! RESPONSE  'H' | version | 2 | connection id (8 B) | length (2 B) | Noise message 2
+//! REJECT    'H' | version | 3 | connection id (8 B) | reason (1 B)
+//! ```
+//!
+//! INIT is padded to [`INIT_MIN_LEN`] bytes so that the responder, which may not send more
+//! than three times what it received from an unvalidated address (RFC 9000 §8.1), can always
+//! answer. REJECT is not authenticated (the responder could not authenticate the initiator,
+//! or has no room); it only names a reason, and an initiator heeds it only for its own random
+//! connection id, which an off-path attacker does not know.
+
+use crate::protect::SessionKeys;
+use crate::wire::VERSION;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{Rng, SeedableRng};
+use snow::params::{DHChoice, NoiseParams};
+use snow::resolvers::{BoxedCryptoResolver, CryptoResolver, DefaultResolver, RingResolver};
+use snow::types::{Cipher, Dh, Hash, Random};
+
+/// First byte of every handshake datagram ('H').
+pub const MAGIC: u8 = 0x48;
+/// Bytes of keys (X25519 private and public keys, PSKs).
+pub const KEY_LEN: usize = 32;
+/// Smallest INIT datagram (padded): 1200 bytes, QUIC's minimum Initial size (RFC 9000 §14.1).
+pub const INIT_MIN_LEN: usize = 1200;
+/// Largest offer or answer carried by the handshake.
+pub const MAX_PAYLOAD: usize = 8192;
+/// Bytes before the body of every handshake datagram.
+const FIXED: usize = 3 + 8;
+const NOISE_MAX: usize = 65_535;
+
+/// A 32-byte key.
+pub type Key = [u8; KEY_LEN];
+
+/// What authenticates the two ends.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Credentials {
+    /// A pre-shared key only: anyone holding it is a legitimate peer.
+    Psk(Key),
+    /// Static key pairs. `peers`: on an initiator, exactly the responder's public key (pinned);
+    /// on a responder, the initiators' public keys it accepts. With `psk`, a pre-shared key
+    /// is mixed in as well.
+    Keys {
+        /// This end's X25519 private key.
+        private: Key,
+        /// The peer public keys (see above).
+        peers: Vec<Key>,
+        /// An optional pre-shared key.
+        psk: Option<Key>,
+    },
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credentials::Psk(_) => f.write_str("Credentials::Psk(..)"),
+            Credentials::Keys { peers, psk, .. } => f
+                .debug_struct("Credentials::Keys")
+                .field("peers", &peers.len())
+                .field("psk", &psk.is_some())
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// The Noise pattern, as it travels in INIT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// `NNpsk0`: pre-shared key only.
+    Psk = 1,
+    /// `IK`: static keys, the responder's pinned.
+    Keys = 2,
+    /// `IKpsk2`: static keys and a pre-shared key.
+    KeysPsk = 3,
+}
+
+impl Pattern {
+    fn from_u8(b: u8) -> Option<Self> {
+        match b {
+            1 => Some(Pattern::Psk),
+            2 => Some(Pattern::Keys),
+            3 => Some(Pattern::KeysPsk),
+            _ => None,
+        }
+    }
+    fn params(self) -> NoiseParams {
+        let name = match self {
+            Pattern::Psk => "Noise_NNpsk0_25519_AESGCM_SHA256",
+            Pattern::Keys => "Noise_IK_25519_AESGCM_SHA256",
+            Pattern::KeysPsk => "Noise_IKpsk2_25519_AESGCM_SHA256",
+        };
+        // The names are constants that snow knows.
+        name.parse().expect("valid Noise pattern name")
+    }
+    /// How a user would name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Pattern::Psk => "pre-shared key only",
+            Pattern::Keys => "key pairs",
+            Pattern::KeysPsk => "key pairs and a pre-shared key",
+        }
+    }
+}
+
+impl Credentials {
+    /// The pattern these credentials use.
+    pub fn pattern(&self) -> Pattern {
+        match self {
+            Credentials::Psk(_) => Pattern::Psk,
+            Credentials::Keys { psk: None, .. } => Pattern::Keys,
+            Credentials::Keys { psk: Some(_), .. } => Pattern::KeysPsk,
+        }
+    }
+}
+
+/// Why a REJECT was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RejectReason {
+    /// The responder could not authenticate the INIT: unknown public key, wrong pinned key
+    /// for the responder, or a different pre-shared key.
+    Auth = 1,
+    /// The two ends use different kinds of credentials (PSK only versus key pairs).
+    Mode = 2,
+    /// The responder has no room for another connection.
+    Busy = 3,
+    /// The connection id is already in use at the responder (draw another one).
+    InUse = 4,
+}
+
+impl RejectReason {
+    fn from_u8(b: u8) -> Option<Self> {
+        match b {
+            1 => Some(RejectReason::Auth),
+            2 => Some(RejectReason::Mode),
+            3 => Some(RejectReason::Busy),
+            4 => Some(RejectReason::InUse),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RejectReason::Auth => {
+                "authentication failed: the receiver does not accept this key (or the \
+                 pinned receiver key, or the pre-shared key, differs)"
+            }
+            RejectReason::Mode => {
+                "authentication failed: the receiver uses another kind of credentials \
+                 (pre-shared key only versus key pairs)"
+            }
+            RejectReason::Busy => "the receiver has no room for another connection",
+            RejectReason::InUse => "the connection id is in use at the receiver",
+        })
+    }
+}
+
+/// Why a handshake datagram was refused or a handshake failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandshakeError {
+    /// Not a well-formed handshake datagram.
+    #[error("malformed handshake datagram: {0}")]
+    Malformed(&'static str),
+    /// A handshake datagram of another kind than expected.
+    #[error("unexpected handshake datagram")]
+    Unexpected,
+    /// The peer uses other credentials (pattern) than this end.
+    #[error("the peer uses {theirs} but this end uses {ours}")]
+    Mode {
+        /// This end's pattern.
+        ours: &'static str,
+        /// The peer's pattern.
+        theirs: &'static str,
+    },
+    /// The Noise message did not decrypt or authenticate.
+    #[error(
+        "authentication failed: the peer's handshake does not verify (wrong pinned key or \
+         pre-shared key)"
+    )]
+    Auth,
+    /// The initiator authenticated with a key that is not in the responder's list.
+    #[error("authentication failed: public key {0} is not among the accepted peers")]
+    UnknownPeer(String),
+    /// The responder refused (REJECT).
+    #[error("{0}")]
+    Rejected(RejectReason),
+    /// An offer or answer beyond [`MAX_PAYLOAD`].
+    #[error("handshake payload of {0} bytes exceeds the limit of {MAX_PAYLOAD}")]
+    TooLarge(usize),
+    /// The credentials are unusable (e.g. an initiator with no or several pinned keys).
+    #[error("unusable credentials: {0}")]
+    Credentials(&'static str),
+}
+
+/// A parsed handshake datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Message<'a> {
+    /// INIT: pattern and Noise message 1.
+    Init {
+        /// Connection id drawn by the initiator.
+        conn_id: u64,
+        /// The pattern byte.
+        pattern: u8,
+        /// Noise message 1.
+        noise: &'a [u8],
+    },
+    /// RESPONSE: Noise message 2.
+    Response {
+        /// The connection id.
+        conn_id: u64,
+        /// Noise message 2.
+        noise: &'a [u8],
+    },
+    /// REJECT with its reason.
+    Reject {
+        /// The connection id.
+        conn_id: u64,
+        /// Why.
+        reason: RejectReason,
+    },
+}
+
+impl Message<'_> {
+    /// The connection id the datagram names.
+    pub fn conn_id(&self) -> u64 {
+        match *self {
+            Message::Init { conn_id, .. }
+            | Message::Response { conn_id, .. }
+            | Message::Reject { conn_id, .. } => conn_id,
+        }
+    }
+}
+
+/// True if `datagram` claims to be a handshake datagram (first byte 'H').
+pub fn is_handshake(datagram: &[u8]) -> bool {
+    datagram.first() == Some(&MAGIC)
+}
+
+/// Parses a handshake datagram (never panics).
+pub fn parse(d: &[u8]) -> Result<Message<'_>, HandshakeError> {
+    if d.len() < FIXED {
+        return Err(HandshakeError::Malformed(
+            "shorter than the handshake header",
+        ));
+    }
+    if d[0] != MAGIC {
+        return Err(HandshakeError::Malformed("not a handshake datagram"));
+    }
+    if d[1] != VERSION {
+        return Err(HandshakeError::Malformed("unsupported version"));
+    }
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&d[3..11]);
+    let conn_id = u64::from_be_bytes(id);
+    let body = &d[FIXED..];
+    let noise = |b: &'_ [u8]| -> Result<(), HandshakeError> {
+        if b.len() < 2 {
+            return Err(HandshakeError::Malformed("truncated length"));
+        }
+        Ok(())
+    };
+    match d[2] {
+        1 => {
+            let (&pattern, rest) = body
+                .split_first()
+                .ok_or(HandshakeError::Malformed("truncated pattern"))?;
+            noise(rest)?;
+            let n = usize::from(u16::from_be_bytes([rest[0], rest[1]]));
+            let noise = rest
+                .get(2..2 + n)
+                .ok_or(HandshakeError::Malformed("truncated Noise message"))?;
+            Ok(Message::Init {
+                conn_id,
+                pattern,
+                noise,
+            })
+        }
+        2 => {
+            noise(body)?;
+            let n = usize::from(u16::from_be_bytes([body[0], body[1]]));
+            let noise = body
+                .get(2..2 + n)
+                .ok_or(HandshakeError::Malformed("truncated Noise message"))?;
+            Ok(Message::Response { conn_id, noise })
+        }
+        3 => {
+            let &code = body
+                .first()
+                .ok_or(HandshakeError::Malformed("truncated reason"))?;
+            let reason =
+                RejectReason::from_u8(code).ok_or(HandshakeError::Malformed("unknown reason"))?;
+            Ok(Message::Reject { conn_id, reason })
+        }
+        _ => Err(HandshakeError::Malformed("unknown handshake type")),
+    }
+}
+
+fn header(kind: u8, conn_id: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(INIT_MIN_LEN);
+    v.extend_from_slice(&[MAGIC, VERSION, kind]);
+    v.extend_from_slice(&conn_id.to_be_bytes());
+    v
+}
+
+/// A REJECT datagram.
+pub fn reject_packet(conn_id: u64, reason: RejectReason) -> Vec<u8> {
+    let mut v = header(3, conn_id);
+    v.push(reason as u8);
+    v
+}
+
+/// Binds the handshake to the connection id and pattern (an attacker who changes either in
+/// the clear header makes the handshake fail).
+fn prologue(conn_id: u64, pattern: Pattern) -> Vec<u8> {
+    let mut p = b"tributary handshake v2".to_vec();
+    p.extend_from_slice(&conn_id.to_be_bytes());
+    p.push(pattern as u8);
+    p
+}
+
+/// The ephemeral keys' randomness: ChaCha20 seeded by the caller.
+struct SeededRandom(ChaCha20Rng);
+
+impl Random for SeededRandom {
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), snow::Error> {
+        self.0.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+/// ring for hashing and the AEAD, snow's own X25519, and the caller's seed for randomness.
+struct Resolver {
+    seed: [u8; 32],
+}
+
+impl CryptoResolver for Resolver {
+    fn resolve_rng(&self) -> Option<Box<dyn Random>> {
+        Some(Box::new(SeededRandom(ChaCha20Rng::from_seed(self.seed))))
+    }
+    fn resolve_dh(&self, choice: &DHChoice) -> Option<Box<dyn Dh>> {
+        DefaultResolver.resolve_dh(choice)
+    }
+    fn resolve_hash(&self, choice: &snow::params::HashChoice) -> Option<Box<dyn Hash>> {
+        RingResolver.resolve_hash(choice)
+    }
+    fn resolve_cipher(&self, choice: &snow::params::CipherChoice) -> Option<Box<dyn Cipher>> {
+        RingResolver.resolve_cipher(choice)
+    }
+}
+
+fn builder<'a>(pattern: Pattern, seed: [u8; 32]) -> snow::Builder<'a> {
+    let r: BoxedCryptoResolver = Box::new(Resolver { seed });
+    snow::Builder::with_resolver(pattern.params(), r)
+}
+
+/// A new X25519 key pair `(private, public)` from 32 bytes of OS randomness.
+pub fn generate_keypair(seed: [u8; 32]) -> (Key, Key) {
+    let mut dh = DefaultResolver
+        .resolve_dh(&DHChoice::Curve25519)
+        .expect("snow's X25519");
+    let mut rng = SeededRandom(ChaCha20Rng::from_seed(seed));
+    // Infallible with this generator.
+    dh.generate(&mut rng).expect("X25519 key generation");
+    let mut private = [0u8; KEY_LEN];
+    let mut public = [0u8; KEY_LEN];
+    private.copy_from_slice(dh.privkey());
+    public.copy_from_slice(dh.pubkey());
+    (private, public)
+}
+
+/// The public key of an X25519 private key.
+pub fn public_key(private: &Key) -> Key {
+    let mut dh = DefaultResolver
+        .resolve_dh(&DHChoice::Curve25519)
+        .expect("snow's X25519");
+    dh.set(private);
+    let mut public = [0u8; KEY_LEN];
+    public.copy_from_slice(dh.pubkey());
+    public
+}
+
+fn noise_err(_: snow::Error) -> HandshakeError {
+    HandshakeError::Auth
+}
+
+fn keys(hs: &mut snow::HandshakeState, initiator: bool) -> SessionKeys {
+    // Split() (Noise §5.2): the first key protects initiator -> responder.
+    let (k1, k2) = hs.dangerously_get_raw_split();
+    if initiator {
+        SessionKeys { send: k1, recv: k2 }
+    } else {
+        SessionKeys { send: k2, recv: k1 }
+    }
+}
+
+/// The outcome of a completed handshake on the initiator.
+#[derive(Debug)]
+pub struct Established {
+    /// The connection's keys.
+    pub keys: SessionKeys,
+    /// The responder's answer to the offer.
+    pub answer: Vec<u8>,
+}
+
+/// The initiator's half: builds INIT, then reads the RESPONSE (or REJECT).
+pub struct Initiator {
+    hs: snow::HandshakeState,
+    conn_id: u64,
+    packet: Vec<u8>,
+    /// What rebuilds the same state (same seed, same ephemeral key) after a RESPONSE that
+    /// failed to authenticate: snow's state is not usable after a failed read.
+    creds: Credentials,
+    offer: Vec<u8>,
+    seed: [u8; 32],
+}
+
+impl std::fmt::Debug for Initiator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Initiator")
+            .field("conn_id", &self.conn_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Initiator {
+    /// Starts a handshake for connection `conn_id` carrying `offer`; `seed` is 32 bytes of
+    /// OS randomness for the ephemeral key.
+    pub fn new(
+        creds: &Credentials,
+        conn_id: u64,
+        offer: &[u8],
+        seed: [u8; 32],
+    ) -> Result<Self, HandshakeError> {
+        if offer.len() > MAX_PAYLOAD {
+            return Err(HandshakeError::TooLarge(offer.len()));
+        }
+        let pattern = creds.pattern();
+        let pro = prologue(conn_id, pattern);
+        let b = builder(pattern, seed)
+            .prologue(&pro)
+            .map_err(|_| HandshakeError::Credentials("prologue"))?;
+        let b = match creds {
+            Credentials::Psk(psk) => b
+                .psk(0, psk)
+                .map_err(|_| HandshakeError::Credentials("pre-shared key"))?,
+            Credentials::Keys {
+                private,
+                peers,
+                psk,
+            } => {
+                let [peer] = peers.as_slice() else {
+                    return Err(HandshakeError::Credentials(
+                        "an initiator pins exactly one receiver public key",
+                    ));
+                };
+                let b = b
+                    .local_private_key(private)
+                    .and_then(|b| b.remote_public_key(peer))
+                    .map_err(|_| HandshakeError::Credentials("key pair"))?;
+                match psk {
+                    Some(psk) => b
+                        .psk(2, psk)
+                        .map_err(|_| HandshakeError::Credentials("pre-shared key"))?,
+                    None => b,
+                }
+            }
+        };
+        let mut hs = b
+            .build_initiator()
+            .map_err(|_| HandshakeError::Credentials("Noise initiator"))?;
+        let mut msg = vec![0u8; NOISE_MAX];
+        let n = hs.write_message(offer, &mut msg).map_err(noise_err)?;
+        let mut packet = header(1, conn_id);
+        packet.push(pattern as u8);
+        packet.extend_from_slice(&(n as u16).to_be_bytes());
+        packet.extend_from_slice(&msg[..n]);
+        if packet.len() < INIT_MIN_LEN {
+            packet.resize(INIT_MIN_LEN, 0);
+        }
+        Ok(Initiator {
+            hs,
+            conn_id,
+            packet,
+            creds: creds.clone(),
+            offer: offer.to_vec(),
+            seed,
+        })
+    }
+
+    /// The INIT datagram (send it again, unchanged, if no answer comes).
+    pub fn packet(&self) -> &[u8] {
+        &self.packet
+    }
+
+    /// The connection id.
+    pub fn conn_id(&self) -> u64 {
+        self.conn_id
+    }
+
+    /// Reads the responder's datagram. A RESPONSE completes the handshake; a REJECT for
+    /// this connection id is [`HandshakeError::Rejected`]. On any error the initiator can
+    /// still read a later datagram (a forged one does not end the handshake).
+    pub fn read(&mut self, datagram: &[u8]) -> Result<Established, HandshakeError> {
+        match parse(datagram)? {
+            Message::Response { conn_id, noise } if conn_id == self.conn_id => {
+                let mut answer = vec![0u8; NOISE_MAX];
+                let n = match self.hs.read_message(noise, &mut answer) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        // Start again from the same seed: the same INIT, so the genuine
+                        // RESPONSE still completes after a forged one.
+                        let fresh =
+                            Initiator::new(&self.creds, self.conn_id, &self.offer, self.seed)?;
+                        *self = fresh;
+                        return Err(noise_err(e));
+                    }
+                };
+                answer.truncate(n);
+                let keys = keys(&mut self.hs, true);
+                Ok(Established { keys, answer })
+            }
+            Message::Reject { conn_id, reason } if conn_id == self.conn_id => {
+                Err(HandshakeError::Rejected(reason))
+            }
+            _ => Err(HandshakeError::Unexpected),
+        }
+    }
+}
+
+/// An INIT the responder authenticated: the offer and who made it. Answer it with
+/// [`Accepted::respond`].
+pub struct Accepted {
+    hs: snow::HandshakeState,
+    /// The connection id the initiator drew.
+    pub conn_id: u64,
+    /// The initiator's offer.
+    pub offer: Vec<u8>,
+    /// The initiator's static public key (key-pair patterns).
+    pub peer: Option<Key>,
+}
+
+impl std::fmt::Debug for Accepted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Accepted")
+            .field("conn_id", &self.conn_id)
+            .field("offer", &self.offer.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads an INIT on the responder: checks the pattern against `creds`, authenticates it,
+/// and checks the initiator's key against the accepted list. An error says which REJECT
+/// to send, if any ([`HandshakeError::reject_reason`]).
+pub fn accept(
+    creds: &Credentials,
+    datagram: &[u8],
+    seed: [u8; 32],
+) -> Result<Accepted, HandshakeError> {
+    let Message::Init {
+        conn_id,
+        pattern,
+        noise,
+    } = parse(datagram)?
+    else {
+        return Err(HandshakeError::Unexpected);
+    };
+    let theirs = Pattern::from_u8(pattern).ok_or(HandshakeError::Malformed("unknown pattern"))?;
+    let ours = creds.pattern();
+    if theirs != ours {
+        return Err(HandshakeError::Mode {
+            ours: ours.describe(),
+            theirs: theirs.describe(),
+        });
+    }
+    let pro = prologue(conn_id, ours);
+    let b = builder(ours, seed)
+        .prologue(&pro)
+        .map_err(|_| HandshakeError::Credentials("prologue"))?;
+    let b = match creds {
+        Credentials::Psk(psk) => b
+            .psk(0, psk)
+            .map_err(|_| HandshakeError::Credentials("pre-shared key"))?,
+        Credentials::Keys { private, psk, .. } => {
+            let b = b
+                .local_private_key(private)
+                .map_err(|_| HandshakeError::Credentials("key pair"))?;
+            match psk {
+                Some(psk) => b
+                    .psk(2, psk)
+                    .map_err(|_| HandshakeError::Credentials("pre-shared key"))?,
+                None => b,
+            }
+        }
+    };
+    let mut hs = b
+        .build_responder()
+        .map_err(|_| HandshakeError::Credentials("Noise responder"))?;
+    let mut offer = vec![0u8; NOISE_MAX];
+    let n = hs.read_message(noise, &mut offer).map_err(noise_err)?;
+    offer.truncate(n);
+    let peer = match creds {
+        Credentials::Psk(_) => None,
+        Credentials::Keys { peers, .. } => {
+            let mut k = [0u8; KEY_LEN];
+            let remote = hs
+                .get_remote_static()
+                .ok_or(HandshakeError::Malformed("no static key in INIT"))?;
+            if remote.len() != KEY_LEN {
+                return Err(HandshakeError::Malformed("static key length"));
+            }
+            k.copy_from_slice(remote);
+            if !peers.contains(&k) {
+                return Err(HandshakeError::UnknownPeer(encode_key(&k)));
+            }
+            Some(k)
+        }
+    };
+    Ok(Accepted {
+        hs,
+        conn_id,
+        offer,
+        peer,
+    })
+}
+
+impl Accepted {
+    /// Writes the RESPONSE carrying `answer`; returns the keys and the datagram.
+    pub fn respond(mut self, answer: &[u8]) -> Result<(SessionKeys, Vec<u8>), HandshakeError> {
+        if answer.len() > MAX_PAYLOAD {
+            return Err(HandshakeError::TooLarge(answer.len()));
+        }
+        let mut msg = vec![0u8; NOISE_MAX];
+        let n = self.hs.write_message(answer, &mut msg).map_err(noise_err)?;
+        let mut packet = header(2, self.conn_id);
+        packet.extend_from_slice(&(n as u16).to_be_bytes());
+        packet.extend_from_slice(&msg[..n]);
+        Ok((keys(&mut self.hs, false), packet))
+    }
+}
+
+impl HandshakeError {
+    /// The REJECT a responder sends for this failure to read an INIT (`None`: stay silent,
+    /// e.g. for malformed datagrams, which anybody can send).
+    pub fn reject_reason(&self) -> Option<RejectReason> {
+        match self {
+            HandshakeError::Auth | HandshakeError::UnknownPeer(_) => Some(RejectReason::Auth),
+            HandshakeError::Mode { .. } => Some(RejectReason::Mode),
+            _ => None,
+        }
+    }
+}
+
+/// A key as text: standard base64 (44 characters), as WireGuard writes them.
+pub fn encode_key(k: &Key) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(44);
+    for c in k.chunks(3) {
+        let b = [c[0], *c.get(1).unwrap_or(&0), *c.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= c.len() {
+                s.push(char::from(A[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+/// Parses a key written by [`encode_key`] (surrounding whitespace ignored).
+pub fn decode_key(s: &str) -> Option<Key> {
+    let s = s.trim().as_bytes();
+    if s.len() != 44 || s[43] != b'=' || s[42] == b'=' {
+        return None;
+    }
+    let val = |c: u8| -> Option<u32> {
+        Some(u32::from(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    };
+    let mut out = [0u8; KEY_LEN];
+    let mut o = 0;
+    for q in s.chunks(4) {
+        let n = q.iter().take_while(|&&c| c != b'=').count();
+        let mut v = 0u32;
+        for (i, &c) in q[..n].iter().enumerate() {
+            v |= val(c)? << (18 - 6 * i);
+        }
+        for i in 0..n.saturating_sub(1) {
+            if o < KEY_LEN {
+                out[o] = (v >> (16 - 8 * i)) as u8;
+                o += 1;
+            }
+        }
+    }
+    // The last character's two low bits must be zero (canonical encoding).
+    (o == KEY_LEN && encode_key(&out).as_bytes() == s).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(seed: u8) -> (Key, Key) {
+        generate_keypair([seed; 32])
+    }
+
+    fn both(ci: &Credentials, cr: &Credentials) -> Result<(), HandshakeError> {
+        let mut i = Initiator::new(ci, 0xabcdef, b"offer", [1; 32])?;
+        let a = accept(cr, i.packet(), [2; 32])?;
+        assert_eq!(a.offer, b"offer");
+        assert_eq!(a.conn_id, 0xabcdef);
+        let (rk, resp) = a.respond(b"answer")?;
+        let e = i.read(&resp)?;
+        assert_eq!(e.answer, b"answer");
+        assert_eq!(e.keys.send, rk.recv);
+        assert_eq!(e.keys.recv, rk.send);
+        assert_ne!(e.keys.send, e.keys.recv);
+        Ok(())
+    }
+
+    #[test]
+    fn every_pattern_completes_and_wrong_credentials_fail() {
+        let (ci, pi) = pair(1);
+        let (cr, pr) = pair(2);
+        let (_, other) = pair(3);
+        let psk = [9u8; 32];
+        let init = |peer, psk| Credentials::Keys {
+            private: ci,
+            peers: vec![peer],
+            psk,
+        };
+        let resp = |peers, psk| Credentials::Keys {
+            private: cr,
+            peers,
+            psk,
+        };
+        both(&Credentials::Psk(psk), &Credentials::Psk(psk)).unwrap();
+        both(&init(pr, None), &resp(vec![other, pi], None)).unwrap();
+        both(&init(pr, Some(psk)), &resp(vec![pi], Some(psk))).unwrap();
+        // Wrong PSK, unknown initiator, wrong pinned responder key, mixed modes.
+        assert_eq!(
+            both(&Credentials::Psk(psk), &Credentials::Psk([8; 32])),
+            Err(HandshakeError::Auth)
+        );
+        assert!(matches!(
+            both(&init(pr, None), &resp(vec![other], None)),
+            Err(HandshakeError::UnknownPeer(_))
+        ));
+        assert_eq!(
+            both(&init(other, None), &resp(vec![pi], None)),
+            Err(HandshakeError::Auth)
+        );
+        // IKpsk2 mixes the PSK in at the second message: the initiator notices.
+        assert_eq!(
+            both(&init(pr, Some(psk)), &resp(vec![pi], Some([8; 32]))),
+            Err(HandshakeError::Auth)
+        );
+        assert!(matches!(
+            both(&Credentials::Psk(psk), &resp(vec![pi], None)),
+            Err(HandshakeError::Mode { .. })
+        ));
+    }
+
+    #[test]
+    fn init_is_padded_and_tampering_fails() {
+        let c = Credentials::Psk([5; 32]);
+        let i = Initiator::new(&c, 7, b"o", [1; 32]).unwrap();
+        assert_eq!(i.packet().len(), INIT_MIN_LEN);
+        // Flipping any byte of the header or the Noise message fails (the padding is not
+        // covered, and does not matter).
+        let Message::Init { noise, .. } = parse(i.packet()).unwrap() else {
+            panic!()
+        };
+        let end = FIXED + 3 + noise.len();
+        for at in 0..end {
+            let mut bad = i.packet().to_vec();
+            bad[at] ^= 1;
+            assert!(accept(&c, &bad, [2; 32]).is_err(), "flip at {at} accepted");
+        }
+        // Truncations never panic.
+        for n in 0..i.packet().len() {
+            let _ = accept(&c, &i.packet()[..n], [2; 32]);
+        }
+    }
+
+    #[test]
+    fn reject_is_heeded_only_for_our_id() {
+        let c = Credentials::Psk([5; 32]);
+        let mut i = Initiator::new(&c, 7, b"o", [1; 32]).unwrap();
+        assert_eq!(
+            i.read(&reject_packet(8, RejectReason::Auth)).unwrap_err(),
+            HandshakeError::Unexpected
+        );
+        assert_eq!(
+            i.read(&reject_packet(7, RejectReason::Busy)).unwrap_err(),
+            HandshakeError::Rejected(RejectReason::Busy)
+        );
+    }
+
+    #[test]
+    fn keys_as_text() {
+        let (private, public) = pair(4);
+        assert_eq!(public_key(&private), public);
+        let s = encode_key(&public);
+        assert_eq!(s.len(), 44);
+        assert_eq!(decode_key(&format!("  {s}\n")), Some(public));
+        assert_eq!(decode_key(&s[..43]), None);
+        assert_eq!(decode_key("not a key"), None);
+        let mut bad = s.clone();
+        bad.replace_range(0..1, "*");
+        assert_eq!(decode_key(&bad), None);
+        // Known vector: 32 zero bytes.
+        assert_eq!(
+            encode_key(&[0; 32]),
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+        );
+    }
+}
