@@ -5,13 +5,13 @@ use crate::overrides;
 use crate::plot::PlotSpec;
 use crate::spec::{FileSpec, FlowSpec, LinkSpec, MetaSpec, ReverseSpec};
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tributary_proto::scheme::SchemeConfig;
 use tributary_proto::time::Duration;
 use tributary_proto::ConnectionConfig;
 use tributary_sim::{
-    AppConfig, ArrivalConfig, Direction, FlowConfig, FlowKind, LinkChange, LinkConfig, LinkParams,
-    LossModel, QueueLimit, SimConfig, TimedChange,
+    AppConfig, ArrivalConfig, DeliveryTrace, Direction, FlowConfig, FlowKind, LinkChange,
+    LinkConfig, LinkParams, LossModel, QueueLimit, SimConfig, TimedChange,
 };
 
 /// Why a scenario cannot be used.
@@ -107,17 +107,29 @@ impl Scenario {
         &self.configs[variant * self.points.len() + point]
     }
 
-    /// Reads and parses a scenario file.
+    /// Reads and parses a scenario file; trace files it names are relative to its directory.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let text = std::fs::read_to_string(path).map_err(|error| ScenarioError::Read {
             path: path.display().to_string(),
             error,
         })?;
-        Scenario::parse(&text, &path.display().to_string())
+        let dir = path.parent().unwrap_or(Path::new(""));
+        Scenario::parse_in(&text, &path.display().to_string(), dir)
     }
 
-    /// Parses scenario text; `origin` names it in errors.
+    /// Parses scenario text; `origin` names it in errors. Trace files it names are relative
+    /// to the current directory.
     pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_in(text, origin, Path::new(""))
+    }
+
+    /// Parses scenario text; `origin` names it in errors and trace files it names are
+    /// relative to `dir`.
+    pub fn parse_in(text: &str, origin: &str, dir: &Path) -> Result<Scenario, ScenarioError> {
+        let mut traces = Traces {
+            dir: dir.to_path_buf(),
+            loaded: HashMap::new(),
+        };
         let invalid = |message: String| ScenarioError::Invalid {
             origin: origin.to_string(),
             message,
@@ -146,7 +158,7 @@ impl Scenario {
 
         // The base file must be valid on its own.
         let base_spec: FileSpec = typed(root.clone()).map_err(invalid)?;
-        compile(&base_spec).map_err(invalid)?;
+        compile(&base_spec, &mut traces).map_err(invalid)?;
         if base_spec.repetitions == 0 {
             return Err(invalid("repetitions: must be at least 1".into()));
         }
@@ -216,7 +228,7 @@ impl Scenario {
                     })
                 };
                 let spec: FileSpec = typed(tree).map_err(wrap)?;
-                let compiled = compile(&spec).map_err(wrap)?;
+                let compiled = compile(&spec, &mut traces).map_err(wrap)?;
                 configs.push(compiled);
             }
         }
@@ -320,13 +332,48 @@ fn default_queue(rate_bps: u64, delay: Duration) -> QueueLimit {
     QueueLimit::Packets(((bdp_bytes / 1500.0).ceil() as u64).max(20))
 }
 
-fn link_params(l: &LinkSpec) -> (LinkParams, LinkParams) {
+/// Trace files named by a scenario, each read once.
+struct Traces {
+    dir: PathBuf,
+    loaded: HashMap<String, DeliveryTrace>,
+}
+
+impl Traces {
+    fn get(&mut self, name: &str) -> Result<DeliveryTrace, String> {
+        if let Some(t) = self.loaded.get(name) {
+            return Ok(t.clone());
+        }
+        let t = DeliveryTrace::load(&self.dir.join(name)).map_err(|e| e.to_string())?;
+        self.loaded.insert(name.to_string(), t.clone());
+        Ok(t)
+    }
+}
+
+/// Rate and trace of a link direction: exactly one of them is given.
+fn service(
+    rate: Option<u64>,
+    trace: Option<&str>,
+    traces: &mut Traces,
+) -> Result<(u64, Option<DeliveryTrace>), String> {
+    match (rate, trace) {
+        (Some(_), Some(_)) => Err("give `rate` or `trace`, not both".into()),
+        (None, None) => Err("`rate` (or `trace`) is required".into()),
+        (Some(r), None) => Ok((r, None)),
+        (None, Some(name)) => {
+            let t = traces.get(name).map_err(|e| format!("trace: {e}"))?;
+            Ok((t.mean_rate_bps(), Some(t)))
+        }
+    }
+}
+
+fn link_params(l: &LinkSpec, traces: &mut Traces) -> Result<(LinkParams, LinkParams), String> {
+    let (rate_bps, trace) = service(l.rate.map(|r| r.0), l.trace.as_deref(), traces)?;
     let queue = l
         .queue
         .map(|q| q.0)
-        .unwrap_or_else(|| default_queue(l.rate.0, l.delay.0));
+        .unwrap_or_else(|| default_queue(rate_bps, l.delay.0));
     let fwd = LinkParams {
-        rate_bps: l.rate.0,
+        rate_bps,
         delay: l.delay.0,
         queue,
         loss: l.loss.map_or(LossModel::None, |x| x.0),
@@ -335,17 +382,25 @@ fn link_params(l: &LinkSpec) -> (LinkParams, LinkParams) {
         duplicate_prob: l.duplicate.map_or(0.0, |f| f.0),
         corrupt_prob: l.corrupt.map_or(0.0, |f| f.0),
         up: l.up.unwrap_or(true),
+        trace,
     };
     let r = l.reverse.as_ref();
     let dflt = ReverseSpec::default();
     let r = r.unwrap_or(&dflt);
-    let rate = r.rate.map_or(fwd.rate_bps, |x| x.0);
+    // The reverse direction keeps the forward service unless it gives its own.
+    let (rate, trace) = if r.rate.is_some() || r.trace.is_some() {
+        service(r.rate.map(|x| x.0), r.trace.as_deref(), traces)
+            .map_err(|e| format!("reverse: {e}"))?
+    } else {
+        (fwd.rate_bps, fwd.trace.clone())
+    };
     let delay = r.delay.map_or(fwd.delay, |x| x.0);
+    let own_service = r.rate.is_some() || r.trace.is_some();
     let rev = LinkParams {
         rate_bps: rate,
         delay,
         queue: r.queue.map_or(
-            if r.rate.is_some() || r.delay.is_some() {
+            if own_service || r.delay.is_some() {
                 default_queue(rate, delay)
             } else {
                 fwd.queue
@@ -358,8 +413,9 @@ fn link_params(l: &LinkSpec) -> (LinkParams, LinkParams) {
         duplicate_prob: r.duplicate.map_or(0.0, |f| f.0),
         corrupt_prob: r.corrupt.map_or(0.0, |f| f.0),
         up: r.up.unwrap_or(fwd.up),
+        trace,
     };
-    (fwd, rev)
+    Ok((fwd, rev))
 }
 
 /// The scheme of a flow: (kind, scheme). `"n-tcp"` is not a scheme but a flow kind: one
@@ -520,14 +576,15 @@ fn app_of(f: &FlowSpec, at: &str) -> Result<AppConfig, String> {
 }
 
 /// Turns a typed scenario into a simulation (seed 0).
-fn compile(s: &FileSpec) -> Result<Compiled, String> {
+fn compile(s: &FileSpec, traces: &mut Traces) -> Result<Compiled, String> {
     let mut link_ix = HashMap::new();
     let mut links = Vec::new();
     for (i, l) in s.links.iter().enumerate() {
         if link_ix.insert(l.name.as_str(), i).is_some() {
             return Err(format!("links[{i}].name: `{}` is used twice", l.name));
         }
-        let (forward, reverse) = link_params(l);
+        let (forward, reverse) =
+            link_params(l, traces).map_err(|e| format!("links[{i}] (`{}`): {e}", l.name))?;
         for (dir, p) in [("", &forward), (".reverse", &reverse)] {
             p.validate()
                 .map_err(|e| format!("links[{i}] (`{}`){dir}: {e}", l.name))?;
@@ -674,10 +731,26 @@ fn compile(s: &FileSpec) -> Result<Compiled, String> {
         if change == LinkChange::default() {
             return Err(format!("events[{i}].set: changes nothing"));
         }
+        let direction = e.direction.unwrap_or(Direction::Forward);
+        if change.rate_bps.is_some() {
+            let lc = &links[link];
+            let traced = match direction {
+                Direction::Forward => lc.forward.trace.is_some(),
+                Direction::Reverse => lc.reverse.trace.is_some(),
+                Direction::Both => lc.forward.trace.is_some() || lc.reverse.trace.is_some(),
+            };
+            if traced {
+                return Err(format!(
+                    "events[{i}].set.rate: link `{}` follows a delivery trace; its rate \
+                     cannot be changed",
+                    e.link
+                ));
+            }
+        }
         changes.push(TimedChange {
             at: e.at.0,
             link,
-            direction: e.direction.unwrap_or(Direction::Forward),
+            direction,
             change,
         });
     }

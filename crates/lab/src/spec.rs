@@ -44,7 +44,11 @@ pub struct FileSpec {
 #[serde(deny_unknown_fields)]
 pub struct LinkSpec {
     pub name: String,
-    pub rate: Rate,
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    /// A Mahimahi packet-delivery trace file (instead of `rate`).
+    #[serde(default)]
+    pub trace: Option<String>,
     pub delay: Dur,
     #[serde(default)]
     pub queue: Option<QueueSpec>,
@@ -69,6 +73,7 @@ pub struct LinkSpec {
 #[serde(deny_unknown_fields)]
 pub struct ReverseSpec {
     pub rate: Option<Rate>,
+    pub trace: Option<String>,
     pub delay: Option<Dur>,
     pub queue: Option<QueueSpec>,
     pub loss: Option<LossSpec>,

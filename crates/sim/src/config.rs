@@ -69,6 +69,17 @@ impl FlowConfig {
         self
     }
 
+    /// The application's `bytes` option (a `file`'s size), for drivers that replay a flow
+    /// outside the simulator.
+    pub fn bytes(&self) -> Option<u64> {
+        self.app.options().get("bytes").and_then(|v| v.as_u64())
+    }
+
+    /// The application's `read_rate` option (bit/s), likewise.
+    pub fn read_rate_bps(&self) -> Option<u64> {
+        self.app.options().get("read_rate").and_then(|v| v.as_u64())
+    }
+
     /// Connections the flow is made of.
     pub fn connections(&self) -> usize {
         match self.kind {

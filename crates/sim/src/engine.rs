@@ -842,7 +842,7 @@ impl Simulator {
         let len = m.len as usize;
         let wire = len as u64 + self.cfg.header_overhead;
         let fate = self.links[l].offer(self.now, wire, len);
-        let Some(mut arrival) = fate.arrival else {
+        let Some(arrival) = fate.arrival else {
             self.release(slot);
             return;
         };
@@ -870,13 +870,11 @@ impl Simulator {
             );
             return;
         }
-        arrival = arrival.max(self.links[l].last_arrival);
         self.enqueue(l, arrival, slot);
     }
 
     fn enqueue(&mut self, l: usize, arrival: Instant, slot: u32) {
-        let arrival = arrival.max(self.links[l].last_arrival);
-        self.links[l].last_arrival = arrival;
+        let arrival = self.links[l].fifo_arrival(arrival);
         let epoch = self.links[l].epoch;
         let was_empty = self.fifos[l].is_empty();
         self.fifos[l].push_back(InFlight {

@@ -17,7 +17,6 @@ pub mod bench;
 mod config;
 pub mod data;
 mod engine;
-pub mod link;
 mod qlog;
 pub mod random;
 mod result;
@@ -30,11 +29,13 @@ pub use config::{
     SimConfigError, TimedChange,
 };
 pub use engine::{derive_seed, SimError, Simulator};
-pub use link::{LinkParams, LinkStats, LossModel, QueueLimit};
 pub use result::{
     AppCounters, ArrivalResult, BlockDelay, DistributionSummary, FlowResult, LinkResult,
     PathResult, PathSeries, SimResult,
 };
+/// The link model, shared with the path emulator (`tributary-link`).
+pub use tributary_link as link;
+pub use tributary_link::{DeliveryTrace, LinkParams, LinkStats, LossModel, QueueLimit};
 
 /// Builds and runs a simulation.
 pub fn run(cfg: SimConfig) -> Result<SimResult, SimError> {

@@ -281,11 +281,13 @@ impl SchemeSender for ArqSender {
             return Some(tag);
         }
         // 4. Blocked by the receive window: reinject the segment at its left edge.
-        if !self.cfg.reinject
-            || !ctx
-                .next_unsent(u64::MAX)
-                .is_some_and(|r| r.start >= ctx.max_data)
-        {
+        if !self.cfg.reinject {
+            return None;
+        }
+        let blocked = ctx
+            .next_unsent(u64::MAX)
+            .is_some_and(|r| r.start >= ctx.max_data);
+        if !blocked {
             return None;
         }
         let head = *self.segs.front()?;
