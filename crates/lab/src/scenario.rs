@@ -10,8 +10,8 @@ use tributary_proto::scheme::SchemeConfig;
 use tributary_proto::time::Duration;
 use tributary_proto::ConnectionConfig;
 use tributary_sim::{
-    AppConfig, ArrivalConfig, DeliveryTrace, Direction, FlowConfig, FlowKind, LinkChange,
-    LinkConfig, LinkParams, LossModel, QueueLimit, SimConfig, TimedChange,
+    app::FlowShape, AppConfig, ArrivalConfig, DeliveryTrace, Direction, FlowConfig, FlowKind,
+    LinkChange, LinkConfig, LinkParams, LossModel, QueueLimit, SimConfig, TimedChange,
 };
 
 /// Why a scenario cannot be used.
@@ -521,7 +521,7 @@ fn flow_config(
         FlowKind::PerPath => paths.len(),
     };
     app.factory()
-        .validate(n, conn.max_datagram())
+        .validate(&FlowShape::new(n, paths.len(), conn.max_datagram()))
         .map_err(|e| format!("{at}.app: `{}`: {e}", app.name()))?;
     let qlog = match f.trace.as_deref() {
         None | Some("none") => false,

@@ -400,3 +400,78 @@ fn every_scenario_file_parses() {
         }
     }
 }
+
+#[test]
+fn applications_and_arrivals_in_scenarios() {
+    let s = parse(
+        r#"
+app = { name = "video", fps = 30, bit_rate = "2Mbps", deadline = "150ms" }
+
+[[flows]]
+name = "page"
+paths = ["wifi"]
+scheme = "tcp"
+app = "web"
+trace = "qlog"
+
+[[arrivals]]
+name = "short"
+rate = 5
+count = 20
+until = "8s"
+[arrivals.flow]
+paths = ["cell"]
+scheme = "tcp"
+bytes = "20KB"
+
+[[variants]]
+name = "base"
+
+[[variants]]
+name = "rpc"
+set = { "flows.page.app" = { name = "rpc", requests = 5 } }
+"#,
+    )
+    .unwrap();
+    let c = &s.config(0, 0).sim;
+    assert_eq!(c.flows[0].app.name(), "video");
+    assert_eq!(c.flows[0].app.options()["fps"], 30.0);
+    assert_eq!(c.flows[1].app.name(), "web");
+    assert!(c.flows[1].qlog && !c.flows[0].qlog);
+    let a = &c.arrivals[0];
+    assert_eq!((a.name.as_str(), a.rate, a.count), ("short", 5.0, Some(20)));
+    assert_eq!(a.until, Some(Duration::from_secs(8)));
+    assert_eq!(a.template.app.name(), "file");
+    assert_eq!(s.config(1, 0).sim.flows[1].app.name(), "request-response");
+
+    for (extra, want) in [
+        ("app = \"ftp\"", "flows[0].app: unknown application `ftp`"),
+        ("app = \"file\"\nbytes = \"1MB\"", "belong inside `app`"),
+        ("app = { name = \"video\", fps = -1 }", "flows[0].app: application `video`: fps"),
+        ("trace = \"pcap\"", "flows[0].trace: unknown trace format `pcap`"),
+        ("app = \"on-off\"", "on-off sends on the flow's first path only"),
+        (
+            "[[arrivals]]\nname = \"a\"\nrate = 1\n[arrivals.flow]\npaths = [\"wifi\"]\nbytes = 10\n",
+            "needs a `count` or an `until`",
+        ),
+        (
+            "[[arrivals]]\nname = \"a\"\nrate = 1\ncount = 2\n[arrivals.flow]\npaths = [\"wifi\"]\n",
+            "does not end by itself",
+        ),
+        (
+            "[[arrivals]]\nname = \"a\"\nrate = 0\ncount = 2\n[arrivals.flow]\npaths = [\"wifi\"]\nbytes = 10\n",
+            "arrivals[0].rate",
+        ),
+        (
+            "[[arrivals]]\nname = \"f1\"\nrate = 1\ncount = 2\n[arrivals.flow]\npaths = [\"wifi\"]\nbytes = 10\n",
+            "already used",
+        ),
+        (
+            "[[arrivals]]\nname = \"a\"\nrate = 1\ncount = 2\n[arrivals.flow]\npaths = [\"wifi\"]\nbytes = 10\ncolour = 1\n",
+            "arrivals[0].flow.colour",
+        ),
+    ] {
+        let e = err(extra);
+        assert!(e.contains(want), "{extra}: {e}");
+    }
+}

@@ -1,6 +1,6 @@
 //! What a simulation is made of: links, flows over routes of links, and timed changes.
 
-use crate::app::{AppConfig, Lifetime};
+use crate::app::{AppConfig, FlowShape, Lifetime};
 use crate::link::{LinkParams, LossModel};
 use tributary_proto::time::Duration;
 use tributary_proto::ConnectionConfig;
@@ -290,11 +290,8 @@ impl SimConfig {
         if let Err(e) = f.conn.validate(n) {
             return err(what, e.to_string());
         }
-        if let Err(e) = f
-            .app
-            .factory()
-            .validate(f.connections(), f.conn.max_datagram())
-        {
+        let shape = FlowShape::new(f.connections(), f.paths.len(), f.conn.max_datagram());
+        if let Err(e) = f.app.factory().validate(&shape) {
             return err(what, format!("app `{}`: {e}", f.app.name()));
         }
         Ok(())

@@ -60,14 +60,36 @@ pub enum Lifetime {
     Background,
 }
 
+/// What an application's options are checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FlowShape {
+    /// Connections of the flow: 1, or one per path for `n-tcp`.
+    pub connections: usize,
+    /// Paths of the flow.
+    pub paths: usize,
+    /// The connections' largest datagram.
+    pub max_datagram: usize,
+}
+
+impl FlowShape {
+    /// A flow of `connections` connections over `paths` paths.
+    pub fn new(connections: usize, paths: usize, max_datagram: usize) -> Self {
+        FlowShape {
+            connections,
+            paths,
+            max_datagram,
+        }
+    }
+}
+
 /// An application's configuration and factory (a registry entry's product).
 pub trait AppFactory: Factory {
     /// Whether it ends by itself.
     fn lifetime(&self) -> Lifetime;
 
-    /// Checks the options against the flow: `connections` is 1, or one per path for `n-tcp`;
-    /// `max_datagram` the connections' largest datagram.
-    fn validate(&self, _connections: usize, _max_datagram: usize) -> Result<(), String> {
+    /// Checks the options against the flow.
+    fn validate(&self, _flow: &FlowShape) -> Result<(), String> {
         Ok(())
     }
 

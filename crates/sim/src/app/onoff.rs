@@ -4,7 +4,7 @@
 //! background traffic of the MPTCP-dFEC evaluation (Ferlin et al., §IV: Pareto on-times,
 //! exponential off-times, on/off intervals between 1 s and 5 s, 1000-byte packets).
 
-use super::{AppContext, AppFactory, AppHalf, AppIo, Lifetime, RawDatagram};
+use super::{AppContext, AppFactory, AppHalf, AppIo, FlowShape, Lifetime, RawDatagram};
 use crate::random::{exponential, pareto};
 use crate::stats::Distribution;
 use crate::units::{Dur, Rate, Size};
@@ -130,14 +130,14 @@ impl AppFactory for OnOffConfig {
         Lifetime::Background
     }
 
-    fn validate(&self, connections: usize, max_datagram: usize) -> Result<(), String> {
-        if connections != 1 {
+    fn validate(&self, flow: &FlowShape) -> Result<(), String> {
+        if flow.paths != 1 {
             return Err("on-off sends on the flow's first path only: use one path".into());
         }
-        if self.packet_size.0 as usize > max_datagram {
+        if self.packet_size.0 as usize > flow.max_datagram {
             return Err(format!(
-                "packet_size {} exceeds the flow's largest datagram ({max_datagram} bytes)",
-                self.packet_size.0
+                "packet_size {} exceeds the flow's largest datagram ({} bytes)",
+                self.packet_size.0, flow.max_datagram
             ));
         }
         Ok(())

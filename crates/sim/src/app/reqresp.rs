@@ -7,7 +7,7 @@
 //!
 //! Which request a response answers travels beside its bytes (as in `web`).
 
-use super::{AppContext, AppFactory, AppHalf, AppIo, Lifetime};
+use super::{AppContext, AppFactory, AppHalf, AppIo, FlowShape, Lifetime};
 use crate::stats::Distribution;
 use crate::units::{Dur, Size};
 use std::sync::{Arc, Mutex};
@@ -98,8 +98,8 @@ impl AppFactory for RequestResponseConfig {
         Lifetime::Finite
     }
 
-    fn validate(&self, connections: usize, _max_datagram: usize) -> Result<(), String> {
-        if connections != 1 {
+    fn validate(&self, flow: &FlowShape) -> Result<(), String> {
+        if flow.connections != 1 {
             return Err("requests and responses share one connection: not n-tcp".into());
         }
         Ok(())

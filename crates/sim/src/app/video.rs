@@ -15,7 +15,7 @@
 //! stalls playback until it completes (stall time += the wait, one stall counted), and an
 //! abandoned frame is skipped at its slot (concealed, no stall).
 
-use super::{AppContext, AppFactory, AppHalf, AppIo, Lifetime};
+use super::{AppContext, AppFactory, AppHalf, AppIo, FlowShape, Lifetime};
 use crate::stats::Distribution;
 use crate::units::{Dur, Rate};
 use std::sync::Arc;
@@ -176,8 +176,8 @@ impl AppFactory for VideoConfig {
         Lifetime::Finite
     }
 
-    fn validate(&self, connections: usize, _max_datagram: usize) -> Result<(), String> {
-        if connections != 1 {
+    fn validate(&self, flow: &FlowShape) -> Result<(), String> {
+        if flow.connections != 1 {
             return Err(
                 "a video is one stream of frames: use a multipath scheme, not n-tcp".into(),
             );

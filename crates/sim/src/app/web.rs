@@ -11,7 +11,7 @@
 //! request and the server looks it up when request message k has arrived; likewise for the
 //! responses (the bytes are the flows' verified streams, the names are the simulator's).
 
-use super::{AppContext, AppFactory, AppHalf, AppIo, Lifetime};
+use super::{AppContext, AppFactory, AppHalf, AppIo, FlowShape, Lifetime};
 use crate::units::Size;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -127,8 +127,8 @@ impl AppFactory for WebConfig {
         Lifetime::Finite
     }
 
-    fn validate(&self, connections: usize, _max_datagram: usize) -> Result<(), String> {
-        if connections != 1 {
+    fn validate(&self, flow: &FlowShape) -> Result<(), String> {
+        if flow.connections != 1 {
             return Err("a page is fetched over one connection: not n-tcp".into());
         }
         Ok(())
