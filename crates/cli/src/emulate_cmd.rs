@@ -462,7 +462,13 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
             "--transfer runs one connection over the flow's paths; n-tcp flows are not supported"
         );
     }
-    if f.read_rate_bps.is_some() {
+    if !matches!(f.app.name(), "bulk" | "file") {
+        bail!(
+            "--transfer replays bulk and file flows only, not `{}`",
+            f.app.name()
+        );
+    }
+    if f.read_rate_bps().is_some() {
         bail!("--transfer does not model a limited read rate (read_rate)");
     }
     let conn = f.conn.clone();
@@ -493,7 +499,7 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
     let rconn = conn.clone();
     let rdone = done.clone();
     let rbytes = delivered.clone();
-    let bytes = f.bytes;
+    let bytes = f.bytes();
     let receiver = std::thread::spawn(move || -> Result<(u64, StdDuration, Vec<[f64; 2]>)> {
         let r = (|| {
             netns::enter(&ns_b)?;

@@ -173,10 +173,14 @@ impl LinkParams {
 }
 
 /// Counters of one link direction.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct LinkStats {
     /// Packets offered to the link.
     pub offered: u64,
+    /// Packets that reached the far end (copies included; corrupted ones too, which the
+    /// receiver then drops by checksum).
+    pub delivered: u64,
     /// Dropped because the queue was full.
     pub queue_drops: u64,
     /// Dropped by the loss model.

@@ -241,9 +241,6 @@ pub struct Connection {
     window_update: bool,
     last_rx_path: usize,
     finished: bool,
-    occupancy_since: Option<Instant>,
-    occupancy_last: Option<Instant>,
-    occupancy_integral: f64,
     events: VecDeque<Event>,
     /// Sender: messages not yet acknowledged.
     tx_msgs: TxMessages,
@@ -350,9 +347,6 @@ impl Connection {
             window_update: false,
             last_rx_path: 0,
             finished: false,
-            occupancy_since: None,
-            occupancy_last: None,
-            occupancy_integral: 0.0,
             events: VecDeque::new(),
             tx_msgs: TxMessages::default(),
             rx_msgs: RxMessages::default(),
@@ -632,21 +626,6 @@ impl Connection {
         self.recv_buf.held()
     }
 
-    /// Time-weighted mean receive-buffer occupancy from the first datagram to `now`
-    /// (sampled at datagram arrivals, where occupancy changes).
-    pub fn mean_buffer_occupancy(&self, now: Instant) -> f64 {
-        let (Some(t0), Some(last)) = (self.occupancy_since, self.occupancy_last) else {
-            return 0.0;
-        };
-        let held = self.recv_buf.held() as f64;
-        let span = (now - t0).as_nanos() as f64;
-        if span == 0.0 {
-            held
-        } else {
-            (self.occupancy_integral + held * (now - last).as_nanos() as f64) / span
-        }
-    }
-
     /// Counters.
     pub fn stats(&self) -> ConnectionStats {
         let mut s = self.stats.clone();
@@ -768,7 +747,6 @@ impl Connection {
         while self.paths.len() <= p {
             self.add_path();
         }
-        self.integrate_occupancy(now);
         let fresh = self.paths[p].on_received(hdr.pn);
         let newest = fresh && self.paths[p].largest_received == Some(hdr.pn);
         self.last_rx_path = p;
@@ -932,6 +910,13 @@ impl Connection {
     /// Receiver: when each metric block became available to the application in order.
     pub fn block_delivered_times(&self) -> &BlockClock {
         &self.delivered_clock
+    }
+
+    /// Drops both block clocks' times below block `i` (a driver that has paired them), so
+    /// they hold only the blocks in flight.
+    pub fn forget_blocks_before(&mut self, i: usize) {
+        self.sent_clock.forget_before(i);
+        self.delivered_clock.forget_before(i);
     }
 
     fn feedback(&mut self, now: Instant, f: &Frame<'_>) -> Result<(), DatagramError> {
@@ -1257,15 +1242,6 @@ impl Connection {
             self.all_acked = true;
             self.events.push_back(Event::AllAcked);
         }
-    }
-
-    fn integrate_occupancy(&mut self, now: Instant) {
-        let held = self.recv_buf.held() as f64;
-        match self.occupancy_last {
-            Some(last) => self.occupancy_integral += held * (now - last).as_nanos() as f64,
-            None => self.occupancy_since = Some(now),
-        }
-        self.occupancy_last = Some(now);
     }
 
     // ------------------------------------------------------------------ timers

@@ -40,6 +40,7 @@ use crate::ranges::RangeSet;
 use crate::registry::{Choice, Entry, Factory, Family};
 use crate::time::Instant;
 use crate::wire::{Frame, PacketWriter};
+use std::collections::VecDeque;
 use std::ops::Range;
 
 /// What a scheme remembers about one packet it filled; handed back on ack or loss. The
@@ -182,11 +183,15 @@ impl SendCtx<'_> {
     }
 }
 
-/// Per-block times for the delay metrics: index = stream offset / block size.
+/// Per-block times for the delay metrics: index = stream offset / block size. A driver that
+/// has consumed the times below some block drops them ([`BlockClock::forget_before`]), so the
+/// clock holds only the blocks in flight, however many bytes the connection moves.
 #[derive(Debug, Clone, Default)]
 pub struct BlockClock {
     block: u64,
-    times: Vec<Option<Instant>>,
+    /// Index of `times[0]`.
+    base: usize,
+    times: VecDeque<Option<Instant>>,
 }
 
 impl BlockClock {
@@ -194,38 +199,51 @@ impl BlockClock {
     pub fn new(block: usize) -> Self {
         BlockClock {
             block: block.max(1) as u64,
-            times: Vec::new(),
+            base: 0,
+            times: VecDeque::new(),
         }
     }
-    /// Sets the time of every block intersecting `[start, end)` that has none yet.
+    /// Sets the time of every block intersecting `[start, end)` that has none yet (blocks
+    /// already forgotten are left alone).
     pub fn mark(&mut self, start: u64, end: u64, now: Instant) {
         if end <= start {
             return;
         }
-        let first = (start / self.block) as usize;
+        let first = ((start / self.block) as usize).max(self.base);
         let last = ((end - 1) / self.block) as usize;
-        if self.times.len() <= last {
-            self.times.resize(last + 1, None);
+        if last < first {
+            return;
         }
-        for t in &mut self.times[first..=last] {
+        if self.base + self.times.len() <= last {
+            self.times.resize(last + 1 - self.base, None);
+        }
+        for t in self.times.range_mut(first - self.base..=last - self.base) {
             t.get_or_insert(now);
         }
     }
-    /// Time of block `i`, if marked.
+    /// Time of block `i`, if marked and not forgotten.
     pub fn get(&self, i: usize) -> Option<Instant> {
-        self.times.get(i).copied().flatten()
+        i.checked_sub(self.base)
+            .and_then(|k| self.times.get(k).copied().flatten())
     }
-    /// Number of blocks with a slot (marked or not).
+    /// Number of blocks with a slot (marked or not), forgotten ones included: the next block
+    /// index.
     pub fn len(&self) -> usize {
-        self.times.len()
+        self.base + self.times.len()
     }
     /// True if no block was marked.
     pub fn is_empty(&self) -> bool {
-        self.times.is_empty()
+        self.len() == 0
     }
     /// Block size in bytes.
     pub fn block_size(&self) -> u64 {
         self.block
+    }
+    /// Drops the times of the blocks below `i`.
+    pub fn forget_before(&mut self, i: usize) {
+        let n = i.saturating_sub(self.base).min(self.times.len());
+        self.times.drain(..n);
+        self.base = self.base.max(i);
     }
 }
 
@@ -409,3 +427,30 @@ pub type SchemeConfig = Choice<Schemes>;
 
 /// Every scheme selectable by name: one line per scheme.
 pub static SCHEMES: &[Entry<dyn SchemeFactory>] = &[arq::TCP, arq::MPTCP, fmtcp::ENTRY];
+
+#[cfg(test)]
+mod tests {
+    use super::BlockClock;
+    use crate::time::Instant;
+
+    #[test]
+    fn block_clock_keeps_first_marks_and_forgets_on_request() {
+        let t = Instant::from_nanos;
+        let mut c = BlockClock::new(100);
+        c.mark(50, 250, t(1)); // blocks 0..=2
+        c.mark(0, 400, t(2)); // block 3 new, 0..=2 keep t(1)
+        assert_eq!((c.len(), c.get(0), c.get(3)), (4, Some(t(1)), Some(t(2))));
+        c.forget_before(2);
+        assert_eq!((c.len(), c.get(1), c.get(2)), (4, None, Some(t(1))));
+        // Marks of forgotten blocks change nothing; later blocks still grow the clock.
+        c.mark(0, 150, t(3));
+        assert_eq!((c.len(), c.get(0), c.get(1)), (4, None, None));
+        c.mark(350, 650, t(4));
+        assert_eq!((c.len(), c.get(3), c.get(6)), (7, Some(t(2)), Some(t(4))));
+        // Forgetting past the end leaves an empty clock that starts there.
+        c.forget_before(9);
+        assert_eq!((c.len(), c.get(7)), (9, None));
+        c.mark(900, 901, t(5));
+        assert_eq!((c.len(), c.get(9)), (10, Some(t(5))));
+    }
+}
