@@ -65,7 +65,7 @@ fn dead_path_run(scheme: SchemeConfig, cc_name: &str, bytes: u64) -> FlowResult 
         conn(scheme, cc(cc_name), 2 << 20),
         FlowKind::Multipath,
     );
-    f.bytes = Some(bytes);
+    f.app = file(bytes);
     let mut cfg = sim(links, vec![f], 600, 7);
     cfg.sample_interval = Some(Duration::from_secs(1));
     cfg.changes.push(dies(1, 5));
@@ -81,7 +81,7 @@ fn tcp_on_a(bytes: u64) -> f64 {
         conn(tcp(), cc("new-reno"), 2 << 20),
         FlowKind::Multipath,
     );
-    f.bytes = Some(bytes);
+    f.app = file(bytes);
     run(sim(links, vec![f], 600, 7)).unwrap().flows[0]
         .completion_s
         .unwrap()
