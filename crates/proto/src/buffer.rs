@@ -40,6 +40,9 @@ pub struct SendBuffer {
     end: u64,
     limit: usize,
     spare: Vec<Box<[u8]>>,
+    /// One past the highest byte ever copied out for sending (a `Cell` because copying out
+    /// is a read): the bytes above it were written but never sent.
+    frontier: std::cell::Cell<u64>,
 }
 
 impl SendBuffer {
@@ -53,11 +56,16 @@ impl SendBuffer {
             end: 0,
             limit: capacity.max(1),
             spare: Vec::new(),
+            frontier: std::cell::Cell::new(0),
         }
     }
     /// Capacity in bytes.
     pub fn capacity(&self) -> usize {
         self.limit
+    }
+    /// Bytes written that no scheme has copied out yet (never sent, never encoded).
+    pub fn unsent(&self) -> usize {
+        (self.end - self.frontier.get().max(self.base)) as usize
     }
     /// Changes the capacity (bytes already held stay, even above a smaller capacity).
     pub fn set_capacity(&mut self, capacity: usize) {
@@ -116,6 +124,10 @@ impl SendBuffer {
     pub fn copy_out(&self, offset: u64, dst: &mut [u8]) -> bool {
         if offset < self.base || offset + dst.len() as u64 > self.end {
             return false;
+        }
+        let top = offset + dst.len() as u64;
+        if top > self.frontier.get() {
+            self.frontier.set(top);
         }
         let mut done = 0;
         while done < dst.len() {

@@ -262,6 +262,10 @@ pub struct Connection {
 /// sender's numbers jump only by the packets lost in between.
 pub const MAX_PN_JUMP: u64 = 1 << 20;
 
+/// Least a bulk writer may hold written but unsent (two fmtcp blocks of the default size; 64
+/// KiB as Linux's default `tcp_notsent_lowat` leaves unbounded, a common tuned value).
+pub const UNSENT_FLOOR: u64 = 64 * 1024;
+
 /// Most reliable control frames put in one packet.
 const MAX_CONTROL_PER_PACKET: usize = 8;
 
@@ -493,9 +497,17 @@ impl Connection {
             return 0;
         }
         let window = self.peer_max_data.saturating_sub(self.send_buf.end());
+        // Like Linux's TCP_NOTSENT_LOWAT: keep at most one aggregate congestion window (and
+        // at least UNSENT_FLOOR) of bytes written but not yet sent. A pump of the connection
+        // sends at most the free congestion window, so this never starves the sender, and a
+        // source waiting on a slow or blocked connection holds no more than that.
+        let cwnd: u64 = self.paths.iter().map(|p| p.cwnd).sum();
+        let unsent_room = cwnd
+            .max(UNSENT_FLOOR)
+            .saturating_sub(self.send_buf.unsent() as u64);
         self.send_buf
             .free()
-            .min(usize::try_from(window).unwrap_or(usize::MAX))
+            .min(usize::try_from(window.min(unsent_room)).unwrap_or(usize::MAX))
     }
 
     /// Writes one message of `len` bytes, produced in place by `fill` (called with one or two

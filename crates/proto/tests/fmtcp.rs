@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{transfer, wrap};
+use common::{transfer, transfer_from, wrap, Source};
 use proptest::prelude::*;
 use tributary_proto::path::PathView;
 use tributary_proto::scheme::fmtcp::{
@@ -295,13 +295,11 @@ fn symbol(block: u64, id: u32, coding: Coding<'static>, data: &'static [u8]) -> 
 #[test]
 fn hostile_symbols_and_feedback_are_dropped_and_counted() {
     let (mut a, mut b) = pair(Code::Raptorq);
-    // Within the 128 KiB window, so it is written at once.
     let d = data(130_000);
-    assert_eq!(a.write(&d), d.len());
-    a.close();
+    let mut src = Source::new(&d);
     let mut now = Instant::ZERO;
     // Let block 0 be decoded and a few more blocks start.
-    let mut got = transfer(&mut a, &mut b, &mut now, 3, 0);
+    let mut got = transfer_from(&mut a, &mut b, &mut now, &mut src, 3, 0);
     let t = 1366; // symbol size for MSS 1400 (module docs)
     static RIGHT: [u8; 1366] = [0xAB; 1366];
     static WRONG: [u8; 100] = [0xCD; 100];
@@ -361,7 +359,7 @@ fn hostile_symbols_and_feedback_are_dropped_and_counted() {
         let _ = a.handle_datagram(now, &packet(1, 20_000 + i as u64, std::slice::from_ref(f)));
     }
     assert_eq!(a.stats().feedback_rejected - before, 3);
-    got.extend(transfer(&mut a, &mut b, &mut now, 20_000, 0));
+    got.extend(transfer_from(&mut a, &mut b, &mut now, &mut src, 20_000, 0));
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
 }
 
@@ -406,8 +404,7 @@ proptest! {
         (any::<u8>(), any::<u8>(), proptest::collection::vec(any::<u8>(), 0..64)), 0..16)) {
         let (mut a, mut b) = pair(Code::Raptorq);
         let d = data(70_000);
-        prop_assert_eq!(a.write(&d), d.len());
-        a.close();
+        let mut src = Source::new(&d);
         let mut now = Instant::ZERO;
         for (i, (path, kind, body)) in junk.iter().enumerate() {
             let mut pkt = vec![*kind & 0x0f];
@@ -416,7 +413,7 @@ proptest! {
             let _ = b.handle_datagram(now, &wrap(ConnectionConfig::default().conn_id, path % 3, 40_000 + i as u64, &pkt));
             let _ = a.handle_datagram(now, &wrap(ConnectionConfig::default().conn_id, path % 3, 50_000 + i as u64, &pkt));
         }
-        let got = transfer(&mut a, &mut b, &mut now, 5_000, 0);
+        let got = transfer_from(&mut a, &mut b, &mut now, &mut src, 5_000, 0);
         let forged = junk.iter().any(|(_, kind, body)| {
             let mut pkt = vec![*kind & 0x0f];
             pkt.extend_from_slice(body);

@@ -241,6 +241,27 @@ fn run(
     secs: u64,
     count_from: Instant,
 ) -> (u64, u64) {
+    run_from(
+        a,
+        b,
+        delay,
+        start,
+        secs,
+        count_from,
+        &mut common::Source::new(&[]),
+    )
+}
+
+/// [`run`], with `src` writing into `a` as it accepts bytes.
+fn run_from(
+    a: &mut Connection,
+    b: &mut Connection,
+    delay: Duration,
+    start: Instant,
+    secs: u64,
+    count_from: Instant,
+    src: &mut common::Source<'_>,
+) -> (u64, u64) {
     let mut now = start;
     let end = start + Duration::from_secs(secs);
     let mut buf = vec![0u8; 2048];
@@ -249,6 +270,7 @@ fn run(
     let (mut from_a, mut from_b) = (0u64, 0u64);
     let mut sink = Vec::new();
     while now < end {
+        src.pump(a);
         while let Some(t) = a.poll_transmit(now, &mut buf) {
             from_a += u64::from(now >= count_from);
             wire.push((now + delay, true, buf[..t.len].to_vec()));
@@ -406,18 +428,20 @@ fn feedback_in_acks_does_not_make_acks_acknowledge_each_other() {
         Connection::new(config(fb()), 1).unwrap(),
         Connection::new(config(fb()), 0).unwrap(),
     );
-    a.write(&[3u8; 200_000]);
-    a.close();
+    let data = [3u8; 200_000];
+    let mut src = common::Source::new(&data);
     let quiet_from = Instant::ZERO + Duration::from_secs(5);
-    let (after_a, after_b) = run(
+    let (after_a, after_b) = run_from(
         &mut a,
         &mut b,
         Duration::from_millis(10),
         Instant::ZERO,
         60,
         quiet_from,
+        &mut src,
     );
     assert!(b.is_finished() && a.is_all_acked());
+    assert_eq!(b.stats().bytes_read, data.len() as u64);
     assert!(
         log.lock().unwrap().feedback > 0,
         "feedback reached the sender"
@@ -549,10 +573,9 @@ fn ack_and_loss_callbacks_name_path_and_packet_number() {
         Connection::new(cfg, 0).unwrap(),
     );
     let data: Vec<u8> = (0..400_000u32).map(|i| (i % 251) as u8).collect();
-    a.write(&data);
-    a.close();
     let mut now = Instant::ZERO;
-    let got = common::transfer(&mut a, &mut b, &mut now, 100_000, 9);
+    let mut src = common::Source::new(&data);
+    let got = common::transfer_from(&mut a, &mut b, &mut now, &mut src, 100_000, 9);
     assert_eq!(got, data);
     // Let what is still in flight (reinjected copies) settle.
     let (q1, q2) = run(&mut a, &mut b, Duration::ZERO, now, 30, now);

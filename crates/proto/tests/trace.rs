@@ -55,10 +55,9 @@ fn tracer_counts_match_the_connection_counters() {
     a.set_tracer(Box::new(Counter(Arc::clone(&ca))));
     b.set_tracer(Box::new(Counter(Arc::clone(&cb))));
     let data = vec![9u8; 300_000];
-    a.write(&data);
-    a.close();
     let mut now = Instant::ZERO;
-    let got = common::transfer(&mut a, &mut b, &mut now, 100_000, 11);
+    let mut src = common::Source::new(&data);
+    let got = common::transfer_from(&mut a, &mut b, &mut now, &mut src, 100_000, 11);
     assert_eq!(got.len(), data.len());
     let (sa, sb) = (a.stats(), b.stats());
     let sum = |s: &tributary_proto::ConnectionStats,

@@ -16,6 +16,32 @@ pub fn wrap(conn_id: u64, path: u8, pn: u64, body: &[u8]) -> Vec<u8> {
     buf
 }
 
+/// Bytes an application writes as the connection accepts them (`write_capacity` limits a
+/// bulk writer to what can be sent soon), closing the stream after the last one.
+#[allow(dead_code)]
+#[derive(Debug)]
+pub struct Source<'d> {
+    data: &'d [u8],
+    off: usize,
+}
+
+#[allow(dead_code)]
+impl<'d> Source<'d> {
+    /// All of `data`, nothing written yet.
+    pub fn new(data: &'d [u8]) -> Self {
+        Source { data, off: 0 }
+    }
+    /// Writes what `a` accepts now; closes `a` once everything is written.
+    pub fn pump(&mut self, a: &mut Connection) {
+        if self.off < self.data.len() {
+            self.off += a.write(&self.data[self.off..]);
+            if self.off == self.data.len() {
+                a.close();
+            }
+        }
+    }
+}
+
 /// Moves datagrams both ways over a zero-delay "network" that drops every `drop`-th packet
 /// from `a` to `b` (never, with 0), advancing time by 5 ms when nothing moves so timers fire,
 /// until `b` finished reading and `a` saw everything acknowledged, or `rounds` pass. Returns
@@ -27,10 +53,23 @@ pub fn transfer(
     rounds: usize,
     drop: usize,
 ) -> Vec<u8> {
+    transfer_from(a, b, now, &mut Source::new(&[]), rounds, drop)
+}
+
+/// [`transfer`], with `src` writing into `a` before every round.
+pub fn transfer_from(
+    a: &mut Connection,
+    b: &mut Connection,
+    now: &mut Instant,
+    src: &mut Source<'_>,
+    rounds: usize,
+    drop: usize,
+) -> Vec<u8> {
     let mut got = Vec::new();
     let mut buf = vec![0u8; 2048];
     let mut sent = 0usize;
     for _ in 0..rounds {
+        src.pump(a);
         let mut moved = false;
         while let Some(t) = a.poll_transmit(*now, &mut buf) {
             sent += 1;
