@@ -440,7 +440,8 @@ impl RecvBuffer {
     fn consume(&mut self, n: u64) {
         self.read += n;
         self.held -= n;
-        self.received.remove_below(self.read);
+        // The first range may start below the read point: every method reads it that way.
+        self.received.remove_ranges_below(self.read);
         // Release the chunks read past.
         while !self.chunks.is_empty() && self.chunk_base + CHUNK64 <= self.read {
             if let Some(Some(c)) = self.chunks.pop_front() {

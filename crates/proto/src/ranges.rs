@@ -170,6 +170,19 @@ impl RangeSet {
         }
     }
 
+    /// Removes the ranges that lie wholly below `v`; a range that straddles `v` stays whole
+    /// (cheaper than [`RangeSet::remove_below`] for a reader that only needs the set above a
+    /// moving point: in-order reading then never touches the tree's structure).
+    pub fn remove_ranges_below(&mut self, v: u64) {
+        while let Some(first) = self.map.first_entry() {
+            if *first.get() <= v {
+                first.remove();
+            } else {
+                break;
+            }
+        }
+    }
+
     /// Ranges in ascending order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = Range<u64>> + ExactSizeIterator + '_ {
         self.map.iter().map(|(&s, &e)| s..e)
@@ -194,6 +207,18 @@ mod tests {
         assert!(s.contains(0) && s.contains(39) && !s.contains(40));
         s.remove_below(12);
         assert_eq!(s.min(), Some(12));
+    }
+
+    #[test]
+    fn remove_ranges_below_keeps_a_straddling_range_whole() {
+        let mut s = RangeSet::new();
+        s.insert(0..10);
+        s.insert(20..30);
+        s.insert(40..50);
+        s.remove_ranges_below(25);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![20..30, 40..50]);
+        s.remove_ranges_below(30);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![40..50]);
     }
 
     #[test]
