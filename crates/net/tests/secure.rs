@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 use tributary_net::{
-    receive_stream, send_stream, Content, Limits, Listener, NetError, SocketOptions,
+    receive_stream, send_stream, Content, Limits, Listener, NetError, Service, SocketOptions,
     TransferOptions, UdpDriver,
 };
 use tributary_proto::handshake::{generate_keypair, Credentials, Key};
@@ -70,6 +70,7 @@ fn listener(creds: Credentials) -> Listener {
         creds,
         limits: Limits::default(),
         max_connections: 1,
+        service: Service::Files { resume: None },
     }
 }
 
@@ -77,6 +78,7 @@ fn file(size: usize) -> Content {
     Content::File {
         name: Some("f".into()),
         size: Some(size as u64),
+        resumable: false,
     }
 }
 
@@ -130,6 +132,7 @@ fn psk_only_transfer_and_the_receivers_limits() {
                 ..Limits::default()
             },
             max_connections: 4,
+            service: Service::Files { resume: None },
         },
     )
     .unwrap();
@@ -491,6 +494,7 @@ fn concurrent(n: usize, size: usize) {
             creds: psk.clone(),
             limits: Limits::default(),
             max_connections: n,
+            service: Service::Files { resume: None },
         },
     )
     .unwrap();
