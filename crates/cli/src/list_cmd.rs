@@ -1,11 +1,13 @@
-//! `tributary list`: the registries — every scheme, congestion controller and scheduler with
-//! its options and defaults (the docs tables are this command's `--markdown` output).
+//! `tributary list`: the registries — every scheme, congestion controller, scheduler and
+//! application with its options and defaults (the docs tables are this command's
+//! `--markdown` output).
 
 use clap::{Args, ValueEnum};
 use tributary_proto::cc::Controllers;
 use tributary_proto::registry::{describe, markdown, Family};
 use tributary_proto::sched::Schedulers;
 use tributary_proto::scheme::Schemes;
+use tributary_sim::Applications;
 
 /// A registry.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -16,6 +18,8 @@ pub enum Which {
     Cc,
     /// Path schedulers (`scheduler = ...`).
     Schedulers,
+    /// Simulated applications (`app = ...`).
+    Apps,
 }
 
 /// Arguments of `tributary list`.
@@ -58,6 +62,9 @@ pub fn list(a: ListArgs) -> anyhow::Result<()> {
     }
     if all || matches!(a.which, Some(Which::Schedulers)) {
         show::<Schedulers>("schedulers", a.markdown);
+    }
+    if all || matches!(a.which, Some(Which::Apps)) {
+        show::<Applications>("applications", a.markdown);
     }
     Ok(())
 }

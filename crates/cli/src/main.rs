@@ -2,6 +2,7 @@
 
 mod bench_cmd;
 mod choice;
+mod emulate_cmd;
 mod list_cmd;
 mod merge_cmd;
 mod net_cmds;
@@ -43,6 +44,8 @@ enum Cmd {
     Bench(bench_cmd::BenchArgs),
     /// List the registered schemes, congestion controllers and schedulers with their options.
     List(list_cmd::ListArgs),
+    /// Emulate a scenario's paths between two network namespaces (root; see docs/emulate.md).
+    Emulate(emulate_cmd::EmulateArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Cmd::Keygen(a) => net_cmds::keygen(a),
         Cmd::Bench(a) => bench_cmd::bench(a),
         Cmd::List(a) => list_cmd::list(a),
+        Cmd::Emulate(a) => emulate_cmd::emulate(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

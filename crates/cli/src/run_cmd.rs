@@ -48,6 +48,10 @@ pub struct RunArgs {
     /// Render the scenario's `[[plots]]` into this directory (PNG and SVG).
     #[arg(long, value_name = "DIR")]
     pub plots: Option<PathBuf>,
+    /// Write qlog traces (JSON-SEQ, loadable in qvis) under this directory, one subdirectory
+    /// per run: of the flows with `trace = "qlog"`, or of every `[[flows]]` entry if none has.
+    #[arg(long, value_name = "DIR")]
+    pub qlog: Option<PathBuf>,
     /// Check the scenario and list its runs without running them.
     #[arg(long)]
     pub check: bool,
@@ -136,7 +140,17 @@ pub fn run(a: RunArgs) -> Result<()> {
         repetitions: a.repetitions,
         seed: a.seed,
         jobs: a.jobs,
+        qlog: a.qlog.clone(),
     };
+    let traced = scenario.configs.iter().any(|c| {
+        c.sim.flows.iter().any(|f| f.qlog) || c.sim.arrivals.iter().any(|g| g.template.qlog)
+    });
+    if traced && a.qlog.is_none() {
+        bail!(
+            "{}: a flow asks for a qlog trace (`trace = \"qlog\"`): give the directory with --qlog DIR",
+            a.file.display()
+        );
+    }
     let plan = run::plan(&scenario, &opts);
     if let Some(shard) = a.shard {
         if a.stream.is_none() && a.resume.is_none() && !a.check {

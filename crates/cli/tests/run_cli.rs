@@ -209,3 +209,56 @@ fn bad_input_fails_with_a_message() {
         "{err}"
     );
 }
+
+#[test]
+fn qlog_traces_are_written_per_run_and_asked_for_explicitly() {
+    let text = r#"
+name = "traced"
+duration = "5s"
+repetitions = 2
+
+[[links]]
+name = "a"
+rate = "10Mbps"
+delay = "10ms"
+
+[[flows]]
+name = "f"
+paths = ["a"]
+scheme = "tcp"
+bytes = "100KB"
+trace = "qlog"
+"#;
+    let file = tmp("traced.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = tributary(&["run", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--qlog DIR"), "{err}");
+    let dir = tmp("qlog-out");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = tributary(&[
+        "run",
+        file.to_str().unwrap(),
+        "--qlog",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for rep in 0..2 {
+        for role in ["sender", "receiver"] {
+            let p = dir.join(format!("base-r{rep}")).join(format!("f-c0-{role}.sqlog"));
+            let t = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            assert!(t.starts_with("\u{1e}{\"qlog_version\""), "{}", p.display());
+        }
+    }
+    // A second run into the same directory refuses to overwrite the traces.
+    let out = tributary(&[
+        "run",
+        file.to_str().unwrap(),
+        "--qlog",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("qlog"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

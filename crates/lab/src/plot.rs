@@ -61,6 +61,16 @@ pub enum Metric {
     /// Lost packets per block of a coded scheme (the `lost_per_block` histogram among the
     /// scheme's sender counters); `cdf` plots only.
     LostPerBlock,
+    /// Congestion window per path over time, KB (`series` plots; `path_series.cwnd_bytes`).
+    Cwnd,
+    /// Smoothed RTT per path over time, ms (`series` plots).
+    Srtt,
+    /// Bytes in flight per path over time, KB (`series` plots).
+    InFlight,
+    /// Packets declared lost per path in each sampling interval (`series` plots).
+    Losses,
+    /// Stream bytes re-sent per path in each sampling interval, KB (`series` plots).
+    Retransmissions,
 }
 
 impl Metric {
@@ -76,12 +86,30 @@ impl Metric {
             Metric::Jitter => "jitter",
             Metric::Overhead => "overhead",
             Metric::LostPerBlock => "lost-per-block",
+            Metric::Cwnd => "cwnd",
+            Metric::Srtt => "srtt",
+            Metric::InFlight => "in-flight",
+            Metric::Losses => "losses",
+            Metric::Retransmissions => "retransmissions",
         }
+    }
+
+    /// The per-path time-series column of this metric (series plots), in plotted units.
+    fn path_column(self) -> Option<fn(&tributary_sim::PathSeries, usize) -> Option<f64>> {
+        Some(match self {
+            Metric::Cwnd => |s, i| s.cwnd_bytes.get(i).map(|&v| v as f64 / 1e3),
+            Metric::Srtt => |s, i| s.srtt_ms.get(i).copied().flatten(),
+            Metric::InFlight => |s, i| s.in_flight_bytes.get(i).map(|&v| v as f64 / 1e3),
+            Metric::PathThroughput => |s, i| s.throughput_mbps.get(i).copied(),
+            Metric::Losses => |s, i| s.losses.get(i).map(|&v| v as f64),
+            Metric::Retransmissions => |s, i| s.retransmitted_bytes.get(i).map(|&v| v as f64 / 1e3),
+            _ => return None,
+        })
     }
 
     /// Parses a metric name as written in `[[plots]]` or on the command line.
     pub fn parse(s: &str) -> Result<Metric, PlotError> {
-        const ALL: [Metric; 10] = [
+        const ALL: [Metric; 15] = [
             Metric::Goodput,
             Metric::Completion,
             Metric::Fairness,
@@ -92,6 +120,11 @@ impl Metric {
             Metric::Jitter,
             Metric::Overhead,
             Metric::LostPerBlock,
+            Metric::Cwnd,
+            Metric::Srtt,
+            Metric::InFlight,
+            Metric::Losses,
+            Metric::Retransmissions,
         ];
         // The metric's name before it was generalised to every scheme.
         let s = if s == "coding-overhead" {
@@ -124,6 +157,11 @@ impl Metric {
             Metric::Jitter => "block delay jitter (ms)".into(),
             Metric::Overhead => "overhead (%)".into(),
             Metric::LostPerBlock => "blocks with at most x lost packets (%)".into(),
+            Metric::Cwnd => format!("congestion window{per} (KB)"),
+            Metric::Srtt => "smoothed RTT (ms)".into(),
+            Metric::InFlight => format!("bytes in flight{per} (KB)"),
+            Metric::Losses => format!("packets lost per interval{per}"),
+            Metric::Retransmissions => format!("bytes re-sent per interval{per} (KB)"),
         }
     }
 }
@@ -407,7 +445,12 @@ fn run_values(run: &RunRecord, spec: &PlotSpec, sels: &[String]) -> Vec<(String,
                 out.push((label(s), v));
             }
         }
-        Metric::LostPerBlock => {}
+        Metric::LostPerBlock
+        | Metric::Cwnd
+        | Metric::Srtt
+        | Metric::InFlight
+        | Metric::Losses
+        | Metric::Retransmissions => {}
         Metric::PathThroughput | Metric::PathShare => {
             for s in sels {
                 let fl = select(run, s);
@@ -523,6 +566,13 @@ fn figure(report: &Report, spec: &PlotSpec) -> Result<Figure, PlotError> {
     });
     if spec.kind == PlotKind::Series {
         return series_figure(report, spec, &sels, title);
+    }
+    if spec.metric != Metric::PathThroughput && spec.metric.path_column().is_some() {
+        return Err(PlotError::Spec(format!(
+            "plot `{}`: metric `{}` is a time series: use kind `series`",
+            spec.name,
+            spec.metric.name()
+        )));
     }
     if (spec.kind == PlotKind::Cdf) != (spec.metric == Metric::LostPerBlock) {
         return Err(PlotError::Spec(format!(
@@ -719,15 +769,124 @@ fn delay_bins(
     Ok(())
 }
 
+/// A per-path quantity over time: one line per variant (× sweep point × selector, or × flow
+/// with `per_flow`) × path, the selected flows reduced per `reduce` at each sample, then the
+/// mean over repetitions.
+fn path_series_figure(
+    report: &Report,
+    spec: &PlotSpec,
+    sels: &[String],
+    title: String,
+    column: fn(&tributary_sim::PathSeries, usize) -> Option<f64>,
+) -> Result<Figure, PlotError> {
+    let multi_point = report.sweep_points.len() > 1;
+    let mut lines = Vec::new();
+    for variant in &report.variants {
+        for point in &report.sweep_points {
+            let runs: Vec<&RunRecord> = report
+                .runs
+                .iter()
+                .filter(|r| r.variant == *variant && r.sweep == *point)
+                .collect();
+            if runs.is_empty() {
+                continue;
+            }
+            let mut keys: Vec<(String, String)> = Vec::new();
+            for s in sels {
+                if spec.per_flow {
+                    for f in select(runs[0], s) {
+                        keys.push((f.name.clone(), f.name.clone()));
+                    }
+                } else {
+                    let label = if sels.len() > 1 {
+                        s.clone()
+                    } else {
+                        String::new()
+                    };
+                    keys.push((label, s.clone()));
+                }
+            }
+            for (key, sel) in keys {
+                let first = select(runs[0], &sel);
+                let names: Vec<String> = first
+                    .first()
+                    .map(|f| f.paths.iter().map(|p| p.name.clone()).collect())
+                    .unwrap_or_default();
+                for (pi, pname) in names.iter().enumerate() {
+                    let mut per_t: Vec<(f64, Vec<f64>)> = Vec::new();
+                    for run in &runs {
+                        let fl = select(run, &sel);
+                        let len = fl
+                            .iter()
+                            .filter_map(|f| f.path_series.get(pi))
+                            .map(|s| s.t_s.len())
+                            .max()
+                            .unwrap_or(0);
+                        if len == 0 {
+                            return Err(PlotError::Spec(format!(
+                                "plot `{}`: the results have no per-path series (set `sample_interval` in the scenario)",
+                                spec.name
+                            )));
+                        }
+                        for i in 0..len {
+                            let t = fl
+                                .iter()
+                                .filter_map(|f| f.path_series.get(pi))
+                                .find_map(|s| s.t_s.get(i).copied())
+                                .unwrap_or(0.0);
+                            let vs: Vec<f64> = fl
+                                .iter()
+                                .filter_map(|f| f.path_series.get(pi).and_then(|s| column(s, i)))
+                                .collect();
+                            if vs.is_empty() {
+                                continue;
+                            }
+                            let v = reduce(vs.into_iter(), spec.reduce);
+                            match per_t.iter_mut().find(|(x, _)| (*x - t).abs() < 1e-9) {
+                                Some(slot) => slot.1.push(v),
+                                None => per_t.push((t, vec![v])),
+                            }
+                        }
+                    }
+                    per_t.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    let name = join(&[variant, if multi_point { point } else { "" }, &key, pname]);
+                    lines.push(Line {
+                        name,
+                        points: per_t
+                            .iter()
+                            .filter_map(|(t, vs)| est_or_point(vs).map(|e| (*t, e)))
+                            .collect(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(Figure {
+        kind: PlotKind::Series,
+        title,
+        x_label: spec.x_label.clone().unwrap_or_else(|| "time (s)".into()),
+        y_label: spec
+            .y_label
+            .clone()
+            .unwrap_or_else(|| spec.metric.axis_label(spec.reduce)),
+        categories: Vec::new(),
+        lines,
+    })
+}
+
 fn series_figure(
     report: &Report,
     spec: &PlotSpec,
     sels: &[String],
     title: String,
 ) -> Result<Figure, PlotError> {
+    if let Some(column) = spec.metric.path_column() {
+        return path_series_figure(report, spec, sels, title, column);
+    }
     if !matches!(spec.metric, Metric::Goodput | Metric::BlockDelay) {
         return Err(PlotError::Spec(format!(
-            "plot `{}`: a series plot shows goodput or block delay over time; metric `{}` is not available per sample",
+            "plot `{}`: a series plot shows goodput, block delay, path-throughput, cwnd, srtt, \
+             in-flight, losses or retransmissions over time; metric `{}` is not available per sample",
             spec.name,
             spec.metric.name()
         )));

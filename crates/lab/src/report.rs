@@ -56,6 +56,12 @@ pub struct FlowRecord {
     /// The scheme's own counters: `{ name, sender: {...}, receiver: {...} }` (e.g. `fmtcp`:
     /// symbols sent, appended, replaced, the lost-per-block histogram).
     pub scheme: tributary_proto::conn::SchemeCounters,
+    /// The application's own measurements: `{ name, sender: {...}, receiver: {...} }`.
+    #[serde(default)]
+    pub app: tributary_sim::AppCounters,
+    /// Per path (order of `paths`), its state over time when `sample_interval` is set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_series: Vec<tributary_sim::PathSeries>,
 }
 
 /// One simulation.
@@ -75,6 +81,12 @@ pub struct RunRecord {
     pub sim_seconds: f64,
     /// Flows in scenario order.
     pub flows: Vec<FlowRecord>,
+    /// Arrival groups in scenario order, aggregated over their flows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arrivals: Vec<tributary_sim::ArrivalResult>,
+    /// Link counters (offered, delivered, dropped by cause) in scenario order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<tributary_sim::LinkResult>,
 }
 
 /// Per-path summary.
@@ -127,6 +139,34 @@ pub struct SummaryRow {
     pub overhead_pct: Option<Estimate>,
     /// Per path (summed over copies for an aggregate).
     pub paths: Vec<PathSummary>,
+    /// The application's numeric measurements (`sender.…`, `receiver.…`, nested keys joined
+    /// by dots, e.g. `receiver.on_time`, `receiver.frame_delay_ms.p95`) over the repetitions
+    /// (mean over copies for an aggregate).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub app: std::collections::BTreeMap<String, Estimate>,
+}
+
+/// Statistics of one arrival group over the repetitions of a (variant, sweep point).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ArrivalSummary {
+    /// Variant.
+    pub variant: String,
+    /// Sweep point label.
+    pub sweep: String,
+    /// Group name.
+    pub name: String,
+    /// Flows that arrived.
+    pub flows: Estimate,
+    /// Flows that completed.
+    pub completed: Estimate,
+    /// Per run mean completion time, s.
+    pub completion_mean_s: Option<Estimate>,
+    /// Per run median completion time, s.
+    pub completion_p50_s: Option<Estimate>,
+    /// Per run 95th-percentile completion time, s.
+    pub completion_p95_s: Option<Estimate>,
+    /// Per run mean goodput of a completed flow, Mbit/s.
+    pub goodput_mbps: Option<Estimate>,
 }
 
 /// Everything `tributary run` reports.
@@ -148,6 +188,9 @@ pub struct Report {
     pub runs: Vec<RunRecord>,
     /// Statistics per (variant, sweep point, flow).
     pub summary: Vec<SummaryRow>,
+    /// Statistics per (variant, sweep point, arrival group).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arrivals: Vec<ArrivalSummary>,
 }
 
 fn est(xs: &[f64]) -> Estimate {
@@ -292,6 +335,44 @@ impl Report {
                 }
             }
         }
+        let mut arrivals = Vec::new();
+        for variant in &l.variants {
+            for point in &l.points {
+                let mine: Vec<&RunRecord> = runs
+                    .iter()
+                    .filter(|r| r.variant == *variant && r.sweep == point.label)
+                    .collect();
+                let Some(first) = mine.first() else {
+                    continue;
+                };
+                for (gi, g) in first.arrivals.iter().enumerate() {
+                    let per = |f: &dyn Fn(&tributary_sim::ArrivalResult) -> Option<f64>| {
+                        let xs: Vec<f64> = mine
+                            .iter()
+                            .filter_map(|r| r.arrivals.get(gi).and_then(f))
+                            .collect();
+                        Estimate::of(&xs)
+                    };
+                    arrivals.push(ArrivalSummary {
+                        variant: variant.clone(),
+                        sweep: point.label.clone(),
+                        name: g.name.clone(),
+                        flows: est(&mine
+                            .iter()
+                            .filter_map(|r| r.arrivals.get(gi).map(|a| a.flows as f64))
+                            .collect::<Vec<_>>()),
+                        completed: est(&mine
+                            .iter()
+                            .filter_map(|r| r.arrivals.get(gi).map(|a| a.completed as f64))
+                            .collect::<Vec<_>>()),
+                        completion_mean_s: per(&|a| a.completion_s.as_ref().map(|c| c.mean)),
+                        completion_p50_s: per(&|a| a.completion_s.as_ref().map(|c| c.p50)),
+                        completion_p95_s: per(&|a| a.completion_s.as_ref().map(|c| c.p95)),
+                        goodput_mbps: per(&|a| a.goodput_mbps.as_ref().map(|c| c.mean)),
+                    });
+                }
+            }
+        }
         Report {
             scenario: l.scenario.clone(),
             description: l.description.clone(),
@@ -301,6 +382,7 @@ impl Report {
             sweep_points: l.points.iter().map(|p| p.label.clone()).collect(),
             runs,
             summary,
+            arrivals,
         }
     }
 
@@ -477,6 +559,31 @@ impl Report {
         for row in rows {
             line(row, &mut out);
         }
+        if !self.arrivals.is_empty() {
+            out.push_str("\narrival groups (completion time of the completed flows):\n");
+            for a in &self.arrivals {
+                let opt = |e: &Option<Estimate>, d: usize| {
+                    e.as_ref().map_or("-".to_string(), |e| fmt_est(e, d))
+                };
+                let sweep = if has_sweep {
+                    format!(" {}", a.sweep)
+                } else {
+                    String::new()
+                };
+                out.push_str(&format!(
+                    "{}{sweep} {}: {} flows, {} completed; completion s mean {}, p50 {}, p95 {}; \
+                     goodput per flow {} Mbit/s\n",
+                    a.variant,
+                    a.name,
+                    fmt_est(&a.flows, 0),
+                    fmt_est(&a.completed, 0),
+                    opt(&a.completion_mean_s, 3),
+                    opt(&a.completion_p50_s, 3),
+                    opt(&a.completion_p95_s, 3),
+                    opt(&a.goodput_mbps, 2),
+                ));
+            }
+        }
         out
     }
 }
@@ -494,6 +601,51 @@ fn csv_field(s: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// Numeric leaves of a JSON value, keys joined by dots.
+fn leaves(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, f64)>) {
+    match v {
+        serde_json::Value::Number(n) => {
+            if let Some(x) = n.as_f64() {
+                out.push((prefix.to_string(), x));
+            }
+        }
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                leaves(&format!("{prefix}.{k}"), x, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The application's numeric measurements over the runs (mean over `members` in each run).
+fn app_estimates(
+    runs: &[&RunRecord],
+    members: &[usize],
+) -> std::collections::BTreeMap<String, Estimate> {
+    let mut per_key: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for r in runs {
+        let mut sums: std::collections::BTreeMap<String, (f64, usize)> = Default::default();
+        for &i in members {
+            let mut v = Vec::new();
+            leaves("sender", &r.flows[i].app.sender, &mut v);
+            leaves("receiver", &r.flows[i].app.receiver, &mut v);
+            for (k, x) in v {
+                let e = sums.entry(k).or_default();
+                e.0 += x;
+                e.1 += 1;
+            }
+        }
+        for (k, (sum, n)) in sums {
+            per_key.entry(k).or_default().push(sum / n as f64);
+        }
+    }
+    per_key
+        .into_iter()
+        .filter_map(|(k, xs)| Estimate::of(&xs).map(|e| (k, e)))
+        .collect()
 }
 
 /// Summary of flows `members` (one flow, or all copies for an aggregate) over `runs`.
@@ -585,6 +737,7 @@ fn row(
             f.block_delay.as_ref().map(|b| b.jitter_ms)
         })),
         overhead_pct: Estimate::of(&per_run_mean(&|f| f.overhead.map(|o| 100.0 * o))),
+        app: app_estimates(runs, members),
         paths,
     }
 }

@@ -16,6 +16,9 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// Worker threads (default: one per core).
     pub jobs: Option<usize>,
+    /// Write qlog traces under this directory, one subdirectory per run: of the flows whose
+    /// `trace = "qlog"`, or of every configured flow if none asks.
+    pub qlog: Option<std::path::PathBuf>,
 }
 
 /// One simulation to run.
@@ -49,6 +52,14 @@ pub enum RunError {
         seed: u64,
         /// The simulator's error.
         error: SimError,
+    },
+    /// A trace directory could not be created.
+    #[error("cannot create qlog directory {path}: {message}")]
+    Qlog {
+        /// The directory.
+        path: String,
+        /// Why.
+        message: String,
     },
     /// The thread pool could not be built.
     #[error("cannot start {jobs} worker threads: {message}")]
@@ -105,7 +116,21 @@ pub fn execute(
     jobs: Option<usize>,
     done: &(dyn Fn(usize, Result<RunRecord, RunError>, std::time::Duration) -> bool + Sync),
 ) -> Result<(), RunError> {
-    let jobs = jobs.unwrap_or_else(default_jobs);
+    let opts = RunOptions {
+        jobs,
+        ..RunOptions::default()
+    };
+    execute_with(s, specs, &opts, done)
+}
+
+/// [`execute`] with every option of `opts` that applies to a single run (`jobs`, `qlog`).
+pub fn execute_with(
+    s: &Scenario,
+    specs: &[RunSpec],
+    opts: &RunOptions,
+    done: &(dyn Fn(usize, Result<RunRecord, RunError>, std::time::Duration) -> bool + Sync),
+) -> Result<(), RunError> {
+    let jobs = opts.jobs.unwrap_or_else(default_jobs);
     if jobs == 0 {
         return Err(RunError::Pool {
             jobs,
@@ -119,7 +144,7 @@ pub fn execute(
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(spec) = specs.get(i) else { break };
             let t0 = std::time::Instant::now();
-            let res = run_one(s, spec);
+            let res = run_one(s, spec, opts);
             if !done(i, res, t0.elapsed()) {
                 stop.store(true, Ordering::Relaxed);
             }
@@ -157,7 +182,7 @@ pub fn run(
     let runs = plan(s, opts);
     let results: Mutex<Vec<Option<Result<RunRecord, RunError>>>> =
         Mutex::new((0..runs.len()).map(|_| None).collect());
-    execute(s, &runs, opts.jobs, &|i, res, _| {
+    execute_with(s, &runs, opts, &|i, res, _| {
         results.lock().expect("no worker panicked")[i] = Some(res);
         progress();
         true
@@ -176,11 +201,50 @@ pub fn run(
     ))
 }
 
-fn run_one(s: &Scenario, r: &RunSpec) -> Result<RunRecord, RunError> {
+/// The directory of one run's traces: `DIR/VARIANT[-POINT]-rREP` (characters other than
+/// letters, digits, `-`, `_` and `.` replaced by `_`).
+pub fn qlog_dir(
+    base: &std::path::Path,
+    variant: &str,
+    point: &str,
+    repetition: u64,
+) -> std::path::PathBuf {
+    let mut name = variant.to_string();
+    if !point.is_empty() {
+        name.push('-');
+        name.push_str(point);
+    }
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    base.join(format!("{name}-r{repetition}"))
+}
+
+fn run_one(s: &Scenario, r: &RunSpec, opts: &RunOptions) -> Result<RunRecord, RunError> {
     let compiled = s.config(r.variant, r.point);
     let mut cfg = compiled.sim.clone();
     cfg.seed = r.seed;
     let point = &s.points[r.point];
+    if let Some(base) = &opts.qlog {
+        let dir = qlog_dir(base, &s.variants[r.variant], &point.label, r.repetition);
+        std::fs::create_dir_all(&dir).map_err(|e| RunError::Qlog {
+            path: dir.display().to_string(),
+            message: e.to_string(),
+        })?;
+        if !cfg.flows.iter().any(|f| f.qlog) && !cfg.arrivals.iter().any(|a| a.template.qlog) {
+            for f in &mut cfg.flows {
+                f.qlog = true;
+            }
+        }
+        cfg.qlog_dir = Some(dir);
+    }
     let res = tributary_sim::run(cfg).map_err(|error| RunError::Sim {
         variant: s.variants[r.variant].clone(),
         point: if point.label.is_empty() {
@@ -220,6 +284,8 @@ fn run_one(s: &Scenario, r: &RunSpec) -> Result<RunRecord, RunError> {
                 block_delay: f.block_delay.clone(),
                 block_delay_series: f.block_delay_series.clone(),
                 scheme: f.scheme.clone(),
+                app: f.app.clone(),
+                path_series: f.path_series.clone(),
             });
         }
     }
@@ -231,6 +297,8 @@ fn run_one(s: &Scenario, r: &RunSpec) -> Result<RunRecord, RunError> {
         seed: r.seed,
         sim_seconds: res.sim_seconds,
         flows,
+        arrivals: res.arrivals.clone(),
+        links: res.links.clone(),
     })
 }
 

@@ -5,13 +5,13 @@ use crate::overrides;
 use crate::plot::PlotSpec;
 use crate::spec::{FileSpec, FlowSpec, LinkSpec, MetaSpec, ReverseSpec};
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tributary_proto::scheme::SchemeConfig;
 use tributary_proto::time::Duration;
 use tributary_proto::ConnectionConfig;
 use tributary_sim::{
-    Direction, FlowConfig, FlowKind, LinkChange, LinkConfig, LinkParams, LossModel, QueueLimit,
-    SimConfig, TimedChange,
+    app::FlowShape, AppConfig, ArrivalConfig, DeliveryTrace, Direction, FlowConfig, FlowKind,
+    LinkChange, LinkConfig, LinkParams, LossModel, QueueLimit, SimConfig, TimedChange,
 };
 
 /// Why a scenario cannot be used.
@@ -107,17 +107,29 @@ impl Scenario {
         &self.configs[variant * self.points.len() + point]
     }
 
-    /// Reads and parses a scenario file.
+    /// Reads and parses a scenario file; trace files it names are relative to its directory.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let text = std::fs::read_to_string(path).map_err(|error| ScenarioError::Read {
             path: path.display().to_string(),
             error,
         })?;
-        Scenario::parse(&text, &path.display().to_string())
+        let dir = path.parent().unwrap_or(Path::new(""));
+        Scenario::parse_in(&text, &path.display().to_string(), dir)
     }
 
-    /// Parses scenario text; `origin` names it in errors.
+    /// Parses scenario text; `origin` names it in errors. Trace files it names are relative
+    /// to the current directory.
     pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_in(text, origin, Path::new(""))
+    }
+
+    /// Parses scenario text; `origin` names it in errors and trace files it names are
+    /// relative to `dir`.
+    pub fn parse_in(text: &str, origin: &str, dir: &Path) -> Result<Scenario, ScenarioError> {
+        let mut traces = Traces {
+            dir: dir.to_path_buf(),
+            loaded: HashMap::new(),
+        };
         let invalid = |message: String| ScenarioError::Invalid {
             origin: origin.to_string(),
             message,
@@ -146,7 +158,7 @@ impl Scenario {
 
         // The base file must be valid on its own.
         let base_spec: FileSpec = typed(root.clone()).map_err(invalid)?;
-        compile(&base_spec).map_err(invalid)?;
+        compile(&base_spec, &mut traces).map_err(invalid)?;
         if base_spec.repetitions == 0 {
             return Err(invalid("repetitions: must be at least 1".into()));
         }
@@ -216,7 +228,7 @@ impl Scenario {
                     })
                 };
                 let spec: FileSpec = typed(tree).map_err(wrap)?;
-                let compiled = compile(&spec).map_err(wrap)?;
+                let compiled = compile(&spec, &mut traces).map_err(wrap)?;
                 configs.push(compiled);
             }
         }
@@ -320,13 +332,48 @@ fn default_queue(rate_bps: u64, delay: Duration) -> QueueLimit {
     QueueLimit::Packets(((bdp_bytes / 1500.0).ceil() as u64).max(20))
 }
 
-fn link_params(l: &LinkSpec) -> (LinkParams, LinkParams) {
+/// Trace files named by a scenario, each read once.
+struct Traces {
+    dir: PathBuf,
+    loaded: HashMap<String, DeliveryTrace>,
+}
+
+impl Traces {
+    fn get(&mut self, name: &str) -> Result<DeliveryTrace, String> {
+        if let Some(t) = self.loaded.get(name) {
+            return Ok(t.clone());
+        }
+        let t = DeliveryTrace::load(&self.dir.join(name)).map_err(|e| e.to_string())?;
+        self.loaded.insert(name.to_string(), t.clone());
+        Ok(t)
+    }
+}
+
+/// Rate and trace of a link direction: exactly one of them is given.
+fn service(
+    rate: Option<u64>,
+    trace: Option<&str>,
+    traces: &mut Traces,
+) -> Result<(u64, Option<DeliveryTrace>), String> {
+    match (rate, trace) {
+        (Some(_), Some(_)) => Err("give `rate` or `trace`, not both".into()),
+        (None, None) => Err("`rate` (or `trace`) is required".into()),
+        (Some(r), None) => Ok((r, None)),
+        (None, Some(name)) => {
+            let t = traces.get(name).map_err(|e| format!("trace: {e}"))?;
+            Ok((t.mean_rate_bps(), Some(t)))
+        }
+    }
+}
+
+fn link_params(l: &LinkSpec, traces: &mut Traces) -> Result<(LinkParams, LinkParams), String> {
+    let (rate_bps, trace) = service(l.rate.map(|r| r.0), l.trace.as_deref(), traces)?;
     let queue = l
         .queue
         .map(|q| q.0)
-        .unwrap_or_else(|| default_queue(l.rate.0, l.delay.0));
+        .unwrap_or_else(|| default_queue(rate_bps, l.delay.0));
     let fwd = LinkParams {
-        rate_bps: l.rate.0,
+        rate_bps,
         delay: l.delay.0,
         queue,
         loss: l.loss.map_or(LossModel::None, |x| x.0),
@@ -335,17 +382,25 @@ fn link_params(l: &LinkSpec) -> (LinkParams, LinkParams) {
         duplicate_prob: l.duplicate.map_or(0.0, |f| f.0),
         corrupt_prob: l.corrupt.map_or(0.0, |f| f.0),
         up: l.up.unwrap_or(true),
+        trace,
     };
     let r = l.reverse.as_ref();
     let dflt = ReverseSpec::default();
     let r = r.unwrap_or(&dflt);
-    let rate = r.rate.map_or(fwd.rate_bps, |x| x.0);
+    // The reverse direction keeps the forward service unless it gives its own.
+    let (rate, trace) = if r.rate.is_some() || r.trace.is_some() {
+        service(r.rate.map(|x| x.0), r.trace.as_deref(), traces)
+            .map_err(|e| format!("reverse: {e}"))?
+    } else {
+        (fwd.rate_bps, fwd.trace.clone())
+    };
     let delay = r.delay.map_or(fwd.delay, |x| x.0);
+    let own_service = r.rate.is_some() || r.trace.is_some();
     let rev = LinkParams {
         rate_bps: rate,
         delay,
         queue: r.queue.map_or(
-            if r.rate.is_some() || r.delay.is_some() {
+            if own_service || r.delay.is_some() {
                 default_queue(rate, delay)
             } else {
                 fwd.queue
@@ -358,8 +413,9 @@ fn link_params(l: &LinkSpec) -> (LinkParams, LinkParams) {
         duplicate_prob: r.duplicate.map_or(0.0, |f| f.0),
         corrupt_prob: r.corrupt.map_or(0.0, |f| f.0),
         up: r.up.unwrap_or(fwd.up),
+        trace,
     };
-    (fwd, rev)
+    Ok((fwd, rev))
 }
 
 /// The scheme of a flow: (kind, scheme). `"n-tcp"` is not a scheme but a flow kind: one
@@ -399,15 +455,136 @@ fn usize_size(v: u64, at: &str) -> Result<usize, String> {
     usize::try_from(v).map_err(|_| format!("{at}: {v} bytes is too large"))
 }
 
+/// The flow a `[[flows]]` entry (or an arrival template) describes, named after it.
+fn flow_config(
+    f: &FlowSpec,
+    at: &str,
+    routes: &HashMap<&str, Vec<usize>>,
+    path_names: &dyn Fn() -> String,
+) -> Result<FlowConfig, String> {
+    if f.paths.is_empty() {
+        return Err(format!("{at}.paths: a flow needs at least one path"));
+    }
+    let mut paths = Vec::new();
+    for (j, pn) in f.paths.iter().enumerate() {
+        let r = routes.get(pn.as_str()).ok_or_else(|| {
+            format!(
+                "{at}.paths[{j}]: unknown path or link `{pn}` (known: {})",
+                path_names()
+            )
+        })?;
+        paths.push(r.clone());
+    }
+    let (kind, scheme) = scheme_of(f, at, paths.len())?;
+    let d = ConnectionConfig::default();
+    let conn = ConnectionConfig {
+        scheme,
+        cc: f.cc.clone().unwrap_or(d.cc),
+        scheduler: f.scheduler.clone().unwrap_or(d.scheduler),
+        mss: f
+            .mss
+            .map_or(Ok(d.mss), |x| usize_size(x.0, &format!("{at}.mss")))?,
+        recv_buffer: f.buffer.map_or(Ok(d.recv_buffer), |x| {
+            usize_size(x.0, &format!("{at}.buffer"))
+        })?,
+        send_buffer: f.send_buffer.map_or(Ok(d.send_buffer), |x| {
+            usize_size(x.0, &format!("{at}.send_buffer"))
+        })?,
+        initial_window: f.initial_window.unwrap_or(d.initial_window),
+        initial_rto: f.initial_rto.map_or(d.initial_rto, |x| x.0),
+        min_rto: f.min_rto.map_or(d.min_rto, |x| x.0),
+        max_rto: f.max_rto.map_or(d.max_rto, |x| x.0),
+        loss_threshold: f.loss_threshold.unwrap_or(d.loss_threshold),
+        ack_every: f.ack_every.unwrap_or(d.ack_every),
+        max_ack_delay: f.max_ack_delay.map_or(d.max_ack_delay, |x| x.0),
+        max_ack_ranges: f.max_ack_ranges.unwrap_or(d.max_ack_ranges),
+        max_paths: f.max_paths.unwrap_or(d.max_paths),
+        metric_block: f.metric_block.map_or(Ok(d.metric_block), |x| {
+            usize_size(x.0, &format!("{at}.metric_block"))
+        })?,
+        ..d
+    };
+    let n = match kind {
+        FlowKind::Multipath => paths.len(),
+        FlowKind::PerPath => 1,
+    };
+    conn.validate(n).map_err(|e| {
+        let field = match e.field {
+            "recv_buffer" => "buffer",
+            other => other,
+        };
+        format!("{at}.{field}: {}", e.reason)
+    })?;
+    let app = app_of(f, at)?;
+    let n = match kind {
+        FlowKind::Multipath => 1,
+        FlowKind::PerPath => paths.len(),
+    };
+    app.factory()
+        .validate(&FlowShape::new(n, paths.len(), conn.max_datagram()))
+        .map_err(|e| format!("{at}.app: `{}`: {e}", app.name()))?;
+    let qlog = match f.trace.as_deref() {
+        None | Some("none") => false,
+        Some("qlog") => true,
+        Some(other) => {
+            return Err(format!(
+                "{at}.trace: unknown trace format `{other}` (known: qlog, none)"
+            ))
+        }
+    };
+    Ok(FlowConfig {
+        name: f.name.clone(),
+        paths,
+        conn,
+        kind,
+        start: f.start.map_or(Duration::ZERO, |x| x.0),
+        app,
+        qlog,
+    })
+}
+
+/// The application of a flow: `app`, or the older `bytes`/`read_rate` keys (a `file` of
+/// `bytes`, or `bulk`, with the reader's rate).
+fn app_of(f: &FlowSpec, at: &str) -> Result<AppConfig, String> {
+    if let Some(v) = &f.app {
+        if f.bytes.is_some() || f.read_rate.is_some() {
+            return Err(format!(
+                "{at}: `bytes` and `read_rate` belong inside `app` when `app` is given \
+                 (e.g. app = {{ name = \"file\", bytes = \"1MB\", read_rate = \"5Mbps\" }})"
+            ));
+        }
+        let json = serde_json::to_value(v).map_err(|e| format!("{at}.app: {e}"))?;
+        return AppConfig::parse(json).map_err(|e| format!("{at}.app: {e}"));
+    }
+    let mut opts = serde_json::Map::new();
+    if let Some(r) = f.read_rate {
+        opts.insert("read_rate".into(), r.0.into());
+    }
+    let name = match f.bytes {
+        Some(b) if b.0 == 0 => {
+            return Err(format!(
+                "{at}.bytes: must be positive (omit it for a bulk flow)"
+            ))
+        }
+        Some(b) => {
+            opts.insert("bytes".into(), b.0.into());
+            "file"
+        }
+        None => "bulk",
+    };
+    AppConfig::with_options(name, opts).map_err(|e| format!("{at}: {e}"))
+}
+
 /// Turns a typed scenario into a simulation (seed 0).
-fn compile(s: &FileSpec) -> Result<Compiled, String> {
+fn compile(s: &FileSpec, traces: &mut Traces) -> Result<Compiled, String> {
     let mut link_ix = HashMap::new();
     let mut links = Vec::new();
     for (i, l) in s.links.iter().enumerate() {
         if link_ix.insert(l.name.as_str(), i).is_some() {
             return Err(format!("links[{i}].name: `{}` is used twice", l.name));
         }
-        let (forward, reverse) = link_params(l);
+        let (forward, reverse) =
+            link_params(l, traces).map_err(|e| format!("links[{i}] (`{}`): {e}", l.name))?;
         for (dir, p) in [("", &forward), (".reverse", &reverse)] {
             p.validate()
                 .map_err(|e| format!("links[{i}] (`{}`){dir}: {e}", l.name))?;
@@ -471,64 +648,7 @@ fn compile(s: &FileSpec) -> Result<Compiled, String> {
         if seen.insert(f.name.as_str(), i).is_some() {
             return Err(format!("{at}.name: `{}` is used twice", f.name));
         }
-        if f.paths.is_empty() {
-            return Err(format!("{at}.paths: a flow needs at least one path"));
-        }
-        let mut paths = Vec::new();
-        for (j, pn) in f.paths.iter().enumerate() {
-            let r = routes.get(pn.as_str()).ok_or_else(|| {
-                format!(
-                    "{at}.paths[{j}]: unknown path or link `{pn}` (known: {})",
-                    path_names()
-                )
-            })?;
-            paths.push(r.clone());
-        }
-        let (kind, scheme) = scheme_of(f, &at, paths.len())?;
-        let d = ConnectionConfig::default();
-        let conn = ConnectionConfig {
-            scheme,
-            cc: f.cc.clone().unwrap_or(d.cc),
-            scheduler: f.scheduler.clone().unwrap_or(d.scheduler),
-            mss: f
-                .mss
-                .map_or(Ok(d.mss), |x| usize_size(x.0, &format!("{at}.mss")))?,
-            recv_buffer: f.buffer.map_or(Ok(d.recv_buffer), |x| {
-                usize_size(x.0, &format!("{at}.buffer"))
-            })?,
-            send_buffer: f.send_buffer.map_or(Ok(d.send_buffer), |x| {
-                usize_size(x.0, &format!("{at}.send_buffer"))
-            })?,
-            initial_window: f.initial_window.unwrap_or(d.initial_window),
-            initial_rto: f.initial_rto.map_or(d.initial_rto, |x| x.0),
-            min_rto: f.min_rto.map_or(d.min_rto, |x| x.0),
-            max_rto: f.max_rto.map_or(d.max_rto, |x| x.0),
-            loss_threshold: f.loss_threshold.unwrap_or(d.loss_threshold),
-            ack_every: f.ack_every.unwrap_or(d.ack_every),
-            max_ack_delay: f.max_ack_delay.map_or(d.max_ack_delay, |x| x.0),
-            max_ack_ranges: f.max_ack_ranges.unwrap_or(d.max_ack_ranges),
-            max_paths: f.max_paths.unwrap_or(d.max_paths),
-            metric_block: f.metric_block.map_or(Ok(d.metric_block), |x| {
-                usize_size(x.0, &format!("{at}.metric_block"))
-            })?,
-            ..d
-        };
-        let n = match kind {
-            FlowKind::Multipath => paths.len(),
-            FlowKind::PerPath => 1,
-        };
-        conn.validate(n).map_err(|e| {
-            let field = match e.field {
-                "recv_buffer" => "buffer",
-                other => other,
-            };
-            format!("{at}.{field}: {}", e.reason)
-        })?;
-        if f.bytes.is_some_and(|b| b.0 == 0) {
-            return Err(format!(
-                "{at}.bytes: must be positive (omit it for a bulk flow)"
-            ));
-        }
+        let template = flow_config(f, &at, &routes, &path_names)?;
         let count = f.count.unwrap_or(1);
         if count == 0 {
             return Err(format!("{at}.count: must be at least 1"));
@@ -542,12 +662,7 @@ fn compile(s: &FileSpec) -> Result<Compiled, String> {
             };
             flows.push(FlowConfig {
                 name,
-                paths: paths.clone(),
-                conn: conn.clone(),
-                kind,
-                start: f.start.map_or(Duration::ZERO, |x| x.0),
-                bytes: f.bytes.map(|b| b.0),
-                read_rate_bps: f.read_rate.map(|r| r.0),
+                ..template.clone()
             });
         }
         groups.push(FlowGroup {
@@ -556,8 +671,46 @@ fn compile(s: &FileSpec) -> Result<Compiled, String> {
             path_names: f.paths.clone(),
         });
     }
-    if flows.is_empty() {
-        return Err("flows: at least one flow is needed".into());
+    let mut arrivals = Vec::new();
+    for (i, a) in s.arrivals.iter().enumerate() {
+        let at = format!("arrivals[{i}]");
+        if seen.insert(a.name.as_str(), i).is_some() {
+            return Err(format!(
+                "{at}.name: `{}` is already used by a flow or arrival group",
+                a.name
+            ));
+        }
+        if a.flow.contains_key("name") || a.flow.contains_key("count") {
+            return Err(format!(
+                "{at}.flow: takes no `name` or `count` (the group's `name` and `count` apply)"
+            ));
+        }
+        let mut t = a.flow.clone();
+        t.insert("name".into(), toml::Value::String(a.name.clone()));
+        let spec: FlowSpec = typed(t).map_err(|e| format!("{at}.flow.{e}"))?;
+        if spec.start.is_some() {
+            return Err(format!(
+                "{at}.flow.start: arrival times replace `start` (use the group's `start`)"
+            ));
+        }
+        let template = flow_config(&spec, &format!("{at}.flow"), &routes, &path_names)?;
+        if !(a.rate.is_finite() && a.rate > 0.0) {
+            return Err(format!(
+                "{at}.rate: {} must be a positive number of arrivals per second",
+                a.rate
+            ));
+        }
+        arrivals.push(ArrivalConfig {
+            name: a.name.clone(),
+            template,
+            rate: a.rate,
+            start: a.start.map_or(Duration::ZERO, |d| d.0),
+            count: a.count,
+            until: a.until.map(|d| d.0),
+        });
+    }
+    if flows.is_empty() && arrivals.is_empty() {
+        return Err("flows: at least one flow (or `[[arrivals]]` group) is needed".into());
     }
 
     let mut changes = Vec::new();
@@ -578,10 +731,26 @@ fn compile(s: &FileSpec) -> Result<Compiled, String> {
         if change == LinkChange::default() {
             return Err(format!("events[{i}].set: changes nothing"));
         }
+        let direction = e.direction.unwrap_or(Direction::Forward);
+        if change.rate_bps.is_some() {
+            let lc = &links[link];
+            let traced = match direction {
+                Direction::Forward => lc.forward.trace.is_some(),
+                Direction::Reverse => lc.reverse.trace.is_some(),
+                Direction::Both => lc.forward.trace.is_some() || lc.reverse.trace.is_some(),
+            };
+            if traced {
+                return Err(format!(
+                    "events[{i}].set.rate: link `{}` follows a delivery trace; its rate \
+                     cannot be changed",
+                    e.link
+                ));
+            }
+        }
         changes.push(TimedChange {
             at: e.at.0,
             link,
-            direction: e.direction.unwrap_or(Direction::Forward),
+            direction,
             change,
         });
     }
@@ -595,7 +764,12 @@ fn compile(s: &FileSpec) -> Result<Compiled, String> {
         seed: 0,
         header_overhead: s.header_overhead.map_or(28, |h| h.0),
         sample_interval: s.sample_interval.map(|d| d.0),
+        arrivals,
+        qlog_dir: None,
     };
-    sim.validate().map_err(|e| e.to_string())?;
+    // Trace directories are given at run time (`tributary run --qlog DIR`).
+    let mut check = sim.clone();
+    check.qlog_dir = Some(std::path::PathBuf::from("."));
+    check.validate().map_err(|e| e.to_string())?;
     Ok(Compiled { sim, groups })
 }

@@ -1202,7 +1202,7 @@ pub fn sweep(s: &Scenario, o: &SweepOptions, obs: &dyn Observer) -> Result<Outco
     let executed = if specs.is_empty() {
         Ok(())
     } else {
-        run::execute(s, &specs, o.run.jobs, &done)
+        run::execute_with(s, &specs, &o.run, &done)
     };
     let st = state.into_inner().expect("state");
     if let Some(f) = &file {

@@ -5,6 +5,7 @@ use tributary_proto::cc::Controllers;
 use tributary_proto::registry::{markdown, Family};
 use tributary_proto::sched::Schedulers;
 use tributary_proto::scheme::Schemes;
+use tributary_sim::Applications;
 
 fn section(doc: &str, tag: &str) -> String {
     let open = format!("<!-- registry:{tag} -->\n");
@@ -23,7 +24,7 @@ fn check<F: Family>(doc: &str, tag: &str) {
     assert_eq!(
         section(doc, tag),
         markdown::<F>(),
-        "docs/scenarios.md registry:{tag} is stale: paste `tributary list {tag} --markdown`"
+        "docs/scenarios.md registry:{tag} is stale: run scripts/registry-docs.py"
     );
 }
 
@@ -34,4 +35,5 @@ fn registry_tables_match_the_code() {
     check::<Schemes>(&doc, "schemes");
     check::<Controllers>(&doc, "cc");
     check::<Schedulers>(&doc, "schedulers");
+    check::<Applications>(&doc, "apps");
 }

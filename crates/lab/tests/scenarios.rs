@@ -64,7 +64,7 @@ fn units_and_defaults() {
     assert_eq!(f.paths, vec![vec![0], vec![1]]);
     assert_eq!(f.conn.recv_buffer, 65_536);
     assert_eq!(f.kind, FlowKind::Multipath);
-    assert_eq!(f.bytes, None);
+    assert_eq!(f.app.name(), "bulk");
     assert_eq!(c.header_overhead, 28);
     assert_eq!(f.conn.metric_block, 32 * 1024);
 }
@@ -162,8 +162,10 @@ fn full_schema() {
     assert_eq!(c.flows.len(), 3);
     assert_eq!(c.flows[2].name, "web#3");
     assert_eq!(c.flows[0].paths, vec![vec![0, 1], vec![2]]);
-    assert_eq!(c.flows[0].bytes, Some(2_000_000));
-    assert_eq!(c.flows[0].read_rate_bps, Some(5_000_000));
+    // `bytes` and `read_rate` are the `file` application's options.
+    assert_eq!(c.flows[0].app.name(), "file");
+    assert_eq!(c.flows[0].app.options()["bytes"], 2_000_000);
+    assert_eq!(c.flows[0].app.options()["read_rate"], 5_000_000);
     assert_eq!(c.flows[0].conn.cc, CcConfig::named("lia").unwrap());
     assert_eq!(c.flows[0].conn.send_buffer, 1 << 20);
     assert_eq!(c.flows[0].conn.mss, 1200);
@@ -368,7 +370,7 @@ fn variants_sweeps_and_seeds() {
         &RunOptions {
             seed: Some(8),
             repetitions: Some(2),
-            jobs: None,
+            ..RunOptions::default()
         },
     );
     assert_eq!(other.len(), 3 * 6 * 2);
@@ -396,5 +398,80 @@ fn every_scenario_file_parses() {
         if let Err(e) = Scenario::load(&f) {
             panic!("{e}");
         }
+    }
+}
+
+#[test]
+fn applications_and_arrivals_in_scenarios() {
+    let s = parse(
+        r#"
+app = { name = "video", fps = 30, bit_rate = "2Mbps", deadline = "150ms" }
+
+[[flows]]
+name = "page"
+paths = ["wifi"]
+scheme = "tcp"
+app = "web"
+trace = "qlog"
+
+[[arrivals]]
+name = "short"
+rate = 5
+count = 20
+until = "8s"
+[arrivals.flow]
+paths = ["cell"]
+scheme = "tcp"
+bytes = "20KB"
+
+[[variants]]
+name = "base"
+
+[[variants]]
+name = "rpc"
+set = { "flows.page.app" = { name = "rpc", requests = 5 } }
+"#,
+    )
+    .unwrap();
+    let c = &s.config(0, 0).sim;
+    assert_eq!(c.flows[0].app.name(), "video");
+    assert_eq!(c.flows[0].app.options()["fps"], 30.0);
+    assert_eq!(c.flows[1].app.name(), "web");
+    assert!(c.flows[1].qlog && !c.flows[0].qlog);
+    let a = &c.arrivals[0];
+    assert_eq!((a.name.as_str(), a.rate, a.count), ("short", 5.0, Some(20)));
+    assert_eq!(a.until, Some(Duration::from_secs(8)));
+    assert_eq!(a.template.app.name(), "file");
+    assert_eq!(s.config(1, 0).sim.flows[1].app.name(), "request-response");
+
+    for (extra, want) in [
+        ("app = \"ftp\"", "flows[0].app: unknown application `ftp`"),
+        ("app = \"file\"\nbytes = \"1MB\"", "belong inside `app`"),
+        ("app = { name = \"video\", fps = -1 }", "flows[0].app: application `video`: fps"),
+        ("trace = \"pcap\"", "flows[0].trace: unknown trace format `pcap`"),
+        ("app = \"on-off\"", "on-off sends on the flow's first path only"),
+        (
+            "[[arrivals]]\nname = \"a\"\nrate = 1\n[arrivals.flow]\npaths = [\"wifi\"]\nbytes = 10\n",
+            "needs a `count` or an `until`",
+        ),
+        (
+            "[[arrivals]]\nname = \"a\"\nrate = 1\ncount = 2\n[arrivals.flow]\npaths = [\"wifi\"]\n",
+            "does not end by itself",
+        ),
+        (
+            "[[arrivals]]\nname = \"a\"\nrate = 0\ncount = 2\n[arrivals.flow]\npaths = [\"wifi\"]\nbytes = 10\n",
+            "arrivals[0].rate",
+        ),
+        (
+            "[[arrivals]]\nname = \"f1\"\nrate = 1\ncount = 2\n[arrivals.flow]\npaths = [\"wifi\"]\nbytes = 10\n",
+            "already used",
+        ),
+        (
+            "[[arrivals]]\nname = \"a\"\nrate = 1\ncount = 2\n[arrivals.flow]\npaths = [\"wifi\"]\nbytes = 10\ncolour = 1\n",
+            "arrivals[0].flow.colour",
+        ),
+    ] {
+        let e = err(extra);
+        assert!(e.contains(want), "{extra}: {e}");
     }
 }

@@ -4,32 +4,64 @@
 //! (cumulatively). [`RecvBuffer`] is the receive buffer of the papers: it holds out-of-order
 //! and unread in-order bytes, and its size bounds how far ahead of the application the sender
 //! may go (`max_data = read offset + capacity`) — the source of head-of-line blocking.
+//!
+//! Both store bytes in chunks of [`CHUNK`] bytes allocated when bytes first land in them and
+//! released once acknowledged (send) or read (receive): memory follows the data in flight,
+//! not the configured sizes, which are limits. The receive buffer also bounds the number of
+//! holes in what it holds (see [`RecvBuffer::max_holes`]): a peer cannot make its
+//! bookkeeping grow without bound, and each insert costs O(log holes).
 
 use crate::ranges::RangeSet;
+use std::collections::VecDeque;
 use std::ops::Range;
+
+/// Bytes per storage chunk.
+pub const CHUNK: usize = 16 * 1024;
+const CHUNK64: u64 = CHUNK as u64;
+
+fn new_chunk(spare: &mut Vec<Box<[u8]>>) -> Box<[u8]> {
+    spare
+        .pop()
+        .unwrap_or_else(|| vec![0u8; CHUNK].into_boxed_slice())
+}
+
+/// Chunks kept for reuse instead of being freed and allocated again.
+const SPARE_CHUNKS: usize = 2;
 
 /// Bytes written by the application, from the cumulative acknowledgement to the end.
 #[derive(Debug, Clone)]
 pub struct SendBuffer {
-    ring: Vec<u8>,
+    /// Chunk i holds offsets `[chunk_base + i·CHUNK, chunk_base + (i+1)·CHUNK)`.
+    chunks: VecDeque<Box<[u8]>>,
+    chunk_base: u64,
     /// Offset of the first byte still held.
     base: u64,
     /// Offset one past the last byte written.
     end: u64,
+    limit: usize,
+    spare: Vec<Box<[u8]>>,
 }
 
 impl SendBuffer {
-    /// A buffer that holds at most `capacity` unacknowledged bytes.
+    /// A buffer that holds at most `capacity` unacknowledged bytes (nothing is allocated
+    /// until bytes are written).
     pub fn new(capacity: usize) -> Self {
         SendBuffer {
-            ring: vec![0; capacity.max(1)],
+            chunks: VecDeque::new(),
+            chunk_base: 0,
             base: 0,
             end: 0,
+            limit: capacity.max(1),
+            spare: Vec::new(),
         }
     }
     /// Capacity in bytes.
     pub fn capacity(&self) -> usize {
-        self.ring.len()
+        self.limit
+    }
+    /// Changes the capacity (bytes already held stay, even above a smaller capacity).
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.limit = capacity.max(1);
     }
     /// Offset of the oldest byte held (everything below was acknowledged).
     pub fn base(&self) -> u64 {
@@ -39,33 +71,44 @@ impl SendBuffer {
     pub fn end(&self) -> u64 {
         self.end
     }
+    /// Bytes held.
+    pub fn held(&self) -> usize {
+        (self.end - self.base) as usize
+    }
     /// Free space for new writes.
     pub fn free(&self) -> usize {
-        self.ring.len() - (self.end - self.base) as usize
+        self.limit.saturating_sub(self.held())
+    }
+    /// Bytes of storage allocated now.
+    pub fn allocated(&self) -> usize {
+        (self.chunks.len() + self.spare.len()) * CHUNK
     }
     /// Appends as much of `data` as fits; returns the number of bytes taken.
     pub fn write(&mut self, data: &[u8]) -> usize {
-        let n = data.len().min(self.free());
-        let cap = self.ring.len();
-        let start = (self.end % cap as u64) as usize;
-        let first = n.min(cap - start);
-        self.ring[start..start + first].copy_from_slice(&data[..first]);
-        self.ring[..n - first].copy_from_slice(&data[first..n]);
-        self.end += n as u64;
-        n
+        let mut at = 0;
+        self.write_with(data.len(), |dst| {
+            dst.copy_from_slice(&data[at..at + dst.len()]);
+            at += dst.len();
+        })
     }
     /// Appends `n` bytes (at most the free space) written in place by `fill`, which is called
-    /// once or twice (the ring may wrap) with consecutive slices. Returns the bytes appended.
+    /// with consecutive slices (one per storage chunk touched). Returns the bytes appended.
     pub fn write_with(&mut self, n: usize, mut fill: impl FnMut(&mut [u8])) -> usize {
         let n = n.min(self.free());
-        let cap = self.ring.len();
-        let start = (self.end % cap as u64) as usize;
-        let first = n.min(cap - start);
-        fill(&mut self.ring[start..start + first]);
-        if n > first {
-            fill(&mut self.ring[..n - first]);
+        let mut left = n;
+        while left > 0 {
+            let pos = self.end - self.chunk_base;
+            let idx = (pos / CHUNK64) as usize;
+            let off = (pos % CHUNK64) as usize;
+            if idx == self.chunks.len() {
+                let c = new_chunk(&mut self.spare);
+                self.chunks.push_back(c);
+            }
+            let m = left.min(CHUNK - off);
+            fill(&mut self.chunks[idx][off..off + m]);
+            self.end += m as u64;
+            left -= m;
         }
-        self.end += n as u64;
         n
     }
     /// Copies the bytes at `[offset, offset + dst.len())` into `dst`. Returns false (copying
@@ -74,17 +117,31 @@ impl SendBuffer {
         if offset < self.base || offset + dst.len() as u64 > self.end {
             return false;
         }
-        let cap = self.ring.len();
-        let start = (offset % cap as u64) as usize;
-        let first = dst.len().min(cap - start);
-        dst[..first].copy_from_slice(&self.ring[start..start + first]);
-        let rest = dst.len() - first;
-        dst[first..].copy_from_slice(&self.ring[..rest]);
+        let mut done = 0;
+        while done < dst.len() {
+            let pos = offset + done as u64 - self.chunk_base;
+            let (idx, off) = ((pos / CHUNK64) as usize, (pos % CHUNK64) as usize);
+            let m = (dst.len() - done).min(CHUNK - off);
+            dst[done..done + m].copy_from_slice(&self.chunks[idx][off..off + m]);
+            done += m;
+        }
         true
     }
     /// Frees every byte below `offset` (the peer has them).
     pub fn release_to(&mut self, offset: u64) {
         self.base = self.base.max(offset.min(self.end));
+        while !self.chunks.is_empty() && self.chunk_base + CHUNK64 <= self.base {
+            if let Some(c) = self.chunks.pop_front() {
+                if self.spare.len() < SPARE_CHUNKS {
+                    self.spare.push(c);
+                }
+            }
+            self.chunk_base += CHUNK64;
+        }
+        if self.chunks.is_empty() {
+            // Nothing held from the next chunk boundary on: restart the storage there.
+            self.chunk_base = self.base - self.base % CHUNK64;
+        }
     }
 }
 
@@ -98,40 +155,64 @@ pub enum Insert {
         /// Bytes that fell outside the window (beyond `max_data`) and were dropped.
         dropped: u64,
     },
+    /// Not stored: holding it would leave more than [`RecvBuffer::max_holes`] holes.
+    TooFragmented,
 }
 
 /// The receive buffer: reassembles stream bytes and releases them in order.
 #[derive(Debug, Clone)]
 pub struct RecvBuffer {
-    ring: Vec<u8>,
+    /// Chunk i holds offsets `[chunk_base + i·CHUNK, ...)`; `None` until a byte lands in it.
+    chunks: VecDeque<Option<Box<[u8]>>>,
+    chunk_base: u64,
+    capacity: u64,
     read: u64,
     received: RangeSet,
     /// Received ranges that hold no data (abandoned messages): reading skips them.
     skipped: RangeSet,
     held: u64,
     dropped: u64,
+    fragment_drops: u64,
+    max_holes: usize,
     final_size: Option<u64>,
     /// When set, the merged received ranges that inserts touched (for message completion).
     touched: Option<Vec<Range<u64>>>,
+    spare: Vec<Box<[u8]>>,
 }
 
 impl RecvBuffer {
-    /// A receive buffer of `capacity` bytes.
+    /// A receive buffer of `capacity` bytes (nothing is allocated until bytes arrive).
     pub fn new(capacity: usize) -> Self {
         RecvBuffer {
-            ring: vec![0; capacity.max(1)],
+            chunks: VecDeque::new(),
+            chunk_base: 0,
+            capacity: capacity.max(1) as u64,
             read: 0,
             received: RangeSet::new(),
             skipped: RangeSet::new(),
             held: 0,
             dropped: 0,
+            fragment_drops: 0,
+            // One hole per 512 bytes of window: more than a sender of full segments can
+            // cause (one per segment lost), few enough to bound the bookkeeping.
+            max_holes: (capacity / 512).clamp(64, 1 << 16),
             final_size: None,
             touched: None,
+            spare: Vec::new(),
         }
     }
     /// Capacity in bytes.
     pub fn capacity(&self) -> u64 {
-        self.ring.len() as u64
+        self.capacity
+    }
+    /// Most separate ranges of bytes held at once (so at most that many holes); data that
+    /// would exceed it is dropped ([`RecvBuffer::fragment_drops`]).
+    pub fn max_holes(&self) -> usize {
+        self.max_holes
+    }
+    /// Bytes of storage allocated now.
+    pub fn allocated(&self) -> usize {
+        (self.chunks.iter().flatten().count() + self.spare.len()) * CHUNK
     }
     /// Offset of the next byte the application will read.
     pub fn read_offset(&self) -> u64 {
@@ -146,7 +227,7 @@ impl RecvBuffer {
     }
     /// The flow-control limit to advertise.
     pub fn max_data(&self) -> u64 {
-        self.read + self.capacity()
+        self.read + self.capacity
     }
     /// Bytes held (in order but unread, and out of order).
     pub fn held(&self) -> u64 {
@@ -159,6 +240,10 @@ impl RecvBuffer {
     /// Bytes that arrived beyond the window (or the final size) and were dropped.
     pub fn dropped(&self) -> u64 {
         self.dropped
+    }
+    /// Bytes dropped because holding them would exceed [`RecvBuffer::max_holes`].
+    pub fn fragment_drops(&self) -> u64 {
+        self.fragment_drops
     }
     /// The stream's final size, once known.
     pub fn final_size(&self) -> Option<u64> {
@@ -204,20 +289,41 @@ impl RecvBuffer {
         }
         // Skip what is already contiguous (common for duplicates).
         lo = lo.max(self.contiguous_end().min(hi));
-        if lo < hi {
-            let cap = self.ring.len();
-            let src = &data[(lo - offset) as usize..(hi - offset) as usize];
-            let start = (lo % cap as u64) as usize;
-            let first = src.len().min(cap - start);
-            self.ring[start..start + first].copy_from_slice(&src[..first]);
-            self.ring[..src.len() - first].copy_from_slice(&src[first..]);
+        if lo >= hi {
+            return Insert::Stored {
+                new_bytes: 0,
+                dropped,
+            };
         }
-        let new_bytes = self.received.insert(lo..hi);
+        let new_bytes = match self.received.insert_bounded(lo..hi, self.max_holes) {
+            Ok(n) => n,
+            Err(_) => {
+                self.fragment_drops += hi - lo;
+                return Insert::TooFragmented;
+            }
+        };
+        self.store(lo, &data[(lo - offset) as usize..(hi - offset) as usize]);
         self.held += new_bytes;
         if new_bytes > 0 {
             self.touch(lo);
         }
         Insert::Stored { new_bytes, dropped }
+    }
+    /// Copies `src` into storage at `offset` (inside the window).
+    fn store(&mut self, offset: u64, src: &[u8]) {
+        let mut done = 0;
+        while done < src.len() {
+            let pos = offset + done as u64 - self.chunk_base;
+            let (idx, off) = ((pos / CHUNK64) as usize, (pos % CHUNK64) as usize);
+            while self.chunks.len() <= idx {
+                self.chunks.push_back(None);
+            }
+            let spare = &mut self.spare;
+            let c = self.chunks[idx].get_or_insert_with(|| new_chunk(spare));
+            let m = (src.len() - done).min(CHUNK - off);
+            c[off..off + m].copy_from_slice(&src[done..done + m]);
+            done += m;
+        }
     }
     /// Marks `[offset, offset + len)` as received without data (an abandoned message): the
     /// in-order point may pass it, and reading skips it. Bytes of it already held are
@@ -281,9 +387,9 @@ impl RecvBuffer {
     pub fn read_with(&mut self, max: u64, mut f: impl FnMut(&[u8])) -> u64 {
         self.read_at(max, |_, s| f(s))
     }
-    /// Passes up to `max` in-order bytes to `f` with their stream offsets, without copying;
-    /// abandoned ranges are skipped (the read point passes them, `f` never sees them).
-    /// Returns the data bytes passed.
+    /// Passes up to `max` in-order bytes to `f` with their stream offsets, without copying
+    /// (one call per storage chunk); abandoned ranges are skipped (the read point passes
+    /// them, `f` never sees them). Returns the data bytes passed.
     pub fn read_at(&mut self, max: u64, mut f: impl FnMut(u64, &[u8])) -> u64 {
         let mut passed = 0u64;
         loop {
@@ -292,7 +398,7 @@ impl RecvBuffer {
                 break;
             }
             // A skipped range at the read point is consumed without being passed.
-            if let Some(r) = self.skipped.first().cloned() {
+            if let Some(r) = self.skipped.first() {
                 if r.start <= self.read {
                     let to = r.end.min(end);
                     let n = to - self.read;
@@ -305,13 +411,14 @@ impl RecvBuffer {
                 break;
             }
             let data_end = self.skipped.first().map_or(end, |r| r.start.min(end));
-            let n = (data_end - self.read).min(max - passed) as usize;
-            let cap = self.ring.len();
-            let start = (self.read % cap as u64) as usize;
-            let first = n.min(cap - start);
-            f(self.read, &self.ring[start..start + first]);
-            if n > first {
-                f(self.read + first as u64, &self.ring[..n - first]);
+            let pos = self.read - self.chunk_base;
+            let (idx, off) = ((pos / CHUNK64) as usize, (pos % CHUNK64) as usize);
+            let n = (data_end - self.read)
+                .min(max - passed)
+                .min((CHUNK - off) as u64) as usize;
+            match self.chunks.get(idx).and_then(Option::as_ref) {
+                Some(c) => f(self.read, &c[off..off + n]),
+                None => debug_assert!(false, "held bytes without storage"),
             }
             self.consume(n as u64);
             passed += n as u64;
@@ -322,6 +429,18 @@ impl RecvBuffer {
         self.read += n;
         self.held -= n;
         self.received.remove_below(self.read);
+        // Release the chunks read past.
+        while !self.chunks.is_empty() && self.chunk_base + CHUNK64 <= self.read {
+            if let Some(Some(c)) = self.chunks.pop_front() {
+                if self.spare.len() < SPARE_CHUNKS {
+                    self.spare.push(c);
+                }
+            }
+            self.chunk_base += CHUNK64;
+        }
+        if self.chunks.is_empty() {
+            self.chunk_base = self.read - self.read % CHUNK64;
+        }
     }
 }
 
@@ -387,6 +506,54 @@ mod tests {
         assert!(r.set_final_size(14));
         assert!(r.is_finished());
         assert!(!r.set_final_size(15));
+    }
+
+    #[test]
+    fn storage_follows_the_data_not_the_capacity() {
+        // 64 MiB capacities; 1 MiB moved through in 1400-byte pieces, acknowledged and read
+        // as it goes: at most a few chunks are ever allocated.
+        let mut s = SendBuffer::new(64 << 20);
+        let mut r = RecvBuffer::new(64 << 20);
+        assert_eq!((s.allocated(), r.allocated()), (0, 0));
+        let piece = [7u8; 1400];
+        let mut out = [0u8; 1400];
+        let mut peak = 0;
+        for i in 0..750u64 {
+            assert_eq!(s.write(&piece), 1400);
+            assert!(s.copy_out(i * 1400, &mut out));
+            r.insert(i * 1400, &out);
+            s.release_to(r.contiguous_end());
+            r.read_with(u64::MAX, |_| {});
+            peak = peak.max(s.allocated() + r.allocated());
+        }
+        assert!(peak <= 6 * CHUNK, "{peak}");
+    }
+
+    #[test]
+    fn holes_are_bounded() {
+        let mut r = RecvBuffer::new(64 * 512); // 64 holes at most
+        assert_eq!(r.max_holes(), 64);
+        for i in 0..64u64 {
+            assert!(matches!(
+                r.insert(10 * i + 5, b"x"),
+                Insert::Stored { new_bytes: 1, .. }
+            ));
+        }
+        // A 65th separate piece is refused and counted; filling a hole is not refused.
+        assert_eq!(r.insert(10_000, b"y"), Insert::TooFragmented);
+        assert_eq!(r.fragment_drops(), 1);
+        // Filling the hole between the first two pieces merges them: one range fewer.
+        assert!(matches!(
+            r.insert(6, b"abcdefghi"),
+            Insert::Stored { new_bytes: 9, .. }
+        ));
+        assert_eq!(
+            r.insert(10_000, b"y"),
+            Insert::Stored {
+                new_bytes: 1,
+                dropped: 0
+            }
+        );
     }
 
     proptest! {

@@ -34,6 +34,10 @@ pub struct ConnectionConfig {
     pub max_rto: Duration,
     /// Packets acknowledged above an outstanding one before it is declared lost.
     pub loss_threshold: u64,
+    /// Consecutive retransmission timeouts without an acknowledgement after which a path is
+    /// reported failed (it is suspect, and gets no new data while another path is active,
+    /// from the first one).
+    pub fail_after_rtos: u32,
     /// Acknowledge every this many ack-eliciting packets (2 = delayed ACKs).
     pub ack_every: u32,
     /// Longest a lone packet waits for its acknowledgement.
@@ -65,6 +69,7 @@ impl Default for ConnectionConfig {
             min_rto: Duration::from_millis(200),
             max_rto: Duration::from_secs(60),
             loss_threshold: 3,
+            fail_after_rtos: 3,
             ack_every: 2,
             max_ack_delay: Duration::from_millis(25),
             max_ack_ranges: 32,
@@ -127,6 +132,9 @@ impl ConnectionConfig {
         }
         if self.loss_threshold == 0 {
             return bad("loss_threshold", "must be at least 1".into());
+        }
+        if self.fail_after_rtos == 0 {
+            return bad("fail_after_rtos", "must be at least 1".into());
         }
         if self.ack_every == 0 {
             return bad("ack_every", "must be at least 1".into());

@@ -11,7 +11,7 @@ use crate::cc::{AckEvent, CongestionControl, Window};
 use crate::config::{ConfigError, ConnectionConfig};
 use crate::message::{MessageId, MessageOptions, RxMessages, RxOutcome, TxMessages, WriteError};
 use crate::path::{
-    Path, PathStats, PathView, RttEstimator, SentState, SENT_CONTROL, SENT_STREAM_END,
+    Path, PathState, PathStats, PathView, RttEstimator, SentState, SENT_CONTROL, SENT_STREAM_END,
 };
 use crate::protect::{ProtectError, Protection};
 use crate::ranges::RangeSet;
@@ -60,6 +60,14 @@ pub enum Event {
         offset: u64,
         /// Its length.
         len: u64,
+    },
+    /// A path changed state (became suspect or failed after retransmission timeouts, or
+    /// active again when a packet on it was acknowledged).
+    PathState {
+        /// The path.
+        path: usize,
+        /// Its new state.
+        state: PathState,
     },
     /// Sender: the message's deadline passed before the peer had all of it, so it was given
     /// up. Receiver: the sender gave it up; its bytes are skipped by reading.
@@ -140,6 +148,18 @@ pub struct ConnectionStats {
     /// Recovery marks ([`RecvCtx::mark_recovered`]) for packet numbers the peer cannot have
     /// sent or that are out of the tracked window: ignored.
     pub invalid_recovery_marks: u64,
+    /// ACK frames for a path never opened: ignored.
+    pub acks_ignored: u64,
+    /// ACK frames naming packet numbers above the largest sent (the excess is ignored, the
+    /// rest of the frame processed).
+    pub ack_ranges_ignored: u64,
+    /// ACK frames whose data acknowledgement lies beyond the bytes written (ignored).
+    pub data_acks_ignored: u64,
+    /// Datagrams whose packet number lies too far above the largest received on the path
+    /// ([`MAX_PN_JUMP`]): dropped.
+    pub pn_jumps: u64,
+    /// Recoveries of the stream's head after the data acknowledgement stopped moving.
+    pub head_stalls: u64,
     /// MESSAGE/ABANDON frames refused (contradicting an earlier announcement, abandoning a
     /// message not announced as abandonable, too many pending).
     pub messages_refused: u64,
@@ -157,6 +177,9 @@ pub struct ConnectionStats {
     pub bytes_read: u64,
     /// Stream bytes that arrived beyond the receive window and were dropped.
     pub window_drops: u64,
+    /// Stream bytes dropped because holding them would leave too many holes in the
+    /// receive buffer ([`RecvBuffer::max_holes`]).
+    pub fragment_drops: u64,
     /// Highest receive-buffer occupancy seen (bytes).
     pub max_buffer_occupancy: u64,
 }
@@ -207,6 +230,9 @@ pub struct Connection {
     all_acked: bool,
     persist: Option<Instant>,
     persist_backoff: u32,
+    /// When the peer's data acknowledgement last moved (or data first became outstanding).
+    head_since: Option<Instant>,
+    head_backoff: u32,
     ping_due: bool,
     /// CLOSE still to send: (code, next path).
     close_due: Option<(u64, usize)>,
@@ -215,9 +241,6 @@ pub struct Connection {
     window_update: bool,
     last_rx_path: usize,
     finished: bool,
-    occupancy_since: Option<Instant>,
-    occupancy_last: Option<Instant>,
-    occupancy_integral: f64,
     events: VecDeque<Event>,
     /// Sender: messages not yet acknowledged.
     tx_msgs: TxMessages,
@@ -234,6 +257,10 @@ pub struct Connection {
     /// Losses to report to the tracer: (path, pn, size, kind); filled only when tracing.
     traced_losses: Vec<(usize, u64, u32, LossKind)>,
 }
+
+/// Farthest a packet number may lie above the largest received on its path: a legitimate
+/// sender's numbers jump only by the packets lost in between.
+pub const MAX_PN_JUMP: u64 = 1 << 20;
 
 /// Most reliable control frames put in one packet.
 const MAX_CONTROL_PER_PACKET: usize = 8;
@@ -287,7 +314,7 @@ impl Connection {
             protect: None,
             paths: Vec::new(),
             views: Vec::new(),
-            send_buf: SendBuffer::new(cfg.send_buffer),
+            send_buf: SendBuffer::new(cfg.send_buffer.max(cfg.recv_buffer)),
             recv_buf: RecvBuffer::new(cfg.recv_buffer),
             tx,
             rx,
@@ -312,15 +339,14 @@ impl Connection {
             all_acked: false,
             persist: None,
             persist_backoff: 0,
+            head_since: None,
+            head_backoff: 0,
             ping_due: false,
             close_due: None,
             advertised_max_data: cfg.recv_buffer as u64,
             window_update: false,
             last_rx_path: 0,
             finished: false,
-            occupancy_since: None,
-            occupancy_last: None,
-            occupancy_integral: 0.0,
             events: VecDeque::new(),
             tx_msgs: TxMessages::default(),
             rx_msgs: RxMessages::default(),
@@ -403,9 +429,31 @@ impl Connection {
     /// Stops using path `i` for new packets (its outstanding packets still count).
     pub fn set_path_active(&mut self, i: usize, active: bool) {
         if let Some(p) = self.paths.get_mut(i) {
-            p.active = active;
+            p.state = if active {
+                PathState::Active
+            } else {
+                PathState::Closed
+            };
+            p.probe_due = false;
             self.sync_view(i);
         }
+    }
+
+    /// Moves path `p` to `state` (unless closed), telling the scheme and the application.
+    fn set_path_state(&mut self, now: Instant, p: usize, state: PathState) {
+        let old = self.paths[p].state;
+        if old == state || old == PathState::Closed {
+            return;
+        }
+        self.paths[p].state = state;
+        self.sync_view(p);
+        self.events.push_back(Event::PathState { path: p, state });
+        let mut ctx = send_ctx!(self, now);
+        self.tx.on_path_state(&mut ctx, p, state);
+    }
+
+    fn any_active(&self) -> bool {
+        self.paths.iter().any(|p| p.state == PathState::Active)
     }
 
     /// Re-snapshots path `p`. Invariant: between calls into the connection every view is
@@ -416,34 +464,38 @@ impl Connection {
 
     // ------------------------------------------------------------------ application side
 
-    /// Appends stream bytes; returns how many fit in the send buffer (0 after `close`).
+    /// Appends stream bytes; returns how many were taken: at most
+    /// [`Connection::write_capacity`] (0 after `close`).
     pub fn write(&mut self, data: &[u8]) -> usize {
-        if self.final_size.is_some() {
-            return 0;
-        }
-        let n = self.send_buf.write(data);
-        self.stats.bytes_written += n as u64;
-        n
+        let mut at = 0;
+        self.write_with(data.len(), |dst| {
+            dst.copy_from_slice(&data[at..at + dst.len()]);
+            at += dst.len();
+        })
     }
 
-    /// Appends up to `n` stream bytes produced in place by `fill` (called with one or two
-    /// consecutive slices); returns how many were appended (0 after `close`).
+    /// Appends up to `n` stream bytes (at most [`Connection::write_capacity`]) produced in
+    /// place by `fill` (called with consecutive slices); returns how many were appended (0
+    /// after `close`).
     pub fn write_with(&mut self, n: usize, fill: impl FnMut(&mut [u8])) -> usize {
-        if self.final_size.is_some() {
-            return 0;
-        }
-        let n = self.send_buf.write_with(n, fill);
+        let n = self.send_buf.write_with(n.min(self.write_capacity()), fill);
         self.stats.bytes_written += n as u64;
         n
     }
 
-    /// Free space in the send buffer (0 after `close`).
+    /// How many stream bytes the application may write now (0 after `close`): what fits in
+    /// the send buffer, and no more than the peer's receive window can take — bytes beyond
+    /// it could not be sent anyway, so a source produces them only when they can be
+    /// (memory follows the data in flight). Messages are not held to the window
+    /// ([`Connection::message_capacity`]).
     pub fn write_capacity(&self) -> usize {
         if self.final_size.is_some() {
-            0
-        } else {
-            self.send_buf.free()
+            return 0;
         }
+        let window = self.peer_max_data.saturating_sub(self.send_buf.end());
+        self.send_buf
+            .free()
+            .min(usize::try_from(window).unwrap_or(usize::MAX))
     }
 
     /// Writes one message of `len` bytes, produced in place by `fill` (called with one or two
@@ -476,9 +528,14 @@ impl Connection {
         Ok(m.id)
     }
 
-    /// The largest message [`Connection::write_message`] accepts now.
+    /// The largest message [`Connection::write_message`] accepts now: the free send
+    /// buffer (0 after `close`).
     pub fn message_capacity(&self) -> usize {
-        self.write_capacity()
+        if self.final_size.is_some() {
+            0
+        } else {
+            self.send_buf.free()
+        }
     }
 
     fn expire_messages(&mut self, now: Instant) {
@@ -574,25 +631,11 @@ impl Connection {
         self.recv_buf.held()
     }
 
-    /// Time-weighted mean receive-buffer occupancy from the first datagram to `now`
-    /// (sampled at datagram arrivals, where occupancy changes).
-    pub fn mean_buffer_occupancy(&self, now: Instant) -> f64 {
-        let (Some(t0), Some(last)) = (self.occupancy_since, self.occupancy_last) else {
-            return 0.0;
-        };
-        let held = self.recv_buf.held() as f64;
-        let span = (now - t0).as_nanos() as f64;
-        if span == 0.0 {
-            held
-        } else {
-            (self.occupancy_integral + held * (now - last).as_nanos() as f64) / span
-        }
-    }
-
     /// Counters.
     pub fn stats(&self) -> ConnectionStats {
         let mut s = self.stats.clone();
         s.window_drops = self.recv_buf.dropped();
+        s.fragment_drops = self.recv_buf.fragment_drops();
         s.paths = self.paths.iter().map(|p| p.stats).collect();
         for (p, r) in s.paths.iter_mut().zip(&self.resent) {
             p.retransmitted_bytes = r.bytes;
@@ -722,24 +765,18 @@ impl Connection {
         // half-processed.
         let mut eliciting = false;
         for f in FrameIter::new(payload) {
-            let f = f?;
-            if let Frame::Ack(a) = &f {
-                let ap = usize::from(a.path);
-                if ap >= self.paths.len() || a.largest >= self.paths[ap].next_pn {
-                    return Err(DatagramError::Protocol("ACK of a packet never sent"));
-                }
-                if a.data_ack > self.send_buf.end() {
-                    return Err(DatagramError::Protocol(
-                        "data ACK beyond the stream written",
-                    ));
-                }
-            }
-            eliciting |= f.is_ack_eliciting();
+            eliciting |= f?.is_ack_eliciting();
+        }
+        let largest = self.paths.get(p).and_then(|x| x.largest_received);
+        if hdr.pn > largest.unwrap_or(0).saturating_add(MAX_PN_JUMP) {
+            self.stats.pn_jumps += 1;
+            return Err(DatagramError::Protocol(
+                "packet number too far above the largest received",
+            ));
         }
         while self.paths.len() <= p {
             self.add_path();
         }
-        self.integrate_occupancy(now);
         let fresh = self.paths[p].on_received(hdr.pn);
         let newest = fresh && self.paths[p].largest_received == Some(hdr.pn);
         self.last_rx_path = p;
@@ -905,6 +942,13 @@ impl Connection {
         &self.delivered_clock
     }
 
+    /// Drops both block clocks' times below block `i` (a driver that has paired them), so
+    /// they hold only the blocks in flight.
+    pub fn forget_blocks_before(&mut self, i: usize) {
+        self.sent_clock.forget_before(i);
+        self.delivered_clock.forget_before(i);
+    }
+
     fn feedback(&mut self, now: Instant, f: &Frame<'_>) -> Result<(), DatagramError> {
         let mut ctx = send_ctx!(self, now);
         // A rejected feedback frame is dropped and counted; the packet stays valid.
@@ -938,16 +982,33 @@ impl Connection {
 
     fn on_ack_frame(&mut self, now: Instant, a: &AckFrame<'_>) {
         let p = usize::from(a.path);
+        if p >= self.paths.len() {
+            // A path this end never opened: nothing of ours to acknowledge there.
+            self.stats.acks_ignored += 1;
+            return;
+        }
         // Connection level: flow control and the cumulative acknowledgement.
         if a.max_data > self.peer_max_data {
             self.peer_max_data = a.max_data;
             self.persist_backoff = 0;
         }
-        if a.data_ack > self.peer_data_ack {
+        if a.data_ack > self.send_buf.end() {
+            self.stats.data_acks_ignored += 1;
+        } else if a.data_ack > self.peer_data_ack {
             self.peer_data_ack = a.data_ack;
+            self.head_backoff = 0;
             self.send_buf.release_to(a.data_ack);
+            // The send buffer holds at least the peer's window: what may be in flight
+            // beyond its cumulative acknowledgement (so reinjection is never starved).
+            let window = self
+                .peer_max_data
+                .saturating_sub(self.peer_data_ack)
+                .min(1 << 40) as usize;
+            self.send_buf.set_capacity(self.cfg.send_buffer.max(window));
             self.tx_msgs.on_data_ack(a.data_ack);
             self.first_sent.remove_below(a.data_ack);
+            // The head moved; with nothing outstanding, the clock starts at the next send.
+            self.head_since = (!self.first_sent.is_empty()).then_some(now);
             self.persist_backoff = 0;
             let mut ctx = send_ctx!(self, now);
             self.tx.on_data_ack(&mut ctx);
@@ -961,6 +1022,10 @@ impl Connection {
         }
         let mut newly_largest: Option<(u64, Instant)> = None;
         let mut any = false;
+        if a.largest >= self.paths[p].next_pn {
+            // Numbers never sent: only the part below what was sent counts.
+            self.stats.ack_ranges_ignored += 1;
+        }
         for r in a.ranges() {
             let path = &self.paths[p];
             let lo = r.start.max(path.sent_base);
@@ -998,7 +1063,8 @@ impl Connection {
             }
         }
         let path = &mut self.paths[p];
-        path.largest_acked = Some(path.largest_acked.map_or(a.largest, |l| l.max(a.largest)));
+        let largest = a.largest.min(path.next_pn.saturating_sub(1));
+        path.largest_acked = Some(path.largest_acked.map_or(largest, |l| l.max(largest)));
         let mut rtt_sample = None;
         if let Some((pn, sent)) = newly_largest {
             if pn == a.largest {
@@ -1009,10 +1075,15 @@ impl Connection {
         }
         if any {
             path.rtt.reset_backoff();
+            path.consecutive_rtos = 0;
+            path.probe_due = false;
             path.rto_deadline = (path.packets_in_flight > 0).then(|| now + path.rtt.rto());
         }
         path.trim_front();
         self.sync_view(p);
+        if any && matches!(self.paths[p].state, PathState::Suspect | PathState::Failed) {
+            self.set_path_state(now, p, PathState::Active);
+        }
         // Window growth, then loss detection (RFC 9002 order).
         if cc_bytes > 0 {
             let ev = AckEvent {
@@ -1137,7 +1208,18 @@ impl Connection {
         path.recovery_start = Some(now);
         path.stats.congestion_events += 1;
         path.rtt.back_off();
+        path.consecutive_rtos += 1;
+        let state = if path.consecutive_rtos >= self.cfg.fail_after_rtos {
+            PathState::Failed
+        } else {
+            PathState::Suspect
+        };
         self.apply_window(p, w);
+        self.set_path_state(now, p, state);
+        // While another path carries the data, this one only gets probes, one per timeout.
+        if self.paths[p].state != PathState::Closed {
+            self.paths[p].probe_due = self.any_active();
+        }
         self.report_lost(now);
         self.apply_actions(now);
         self.trace_metrics(now, p);
@@ -1192,15 +1274,6 @@ impl Connection {
         }
     }
 
-    fn integrate_occupancy(&mut self, now: Instant) {
-        let held = self.recv_buf.held() as f64;
-        match self.occupancy_last {
-            Some(last) => self.occupancy_integral += held * (now - last).as_nanos() as f64,
-            None => self.occupancy_since = Some(now),
-        }
-        self.occupancy_last = Some(now);
-    }
-
     // ------------------------------------------------------------------ timers
 
     /// Processes expired timers.
@@ -1221,6 +1294,14 @@ impl Connection {
             self.ping_due = true;
         }
         self.expire_messages(now);
+        if self.head_deadline().is_some_and(|t| t <= now) {
+            self.stats.head_stalls += 1;
+            self.head_since = Some(now);
+            self.head_backoff = (self.head_backoff + 1).min(6);
+            let mut ctx = send_ctx!(self, now);
+            self.tx.on_head_stalled(&mut ctx);
+            self.apply_actions(now);
+        }
         if self.tx.poll_timeout().is_some_and(|t| t <= now) {
             let mut ctx = send_ctx!(self, now);
             self.tx.on_timeout(&mut ctx);
@@ -1245,6 +1326,7 @@ impl Connection {
             self.tx.poll_timeout(),
             self.rx.poll_timeout(),
             self.tx_msgs.next_deadline(),
+            self.head_deadline(),
         ];
         for p in &self.paths {
             for d in [p.rto_deadline, p.ack_deadline].into_iter().flatten() {
@@ -1344,23 +1426,64 @@ impl Connection {
         if self.ping_due {
             self.ping_due = false;
             let p = self.best_path()?;
-            let pn = self.paths[p].take_pn();
-            let hdr = self.header(p, pn);
-            let mut w =
-                PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer).ok()?;
-            w.push(&Frame::Ping).ok()?;
-            let len = w.finish();
-            self.paths[p].on_sent(pn, now, len, true, None, 0);
-            self.sync_view(p);
-            return Some(Transmit { path: p, len });
+            return self.send_ping(now, p, buf);
+        }
+        // Probes of suspect paths: one per retransmission timeout (the timer backs off).
+        for p in 0..self.paths.len() {
+            let path = &self.paths[p];
+            if path.probe_due && path.packets_in_flight == 0 {
+                self.paths[p].probe_due = false;
+                return self.send_ping(now, p, buf);
+            }
         }
         None
     }
 
+    /// When the head of the stream counts as stalled: data sent and not cumulatively
+    /// acknowledged for twice the largest base retransmission timeout of the active paths
+    /// (doubled per stall that followed, up to 64×), since the acknowledgement last moved.
+    fn head_deadline(&self) -> Option<Instant> {
+        let since = self.head_since?;
+        if self
+            .first_sent
+            .max_end()
+            .is_none_or(|e| e <= self.peer_data_ack)
+        {
+            return None;
+        }
+        let rto = self
+            .paths
+            .iter()
+            .filter(|p| p.state == PathState::Active)
+            .map(|p| p.rtt.base_rto())
+            .max()?;
+        Some(since + rto.saturating_mul(2 << self.head_backoff))
+    }
+
+    /// Sends a lone PING on path `p` (a probe: it elicits an acknowledgement).
+    fn send_ping(&mut self, now: Instant, p: usize, buf: &mut [u8]) -> Option<Transmit> {
+        let hdr = self.header(p, self.paths[p].next_pn);
+        let mut w = PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer).ok()?;
+        w.push(&Frame::Ping).ok()?;
+        let len = w.finish();
+        let pn = self.paths[p].take_pn();
+        self.paths[p].on_sent(pn, now, len, true, None, 0);
+        self.sync_view(p);
+        Some(Transmit { path: p, len })
+    }
+
     fn transmit_data(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        // New data goes on active paths; only when none is left does the scheme use the
+        // suspect ones (a single path after a timeout: its retransmission is its probe).
         self.candidates.clear();
+        let any_active = self.any_active();
         for p in &self.paths {
-            if p.active && p.bytes_in_flight < p.cwnd {
+            let usable = match p.state {
+                PathState::Active => true,
+                PathState::Closed => false,
+                _ => !any_active,
+            };
+            if usable && p.bytes_in_flight < p.cwnd {
                 self.candidates.push(p.id);
             }
         }
@@ -1429,6 +1552,9 @@ impl Connection {
             self.views[p] = self.paths[p].view();
             self.cc.on_packet_sent(p, now, len as u64, &self.views);
             self.sched.on_sent(p);
+            if self.head_since.is_none() {
+                self.head_since = Some(now);
+            }
             self.apply_actions(now);
             result = Some(Transmit { path: p, len });
             break;
@@ -1441,9 +1567,14 @@ impl Connection {
     }
 
     fn best_path(&self) -> Option<usize> {
+        let any_active = self.any_active();
         self.paths
             .iter()
-            .filter(|p| p.active)
+            .filter(|p| match p.state {
+                PathState::Active => true,
+                PathState::Closed => false,
+                _ => !any_active,
+            })
             .min_by_key(|p| (p.rtt.srtt().unwrap_or(Duration::MAX), p.id))
             .map(|p| p.id)
     }

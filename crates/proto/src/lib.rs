@@ -28,6 +28,7 @@ pub mod handshake;
 pub mod message;
 pub mod path;
 pub mod protect;
+pub mod qlog;
 pub mod ranges;
 pub mod registry;
 pub mod sched;

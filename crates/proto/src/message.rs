@@ -186,6 +186,15 @@ impl TxMessages {
         limit: u64,
     ) -> Option<Range<u64>> {
         if self.prioritized == 0 {
+            if self.abandoned.is_empty() && first_sent.len() <= 1 {
+                // A plain stream: everything after the bytes sent so far.
+                let start = match first_sent.first() {
+                    Some(r) if r.start <= from => r.end.max(from),
+                    Some(r) if r.start < limit => return Some(from..r.start),
+                    _ => from,
+                };
+                return (start < limit).then_some(start..limit);
+            }
             return unsent_in(first_sent, &self.abandoned, from, limit);
         }
         // Segments: every message at its priority, the bytes between messages at the default.

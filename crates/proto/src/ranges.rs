@@ -1,15 +1,26 @@
 //! A set of non-overlapping half-open `u64` ranges.
 //!
-//! Used for received packet numbers (SACK state) and received stream bytes (reassembly). The
-//! common case — inserting at or just past the highest range — is O(1).
+//! Used for received packet numbers (SACK state), received stream bytes (reassembly), the
+//! stream bytes sent once, and abandoned messages. Ranges live in a B-tree keyed by their
+//! start, so every operation costs O(log n) in the number of ranges (a hostile peer that
+//! fragments the set cannot make an insert quadratic), and the common case — extending the
+//! highest range — touches only the tree's last entry. [`RangeSet::insert_bounded`] refuses
+//! to grow the set beyond a given number of ranges (a bounded number of holes, as smoltcp's
+//! assembler).
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// Sorted, merged, non-adjacent half-open ranges.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RangeSet {
-    ranges: Vec<Range<u64>>,
+    /// start → end.
+    map: BTreeMap<u64, u64>,
 }
+
+/// An insert would exceed the set's bound on ranges; nothing was inserted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooFragmented;
 
 impl RangeSet {
     /// An empty set.
@@ -19,57 +30,80 @@ impl RangeSet {
 
     /// Number of disjoint ranges.
     pub fn len(&self) -> usize {
-        self.ranges.len()
+        self.map.len()
     }
 
     /// True if the set holds nothing.
     pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
+        self.map.is_empty()
     }
 
     /// Adds `r`; returns how many values were not in the set before.
     pub fn insert(&mut self, r: Range<u64>) -> u64 {
+        self.insert_bounded(r, usize::MAX).unwrap_or(0)
+    }
+
+    /// Adds `r` unless that would leave more than `max_ranges` ranges (then nothing changes);
+    /// returns how many values were not in the set before.
+    pub fn insert_bounded(
+        &mut self,
+        r: Range<u64>,
+        max_ranges: usize,
+    ) -> Result<u64, TooFragmented> {
         if r.start >= r.end {
-            return 0;
+            return Ok(0);
         }
-        // Fast path: at or beyond the end of the last range.
-        if let Some(last) = self.ranges.last_mut() {
-            if r.start >= last.start && r.start <= last.end {
-                let added = r.end.saturating_sub(last.end);
-                if r.end > last.end {
-                    last.end = r.end;
+        // Fast path: at or beyond the start of the highest range.
+        if let Some(mut last) = self.map.last_entry() {
+            let (s, e) = (*last.key(), *last.get());
+            if r.start >= s && r.start <= e {
+                let added = r.end.saturating_sub(e);
+                if r.end > e {
+                    *last.get_mut() = r.end;
                 }
-                return added;
+                return Ok(added);
             }
-            if r.start > last.end {
-                self.ranges.push(r.clone());
-                return r.end - r.start;
+            if r.start > e {
+                if self.map.len() >= max_ranges {
+                    return Err(TooFragmented);
+                }
+                self.map.insert(r.start, r.end);
+                return Ok(r.end - r.start);
             }
-        } else {
-            self.ranges.push(r.clone());
-            return r.end - r.start;
         }
-        // General case: find the first range whose end >= r.start (it may merge).
-        let i = self.ranges.partition_point(|x| x.end < r.start);
-        let mut j = i;
+        // General case: merge with the range before (if it reaches r.start) and every range
+        // starting within r (or right after it).
         let mut start = r.start;
         let mut end = r.end;
         let mut covered = 0;
-        while j < self.ranges.len() && self.ranges[j].start <= end {
-            let x = &self.ranges[j];
-            covered += x.end.min(r.end).saturating_sub(x.start.max(r.start));
-            start = start.min(x.start);
-            end = end.max(x.end);
-            j += 1;
+        if let Some((&s, &e)) = self.map.range(..r.start).next_back() {
+            if e >= r.start {
+                covered += e.min(r.end).saturating_sub(r.start);
+                start = s;
+                end = end.max(e);
+            }
         }
-        self.ranges.splice(i..j, std::iter::once(start..end));
-        (r.end - r.start) - covered
+        let merged: Vec<(u64, u64)> = self
+            .map
+            .range(r.start..=r.end)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        let creates = start == r.start && merged.is_empty();
+        if creates && self.map.len() >= max_ranges {
+            return Err(TooFragmented);
+        }
+        for &(s, e) in &merged {
+            covered += e.min(r.end).saturating_sub(s.max(r.start));
+            end = end.max(e);
+            self.map.remove(&s);
+        }
+        self.map.insert(start, end);
+        Ok((r.end - r.start) - covered)
     }
 
     /// True if `v` is in the set.
     pub fn contains(&self, v: u64) -> bool {
-        let i = self.ranges.partition_point(|x| x.end <= v);
-        i < self.ranges.len() && self.ranges[i].start <= v
+        self.range_containing(v).is_some()
     }
 
     /// True if every value of `r` is in the set.
@@ -77,60 +111,68 @@ impl RangeSet {
         if r.start >= r.end {
             return true;
         }
-        let i = self.ranges.partition_point(|x| x.end <= r.start);
-        i < self.ranges.len() && self.ranges[i].start <= r.start && self.ranges[i].end >= r.end
+        self.range_containing(r.start)
+            .is_some_and(|x| x.end >= r.end)
     }
 
     /// The range that contains `v`, if any.
     pub fn range_containing(&self, v: u64) -> Option<Range<u64>> {
-        let i = self.ranges.partition_point(|x| x.end <= v);
-        self.ranges.get(i).filter(|r| r.start <= v).cloned()
+        let (&s, &e) = self.map.range(..=v).next_back()?;
+        (v < e).then_some(s..e)
     }
 
     /// The start of the first range beginning after `v`, if any.
     pub fn next_start_after(&self, v: u64) -> Option<u64> {
-        let i = self.ranges.partition_point(|x| x.start <= v);
-        self.ranges.get(i).map(|r| r.start)
+        self.map
+            .range((std::ops::Bound::Excluded(v), std::ops::Bound::Unbounded))
+            .next()
+            .map(|(&s, _)| s)
     }
 
     /// The smallest value, if any.
     pub fn min(&self) -> Option<u64> {
-        self.ranges.first().map(|r| r.start)
+        self.map.keys().next().copied()
     }
 
     /// One past the largest value, if any.
     pub fn max_end(&self) -> Option<u64> {
-        self.ranges.last().map(|r| r.end)
+        self.map.values().next_back().copied()
     }
 
     /// The lowest range.
-    pub fn first(&self) -> Option<&Range<u64>> {
-        self.ranges.first()
+    pub fn first(&self) -> Option<Range<u64>> {
+        self.map.first_key_value().map(|(&s, &e)| s..e)
+    }
+
+    /// The highest range.
+    pub fn last(&self) -> Option<Range<u64>> {
+        self.map.last_key_value().map(|(&s, &e)| s..e)
     }
 
     /// Drops the lowest range (used to bound SACK state).
     pub fn pop_first(&mut self) -> Option<Range<u64>> {
-        if self.ranges.is_empty() {
-            None
-        } else {
-            Some(self.ranges.remove(0))
-        }
+        self.map.pop_first().map(|(s, e)| s..e)
     }
 
     /// Removes every value below `v`.
     pub fn remove_below(&mut self, v: u64) {
-        let i = self.ranges.partition_point(|x| x.end <= v);
-        self.ranges.drain(..i);
-        if let Some(first) = self.ranges.first_mut() {
-            if first.start < v {
-                first.start = v;
+        while let Some(first) = self.map.first_entry() {
+            let (s, e) = (*first.key(), *first.get());
+            if e <= v {
+                first.remove();
+            } else {
+                if s < v {
+                    first.remove();
+                    self.map.insert(v, e);
+                }
+                break;
             }
         }
     }
 
     /// Ranges in ascending order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Range<u64>> + ExactSizeIterator {
-        self.ranges.iter()
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Range<u64>> + ExactSizeIterator + '_ {
+        self.map.iter().map(|(&s, &e)| s..e)
     }
 }
 
@@ -145,13 +187,41 @@ mod tests {
         assert_eq!(s.insert(10..20), 10);
         assert_eq!(s.insert(30..40), 10);
         assert_eq!(s.insert(15..35), 10);
-        assert_eq!(s.iter().cloned().collect::<Vec<_>>(), vec![10..40]);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![10..40]);
         assert_eq!(s.insert(0..5), 5);
         assert_eq!(s.insert(5..10), 5);
-        assert_eq!(s.iter().cloned().collect::<Vec<_>>(), vec![0..40]);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![0..40]);
         assert!(s.contains(0) && s.contains(39) && !s.contains(40));
         s.remove_below(12);
         assert_eq!(s.min(), Some(12));
+    }
+
+    #[test]
+    fn bounded_inserts_refuse_new_holes_only() {
+        let mut s = RangeSet::new();
+        for i in 0..4 {
+            assert_eq!(s.insert_bounded(i * 10..i * 10 + 5, 4), Ok(5));
+        }
+        // A fifth separate range is refused; growing or merging existing ones is not.
+        assert_eq!(s.insert_bounded(100..101, 4), Err(TooFragmented));
+        assert_eq!(s.insert_bounded(2..3, 4), Ok(0));
+        assert_eq!(s.insert_bounded(5..7, 4), Ok(2));
+        assert_eq!(s.insert_bounded(7..10, 4), Ok(3));
+        assert_eq!(s.len(), 3);
+        assert_eq!(s.insert_bounded(100..101, 4), Ok(1));
+    }
+
+    #[test]
+    fn falling_inserts_stay_cheap() {
+        // Ranges inserted from the top down, each leaving a hole: the pattern that made the
+        // previous vector-based set quadratic. 200 000 of them must not take long (a bound
+        // on work, not a timing: it runs in well under a second even unoptimised).
+        let mut s = RangeSet::new();
+        for i in (0..200_000u64).rev() {
+            s.insert(2 * i..2 * i + 1);
+        }
+        assert_eq!(s.len(), 200_000);
+        assert!(s.contains(0) && !s.contains(1));
     }
 
     proptest! {
@@ -169,9 +239,15 @@ mod tests {
             for (v, b) in bits.iter().enumerate() {
                 prop_assert_eq!(s.contains(v as u64), *b);
             }
-            let rs: Vec<_> = s.iter().cloned().collect();
+            let rs: Vec<_> = s.iter().collect();
             for w in rs.windows(2) {
                 prop_assert!(w[0].end < w[1].start);
+            }
+            // remove_below agrees with the bitmap too.
+            let mut t = s.clone();
+            t.remove_below(100);
+            for v in 0..256u64 {
+                prop_assert_eq!(t.contains(v), v >= 100 && bits[v as usize]);
             }
         }
     }

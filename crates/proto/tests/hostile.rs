@@ -39,20 +39,54 @@ fn typed_errors_for_each_kind_of_bad_datagram() {
         a.handle_datagram(now, &wrap(1, 200, 0, &[0x01])),
         Err(DatagramError::UnknownPath(200))
     ));
-    // An ACK (path 0, largest 5) for a packet never sent.
+    // An ACK (path 0, largest 5) for packets never sent: the numbers are ignored and
+    // counted, the datagram is accepted (its other contents would be used).
     let ack = [0x02, 0x00, 0x05, 0x00, 0x00, 0x00, 0x40, 0x64];
+    assert!(a.handle_datagram(now, &wrap(1, 0, 0, &ack)).is_ok());
+    assert_eq!(a.stats().ack_ranges_ignored, 1);
+    // An ACK for a path this end never opened: ignored and counted.
+    let ack = [0x02, 0x07, 0x00, 0x00, 0x00, 0x00, 0x40, 0x64];
+    assert!(a.handle_datagram(now, &wrap(1, 0, 1, &ack)).is_ok());
+    assert_eq!(a.stats().acks_ignored, 1);
+    // A packet number far above the largest received: dropped.
     assert!(matches!(
-        a.handle_datagram(now, &wrap(1, 0, 0, &ack)),
+        a.handle_datagram(now, &wrap(1, 0, 1 << 40, &[0x01])),
         Err(DatagramError::Protocol(_))
     ));
+    assert_eq!(a.stats().pn_jumps, 1);
     // Unknown frame type.
     assert!(matches!(
-        a.handle_datagram(now, &wrap(1, 0, 1, &[0x7f])),
+        a.handle_datagram(now, &wrap(1, 0, 2, &[0x7f])),
         Err(DatagramError::Wire(_))
     ));
     let s = a.stats();
     assert_eq!(s.malformed, 3);
     assert_eq!(s.rejected, 3);
+}
+
+/// Forged packet numbers cannot stall a transfer (before: two PINGs with a huge packet
+/// number made the receiver acknowledge numbers the sender never sent, and the sender then
+/// rejected every ACK datagram — data acknowledgement and window updates included).
+#[test]
+fn forged_packet_numbers_do_not_stall_a_transfer() {
+    let (mut a, mut b) = pair();
+    let now = Instant::ZERO;
+    // Huge numbers on the path the sender uses, before it starts.
+    for pn in [(1u64 << 40), (1 << 40) + 1, 1 << 19] {
+        let _ = b.handle_datagram(now, &wrap(1, 0, pn, &[0x01]));
+    }
+    // An ACK to the sender naming numbers far above anything sent, with a bogus data ack.
+    let ack = [
+        0x02, 0x00, 0x80, 0x10, 0x00, 0x00, 0x00, 0x00, 0x80, 0x10, 0x00, 0x00, 0x00,
+    ];
+    let _ = a.handle_datagram(now, &wrap(1, 0, 0, &ack));
+    let data: Vec<u8> = (0..500_000u32).map(|i| (i % 253) as u8).collect();
+    a.write(&data);
+    a.close();
+    let mut t = now;
+    let got = common::transfer(&mut a, &mut b, &mut t, 50_000, 0);
+    assert_eq!(got, data);
+    assert!(a.is_all_acked());
 }
 
 #[test]

@@ -235,8 +235,10 @@ fn a_message_on_time_is_not_abandoned() {
 
 #[test]
 fn writing_a_message_is_all_or_nothing() {
+    // The send buffer holds at least the peer's window: both 10 000 bytes.
     let cfg = ConnectionConfig {
         send_buffer: 10_000,
+        recv_buffer: 10_000,
         ..ConnectionConfig::default()
     };
     let mut a = Connection::new(cfg, 1).unwrap();

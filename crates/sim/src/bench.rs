@@ -2,6 +2,7 @@
 //!
 //! Speed is measured, never asserted in tests: machines are shared and noisy.
 
+use crate::app::AppConfig;
 use crate::config::{FlowConfig, FlowKind, LinkConfig, SimConfig};
 use crate::link::LinkParams;
 use tributary_proto::cc::CcConfig;
@@ -52,8 +53,8 @@ fn bulk(paths: Vec<Vec<usize>>, scheme: SchemeConfig, cc: CcConfig) -> FlowConfi
         },
         kind: FlowKind::Multipath,
         start: Duration::ZERO,
-        bytes: None,
-        read_rate_bps: None,
+        app: AppConfig::default(),
+        qlog: false,
     }
 }
 
@@ -68,6 +69,8 @@ pub fn cases() -> Vec<BenchCase> {
         seed: 1,
         header_overhead: 28,
         sample_interval: None,
+        arrivals: vec![],
+        qlog_dir: None,
     };
     vec![
         BenchCase {

@@ -4,16 +4,31 @@
 //! resolve in insertion order, so a run is a pure function of its configuration and seed.
 //! Each link direction keeps its packets in flight in a FIFO and has at most one heap entry
 //! (its head's arrival); reordered packets travel as separate events.
+//!
+//! Flows are built lazily: a flow's connections, application halves and routes exist from its
+//! start until it is done; then its results are computed and everything else is released
+//! (endpoints and routes are slab slots with generation numbers, so a stale timer or a packet
+//! of a finished flow never reaches a newer one). Per-run state is bounded by what is live:
+//! delivered bytes are verified where they arrive, block delays and completion times are
+//! summarised online.
 
-use crate::app::{Sink, Source};
-use crate::config::{Direction, FlowKind, SimConfig, SimConfigError};
+use crate::app::{AppContext, AppHalf, AppIo, Lifetime, RawDatagram};
+use crate::config::{Direction, FlowConfig, FlowKind, SimConfig, SimConfigError};
+use crate::data::{Sink, Source};
 use crate::link::Link;
-use crate::result::{BlockDelay, FlowResult, LinkResult, PathResult, SimResult};
+use crate::random::exponential;
+use crate::result::{
+    AppCounters, ArrivalResult, BlockDelay, DistributionSummary, FlowResult, LinkResult,
+    PathResult, PathSeries, SimResult,
+};
+use crate::stats::Distribution;
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use tributary_proto::conn::SchemeCounters;
 use tributary_proto::time::{Duration, Instant};
-use tributary_proto::{Connection, Event};
+use tributary_proto::Connection;
 
 /// Why a run failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -24,16 +39,26 @@ pub enum SimError {
     /// The receiving application got bytes that differ from what was written: a protocol
     /// bug. Never ignored.
     #[error(
-        "flow `{flow}`: delivered data does not match what was written \
-         ({delivered} bytes delivered of {written} written, digest mismatch)"
+        "flow `{flow}`: delivered data does not match what was written (first wrong byte at \
+         stream offset {offset}; {delivered} bytes delivered of {written} written)"
     )]
     Corrupted {
         /// Flow name.
         flow: String,
+        /// Stream offset of the first wrong byte (or of the first byte beyond those written).
+        offset: u64,
         /// Bytes delivered.
         delivered: u64,
         /// Bytes written.
         written: u64,
+    },
+    /// A trace file could not be written.
+    #[error("flow `{flow}`: cannot write its qlog trace: {error}")]
+    Trace {
+        /// Flow name.
+        flow: String,
+        /// The I/O error.
+        error: String,
     },
 }
 
@@ -41,17 +66,17 @@ pub enum SimError {
 enum Ev {
     /// The head of a link direction's FIFO arrives.
     LinkHead(u32),
-    /// A packet travelling outside its link's FIFO (reordered) arrives.
-    Loose { slot: u32, route: u32, hop: u8 },
-    /// An endpoint's timer check (stale unless it is the endpoint's earliest scheduled one).
-    Timer(u32),
-    /// A flow's application starts.
+    /// A packet travelling outside its link's FIFO (reordered) arrives at the end of `link`.
+    Loose { slot: u32, link: u32, epoch: u32 },
+    /// An endpoint's wake-up (stale unless it is the endpoint's earliest scheduled one).
+    Timer { ep: u32, gen: u32 },
+    /// A configured flow starts.
     Start(u32),
+    /// The next flow of an arrival process arrives.
+    Arrival(u32),
     /// A timed link change.
     Change(u32),
-    /// A rate-limited reader reads.
-    Read(u32),
-    /// Goodput sampling.
+    /// Time-series sampling.
     Sample,
 }
 
@@ -59,52 +84,146 @@ enum Ev {
 struct InFlight {
     arrival: Instant,
     slot: u32,
-    route: u32,
-    hop: u8,
     epoch: u32,
 }
 
-#[derive(Debug)]
+/// Where the packet in a slot is.
+#[derive(Debug, Clone, Copy)]
+struct Meta {
+    len: u32,
+    route: u32,
+    hop: u8,
+    /// A raw application datagram, not a protocol packet.
+    raw: bool,
+}
+
+const NO_ROUTE: u32 = u32::MAX;
+
+#[derive(Debug, Default)]
 struct Route {
     links: Vec<u32>,
     dest: u32,
     data: bool,
+    /// Packets on this route (slots referring to it).
+    inflight: u32,
+    /// Its flow is done: deliver nothing more, free the route once empty.
+    dead: bool,
 }
 
-#[derive(Debug)]
-enum Role {
-    Sender { src: Source, limit: Option<u64> },
-    Receiver { sink: Sink },
+/// Time-weighted receive-buffer occupancy, integrated at datagram arrivals (where it
+/// changes): the simulator's measurement, kept out of the connection.
+#[derive(Debug, Default)]
+struct Occupancy {
+    since: Option<Instant>,
+    last: Option<Instant>,
+    integral: f64,
+}
+
+impl Occupancy {
+    /// Accounts for the occupancy `held` since the previous sample, up to `now`.
+    fn sample(&mut self, now: Instant, held: u64) {
+        match self.last {
+            Some(last) => self.integral += held as f64 * (now - last).as_nanos() as f64,
+            None => self.since = Some(now),
+        }
+        self.last = Some(now);
+    }
+
+    /// Mean from the first sample to `now`, the occupancy being `held` since the last one.
+    fn mean(&self, now: Instant, held: u64) -> f64 {
+        let (Some(t0), Some(last)) = (self.since, self.last) else {
+            return 0.0;
+        };
+        let span = (now - t0).as_nanos() as f64;
+        if span == 0.0 {
+            held as f64
+        } else {
+            (self.integral + held as f64 * (now - last).as_nanos() as f64) / span
+        }
+    }
 }
 
 #[derive(Debug)]
 struct Endpoint {
     conn: Connection,
-    role: Role,
+    app: Box<dyn AppHalf>,
+    /// What this end writes.
+    src: Source,
+    /// What this end reads (the peer's source, verified).
+    sink: Sink,
+    /// The flow's sending end (else its receiving end).
+    sender: bool,
+    occupancy: Occupancy,
+    raw_seq: u64,
+    raw_bytes: u64,
+    raw_corrupt: u64,
+    /// Live flow slot.
     flow: u32,
+    /// Connection index within the flow.
+    ci: u32,
     routes: Vec<u32>,
     /// Time of the earliest live timer event in the heap. Deadlines that move later (an RTO
     /// restarted by every ACK) push nothing: the earlier event fires, finds the deadline not
     /// yet due, and re-arms — one heap push per expiry instead of one per ACK.
     scheduled: Option<Instant>,
-    started: bool,
-    finished: bool,
-    read_rate_bps: Option<u64>,
 }
 
+#[derive(Debug, Clone, Copy)]
+struct ConnPair {
+    s: u32,
+    r: u32,
+    /// Blocks whose send and delivery times were paired.
+    paired: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// `SimConfig::flows[i]`.
+    Configured(u32),
+    /// Arrival process `g`.
+    Arrival(u32),
+}
+
+/// A live flow.
 #[derive(Debug)]
 struct Flow {
-    /// (sender, receiver) endpoint per connection.
-    conns: Vec<(u32, u32)>,
+    name: String,
+    origin: Origin,
+    conns: Vec<ConnPair>,
     start: Instant,
-    finite: bool,
+    lifetime: Lifetime,
     completed: Option<Instant>,
-    series: Vec<[f64; 2]>,
-    last_sample: u64,
+    block_delay: Distribution,
+    /// Current block-delay sampling bin: (index, Σ delivery time, Σ delay, count).
+    block_bin: (u64, f64, f64, u64),
+    block_series: Vec<[f64; 2]>,
+    path_series: Vec<PathSeries>,
+    /// Per path: (bytes acked, packets lost, bytes retransmitted) at the previous sample.
+    path_last: Vec<(u64, u64, u64)>,
 }
 
-/// Read tick for rate-limited applications.
-const READ_TICK: Duration = Duration::from_millis(1);
+/// A configured flow's state.
+#[derive(Debug)]
+enum Slot {
+    Pending,
+    Live(u32),
+    Done(Box<FlowResult>),
+}
+
+/// An arrival process.
+#[derive(Debug)]
+struct Group {
+    rng: ChaCha8Rng,
+    arrived: u64,
+    live: u64,
+    max_live: u64,
+    exhausted: bool,
+    completed: u64,
+    completion: Distribution,
+    goodput: Distribution,
+    bytes: u64,
+    app: AppCounters,
+}
 
 /// A simulation, ready to run.
 #[derive(Debug)]
@@ -117,16 +236,31 @@ pub struct Simulator {
     links: Vec<Link>,
     fifos: Vec<VecDeque<InFlight>>,
     routes: Vec<Route>,
-    eps: Vec<Endpoint>,
-    flows: Vec<Flow>,
+    route_free: Vec<u32>,
+    eps: Vec<Option<Endpoint>>,
+    ep_gen: Vec<u32>,
+    ep_free: Vec<u32>,
+    live: Vec<Option<Flow>>,
+    live_free: Vec<u32>,
+    slots: Vec<Slot>,
+    /// Goodput series of configured flows: (samples, bytes delivered at the last sample).
+    series: Vec<(Vec<[f64; 2]>, u64)>,
+    groups: Vec<Group>,
     slab: Vec<Vec<u8>>,
-    lens: Vec<u32>,
+    meta: Vec<Meta>,
     free: Vec<u32>,
     slot_size: usize,
+    raw_out: Vec<usize>,
     events: u64,
     data_delivered: u64,
-    open_finite: usize,
-    any_bulk: bool,
+    /// Flows, pending or live, and arrival processes the run waits for.
+    open: usize,
+    /// Configured flows that never end.
+    endless: usize,
+    /// Some flow or arrival process ends by itself.
+    any_finite: bool,
+    error: Option<SimError>,
+    qlog_errors: crate::qlog::Errors,
 }
 
 /// Derives an independent 64-bit seed (SplitMix64 finaliser over the inputs).
@@ -141,8 +275,13 @@ pub fn derive_seed(master: u64, parts: &[u64]) -> u64 {
     x
 }
 
+/// Check word of a raw datagram's header.
+fn raw_check(seq: u64, sent: u64) -> u64 {
+    derive_seed(seq, &[sent])
+}
+
 impl Simulator {
-    /// Builds the network and endpoints.
+    /// Checks the configuration and builds the network (flows are built when they start).
     pub fn new(cfg: SimConfig) -> Result<Self, SimError> {
         cfg.validate()?;
         let mut links = Vec::new();
@@ -156,7 +295,39 @@ impl Simulator {
                 derive_seed(cfg.seed, &[1, i as u64, 1]),
             ));
         }
-        let mut sim = Simulator {
+        let templates = cfg
+            .flows
+            .iter()
+            .chain(cfg.arrivals.iter().map(|a| &a.template));
+        let slot_size = templates
+            .map(|f| f.conn.max_datagram())
+            .max()
+            .unwrap_or(1500);
+        let mut open = 0;
+        let mut endless = 0;
+        for f in &cfg.flows {
+            match f.app.factory().lifetime() {
+                Lifetime::Finite => open += 1,
+                Lifetime::Endless => endless += 1,
+                Lifetime::Background => {}
+            }
+        }
+        open += cfg.arrivals.len();
+        let groups = (0..cfg.arrivals.len())
+            .map(|g| Group {
+                rng: ChaCha8Rng::seed_from_u64(derive_seed(cfg.seed, &[11, g as u64])),
+                arrived: 0,
+                live: 0,
+                max_live: 0,
+                exhausted: false,
+                completed: 0,
+                completion: Distribution::default(),
+                goodput: Distribution::default(),
+                bytes: 0,
+                app: AppCounters::default(),
+            })
+            .collect();
+        Ok(Simulator {
             now: Instant::ZERO,
             end: Instant::ZERO + cfg.duration,
             heap: BinaryHeap::new(),
@@ -164,104 +335,29 @@ impl Simulator {
             fifos: (0..links.len()).map(|_| VecDeque::new()).collect(),
             links,
             routes: Vec::new(),
+            route_free: Vec::new(),
             eps: Vec::new(),
-            flows: Vec::new(),
+            ep_gen: Vec::new(),
+            ep_free: Vec::new(),
+            live: Vec::new(),
+            live_free: Vec::new(),
+            slots: cfg.flows.iter().map(|_| Slot::Pending).collect(),
+            series: cfg.flows.iter().map(|_| (Vec::new(), 0)).collect(),
+            groups,
             slab: Vec::new(),
-            lens: Vec::new(),
+            meta: Vec::new(),
             free: Vec::new(),
-            slot_size: cfg
-                .flows
-                .iter()
-                .map(|f| f.conn.max_datagram())
-                .max()
-                .unwrap_or(1500),
+            slot_size,
+            raw_out: Vec::new(),
             events: 0,
             data_delivered: 0,
-            open_finite: 0,
-            any_bulk: false,
+            any_finite: open > 0,
+            open,
+            endless,
+            error: None,
+            qlog_errors: Default::default(),
             cfg,
-        };
-        for fi in 0..sim.cfg.flows.len() {
-            sim.build_flow(fi);
-        }
-        Ok(sim)
-    }
-
-    fn build_flow(&mut self, fi: usize) {
-        let f = self.cfg.flows[fi].clone();
-        let groups: Vec<Vec<usize>> = match f.kind {
-            FlowKind::Multipath => vec![(0..f.paths.len()).collect()],
-            FlowKind::PerPath => (0..f.paths.len()).map(|p| vec![p]).collect(),
-        };
-        let n = groups.len() as u64;
-        let mut conns = Vec::new();
-        for (ci, group) in groups.iter().enumerate() {
-            let mut cfg = f.conn.clone();
-            cfg.seed = derive_seed(self.cfg.seed, &[2, fi as u64, ci as u64]);
-            let limit = f.bytes.map(|b| b / n + u64::from((ci as u64) < b % n));
-            let sender = self.eps.len() as u32;
-            let receiver = sender + 1;
-            let mut s_routes = Vec::new();
-            let mut r_routes = Vec::new();
-            for &p in group {
-                let fwd: Vec<u32> = f.paths[p].iter().map(|&l| 2 * l as u32).collect();
-                let rev: Vec<u32> = f.paths[p].iter().rev().map(|&l| 2 * l as u32 + 1).collect();
-                s_routes.push(self.routes.len() as u32);
-                self.routes.push(Route {
-                    links: fwd,
-                    dest: receiver,
-                    data: true,
-                });
-                r_routes.push(self.routes.len() as u32);
-                self.routes.push(Route {
-                    links: rev,
-                    dest: sender,
-                    data: false,
-                });
-            }
-            let paths = group.len();
-            // Validated in `SimConfig::validate`.
-            let sconn = Connection::new(cfg.clone(), paths).expect("validated configuration");
-            let rconn = Connection::new(cfg, paths).expect("validated configuration");
-            let src = Source::new(derive_seed(self.cfg.seed, &[3, fi as u64, ci as u64]));
-            self.eps.push(Endpoint {
-                conn: sconn,
-                role: Role::Sender { src, limit },
-                flow: fi as u32,
-                routes: s_routes,
-                scheduled: None,
-                started: false,
-                finished: false,
-                read_rate_bps: None,
-            });
-            self.eps.push(Endpoint {
-                conn: rconn,
-                role: Role::Receiver {
-                    sink: Sink::default(),
-                },
-                flow: fi as u32,
-                routes: r_routes,
-                scheduled: None,
-                started: true,
-                finished: false,
-                read_rate_bps: f.read_rate_bps,
-            });
-            conns.push((sender, receiver));
-        }
-        let finite = f.bytes.is_some();
-        if finite {
-            self.open_finite += 1;
-        } else {
-            self.any_bulk = true;
-        }
-        self.flows.push(Flow {
-            conns,
-            start: Instant::ZERO + f.start,
-            finite,
-            completed: None,
-            series: Vec::new(),
-            last_sample: 0,
-        });
+        })
     }
 
     fn push(&mut self, at: Instant, ev: Ev) {
@@ -269,11 +365,22 @@ impl Simulator {
         self.heap.push(Reverse((at, self.seq, ev)));
     }
 
+    /// Every flow that ends is done and none lasts forever (a run of background traffic only
+    /// lasts its duration).
+    fn done(&self) -> bool {
+        self.open == 0 && self.endless == 0 && self.any_finite
+    }
+
     /// Runs to the end and reports. Fails if any flow received wrong bytes.
     pub fn run(mut self) -> Result<SimResult, SimError> {
-        for fi in 0..self.flows.len() {
-            let t = self.flows[fi].start;
+        for fi in 0..self.cfg.flows.len() {
+            let t = Instant::ZERO + self.cfg.flows[fi].start;
             self.push(t, Ev::Start(fi as u32));
+        }
+        for g in 0..self.cfg.arrivals.len() {
+            let a = &self.cfg.arrivals[g];
+            let first = Instant::ZERO + a.start;
+            self.schedule_arrival(g, first);
         }
         for i in 0..self.cfg.changes.len() {
             let t = Instant::ZERO + self.cfg.changes[i].at;
@@ -289,17 +396,32 @@ impl Simulator {
             self.now = t;
             self.events += 1;
             self.dispatch(ev);
-            if self.open_finite == 0 && !self.any_bulk {
+            if let Some(e) = self.error.take() {
+                return Err(e);
+            }
+            if self.done() {
                 break;
             }
         }
-        let stop = if self.open_finite == 0 && !self.any_bulk {
-            self.now
-        } else {
-            self.end
-        };
-        self.now = stop;
+        if !self.done() {
+            self.now = self.end;
+        }
         self.report()
+    }
+
+    /// Draws the next arrival of group `g` after `from` (or ends the group).
+    fn schedule_arrival(&mut self, g: usize, from: Instant) {
+        let a = &self.cfg.arrivals[g];
+        let gap = exponential(&mut self.groups[g].rng, 1.0 / a.rate);
+        let at = from + Duration::from_secs_f64(gap);
+        let past_until = a.until.is_some_and(|u| at > Instant::ZERO + u);
+        let counted = a.count.is_some_and(|c| self.groups[g].arrived >= c);
+        if past_until || counted || at > self.end {
+            self.groups[g].exhausted = true;
+            self.open -= 1;
+            return;
+        }
+        self.push(at, Ev::Arrival(g as u32));
     }
 
     fn dispatch(&mut self, ev: Ev) {
@@ -312,16 +434,16 @@ impl Simulator {
                     let at = next.arrival;
                     self.push(at, Ev::LinkHead(l));
                 }
-                if p.epoch != self.links[l as usize].epoch {
-                    self.links[l as usize].stats.down_drops += 1;
-                    self.release(p.slot);
+                self.link_exit(l, p.slot, p.epoch);
+            }
+            Ev::Loose { slot, link, epoch } => self.link_exit(link, slot, epoch),
+            Ev::Timer { ep, gen } => {
+                if self.ep_gen.get(ep as usize) != Some(&gen) {
                     return;
                 }
-                self.arrived(p.slot, p.route, p.hop);
-            }
-            Ev::Loose { slot, route, hop } => self.arrived(slot, route, hop),
-            Ev::Timer(ep) => {
-                let e = &mut self.eps[ep as usize];
+                let Some(e) = self.eps[ep as usize].as_mut() else {
+                    return;
+                };
                 if e.scheduled != Some(self.now) {
                     return;
                 }
@@ -332,55 +454,323 @@ impl Simulator {
                 self.pump(ep);
             }
             Ev::Start(fi) => {
-                let conns = self.flows[fi as usize].conns.clone();
-                for (s, r) in conns {
-                    self.eps[s as usize].started = true;
-                    self.pump(s);
-                    if self.eps[r as usize].read_rate_bps.is_some() {
-                        let at = self.now + READ_TICK;
-                        self.push(at, Ev::Read(r));
-                    }
-                }
+                let f = self.cfg.flows[fi as usize].clone();
+                let name = f.name.clone();
+                let seeds = [fi as u64];
+                self.start_flow(&f, name, Origin::Configured(fi), &seeds);
+            }
+            Ev::Arrival(g) => {
+                let gi = g as usize;
+                let k = self.groups[gi].arrived;
+                self.groups[gi].arrived += 1;
+                let grp = &mut self.groups[gi];
+                grp.live += 1;
+                grp.max_live = grp.max_live.max(grp.live);
+                self.open += 1;
+                let a = &self.cfg.arrivals[gi];
+                let f = a.template.clone();
+                let name = format!("{}#{}", a.name, k + 1);
+                self.start_flow(&f, name, Origin::Arrival(g), &[1 << 32 | u64::from(g), k]);
+                self.schedule_arrival(gi, self.now);
             }
             Ev::Change(i) => self.apply_change(i as usize),
-            Ev::Read(ep) => {
-                let e = &mut self.eps[ep as usize];
-                let rate = e.read_rate_bps.unwrap_or(u64::MAX);
-                let budget =
-                    (rate as u128 * READ_TICK.as_nanos() as u128 / 8 / 1_000_000_000).max(1) as u64;
-                if let Role::Receiver { sink } = &mut e.role {
-                    e.conn.read_with(budget, |s| sink.consume(s));
-                }
-                self.pump(ep);
-                if !self.eps[ep as usize].finished {
-                    let at = self.now + READ_TICK;
-                    self.push(at, Ev::Read(ep));
-                }
-            }
             Ev::Sample => {
+                self.sample();
                 let iv = self.cfg.sample_interval.unwrap_or(Duration::from_secs(1));
-                for fi in 0..self.flows.len() {
-                    let total = self.delivered(fi);
-                    let f = &mut self.flows[fi];
-                    let mbps = (total - f.last_sample) as f64 * 8.0 / iv.as_secs_f64() / 1e6;
-                    f.series.push([self.now.as_secs_f64(), mbps]);
-                    f.last_sample = total;
-                }
                 let at = self.now + iv;
                 self.push(at, Ev::Sample);
             }
         }
     }
 
-    fn delivered(&self, fi: usize) -> u64 {
-        self.flows[fi]
+    /// A packet reaches the far end of link direction `l`: lost if the link went down
+    /// meanwhile (for reordered packets too), else on to its next hop.
+    fn link_exit(&mut self, l: u32, slot: u32, epoch: u32) {
+        let link = &mut self.links[l as usize];
+        if epoch != link.epoch {
+            link.stats.down_drops += 1;
+            self.release(slot);
+            return;
+        }
+        link.stats.delivered += 1;
+        self.arrived(slot);
+    }
+
+    // ------------------------------------------------------------------ flows
+
+    fn alloc_ep(&mut self, e: Endpoint) -> u32 {
+        match self.ep_free.pop() {
+            Some(i) => {
+                self.eps[i as usize] = Some(e);
+                i
+            }
+            None => {
+                self.eps.push(Some(e));
+                self.ep_gen.push(0);
+                (self.eps.len() - 1) as u32
+            }
+        }
+    }
+
+    fn alloc_route(&mut self, r: Route) -> u32 {
+        match self.route_free.pop() {
+            Some(i) => {
+                self.routes[i as usize] = r;
+                i
+            }
+            None => {
+                self.routes.push(r);
+                (self.routes.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Builds a flow's connections, application halves and routes, and starts it.
+    fn start_flow(&mut self, f: &FlowConfig, name: String, origin: Origin, seeds: &[u64]) {
+        let groups: Vec<Vec<usize>> = match f.kind {
+            FlowKind::Multipath => vec![(0..f.paths.len()).collect()],
+            FlowKind::PerPath => (0..f.paths.len()).map(|p| vec![p]).collect(),
+        };
+        let li = match self.live_free.pop() {
+            Some(i) => i,
+            None => {
+                self.live.push(None);
+                (self.live.len() - 1) as u32
+            }
+        };
+        let master = self.cfg.seed;
+        let seed = |tag: u64, ci: usize| {
+            let mut parts = vec![tag];
+            parts.extend_from_slice(seeds);
+            parts.push(ci as u64);
+            derive_seed(master, &parts)
+        };
+        let mut conns = Vec::new();
+        let mut total_paths = 0;
+        for (ci, group) in groups.iter().enumerate() {
+            let mut cfg = f.conn.clone();
+            let configured = matches!(origin, Origin::Configured(_));
+            // Configured flows keep the seeds they had when all flows were built at start.
+            let (cs, ss, as_) = if configured {
+                (seed(2, ci), seed(3, ci), seed(7, ci))
+            } else {
+                (seed(8, ci), seed(9, ci), seed(10, ci))
+            };
+            cfg.seed = cs;
+            let paths = group.len();
+            // Validated in `SimConfig::validate`.
+            let sconn = Connection::new(cfg.clone(), paths).expect("validated configuration");
+            let rconn = Connection::new(cfg, paths).expect("validated configuration");
+            let ctx = AppContext {
+                index: ci,
+                connections: groups.len(),
+                start: self.now,
+                seed: as_,
+                max_datagram: sconn.max_datagram(),
+            };
+            let (sapp, rapp) = f.app.factory().build(&ctx);
+            // The reverse direction (requests, answers) has its own stream.
+            let rs = derive_seed(ss, &[0x7265_7665]);
+            let s = self.alloc_ep(Endpoint {
+                conn: sconn,
+                app: sapp,
+                src: Source::new(ss),
+                sink: Sink::new(rs),
+                sender: true,
+                occupancy: Occupancy::default(),
+                raw_seq: 0,
+                raw_bytes: 0,
+                raw_corrupt: 0,
+                flow: li,
+                ci: ci as u32,
+                routes: Vec::new(),
+                scheduled: None,
+            });
+            let r = self.alloc_ep(Endpoint {
+                conn: rconn,
+                app: rapp,
+                src: Source::new(rs),
+                sink: Sink::new(ss),
+                sender: false,
+                occupancy: Occupancy::default(),
+                raw_seq: 0,
+                raw_bytes: 0,
+                raw_corrupt: 0,
+                flow: li,
+                ci: ci as u32,
+                routes: Vec::new(),
+                scheduled: None,
+            });
+            for &p in group {
+                let fwd: Vec<u32> = f.paths[p].iter().map(|&l| 2 * l as u32).collect();
+                let rev: Vec<u32> = f.paths[p].iter().rev().map(|&l| 2 * l as u32 + 1).collect();
+                let fr = self.alloc_route(Route {
+                    links: fwd,
+                    dest: r,
+                    data: true,
+                    ..Route::default()
+                });
+                let rr = self.alloc_route(Route {
+                    links: rev,
+                    dest: s,
+                    data: false,
+                    ..Route::default()
+                });
+                self.ep_mut(s).routes.push(fr);
+                self.ep_mut(r).routes.push(rr);
+            }
+            conns.push(ConnPair { s, r, paired: 0 });
+            total_paths += paths;
+        }
+        let sampled = self.cfg.sample_interval.is_some() && matches!(origin, Origin::Configured(_));
+        self.live[li as usize] = Some(Flow {
+            name,
+            origin,
+            conns: conns.clone(),
+            start: self.now,
+            lifetime: f.app.factory().lifetime(),
+            completed: None,
+            block_delay: Distribution::default(),
+            block_bin: (0, 0.0, 0.0, 0),
+            block_series: Vec::new(),
+            path_series: if sampled {
+                vec![PathSeries::default(); total_paths]
+            } else {
+                Vec::new()
+            },
+            path_last: vec![(0, 0, 0); total_paths],
+        });
+        if let Origin::Configured(fi) = origin {
+            self.slots[fi as usize] = Slot::Live(li);
+        }
+        if f.qlog {
+            self.attach_tracers(li);
+        }
+        for c in conns {
+            self.pump(c.s);
+            if self.live[li as usize].is_none() {
+                return;
+            }
+            self.pump(c.r);
+            if self.live[li as usize].is_none() {
+                return;
+            }
+        }
+    }
+
+    fn ep_mut(&mut self, ep: u32) -> &mut Endpoint {
+        self.eps[ep as usize].as_mut().expect("live endpoint")
+    }
+
+    fn ep(&self, ep: u32) -> &Endpoint {
+        self.eps[ep as usize].as_ref().expect("live endpoint")
+    }
+
+    fn attach_tracers(&mut self, li: u32) {
+        let Some(dir) = self.cfg.qlog_dir.clone() else {
+            return;
+        };
+        let f = self.live[li as usize].as_ref().expect("live flow");
+        let name = f.name.clone();
+        let conns = f.conns.clone();
+        for (ci, c) in conns.iter().enumerate() {
+            for (ep, role) in [(c.s, "sender"), (c.r, "receiver")] {
+                let file = dir.join(crate::qlog::file_name(&name, ci, role));
+                let errors = self.qlog_errors.clone();
+                match crate::qlog::QlogFile::create(&file, &name, role, errors) {
+                    Ok(t) => self.ep_mut(ep).conn.set_tracer(Box::new(t)),
+                    Err(e) => {
+                        self.error.get_or_insert(SimError::Trace {
+                            flow: name.clone(),
+                            error: format!("{}: {e}", file.display()),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The flow is done: results computed, endpoints and routes released.
+    fn finish_flow(&mut self, li: u32) {
+        let end = self.now;
+        let result = self.flow_result(li, end);
+        let f = self.live[li as usize].take().expect("live flow");
+        self.live_free.push(li);
+        for c in &f.conns {
+            for ep in [c.s, c.r] {
+                let mut e = self.eps[ep as usize].take().expect("live endpoint");
+                if let Some(t) = e.conn.take_tracer() {
+                    // Closes the file; a write error is reported below.
+                    drop(t);
+                    let errors = std::mem::take(&mut *self.qlog_errors.lock().expect("lock"));
+                    if let Some(error) = errors.into_iter().next() {
+                        self.error.get_or_insert(SimError::Trace {
+                            flow: f.name.clone(),
+                            error,
+                        });
+                    }
+                }
+                self.ep_gen[ep as usize] = self.ep_gen[ep as usize].wrapping_add(1);
+                self.ep_free.push(ep);
+                for r in e.routes {
+                    let route = &mut self.routes[r as usize];
+                    route.dead = true;
+                    if route.inflight == 0 {
+                        self.route_free.push(r);
+                    }
+                }
+            }
+        }
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                self.error.get_or_insert(e);
+                return;
+            }
+        };
+        match f.origin {
+            Origin::Configured(fi) => {
+                self.slots[fi as usize] = Slot::Done(Box::new(result));
+            }
+            Origin::Arrival(g) => self.add_to_group(g as usize, &result),
+        }
+    }
+
+    fn add_to_group(&mut self, g: usize, r: &FlowResult) {
+        let grp = &mut self.groups[g];
+        grp.live -= 1;
+        grp.bytes += r.bytes_delivered;
+        if let Some(c) = r.completion_s {
+            grp.completed += 1;
+            grp.completion.add(c);
+            grp.goodput.add(r.goodput_mbps);
+        }
+        if grp.app.name.is_empty() {
+            grp.app.name = r.app.name.clone();
+        }
+        add_counters(&mut grp.app.sender, &r.app.sender);
+        add_counters(&mut grp.app.receiver, &r.app.receiver);
+    }
+
+    fn check_flow_done(&mut self, li: u32) {
+        let Some(f) = self.live[li as usize].as_ref() else {
+            return;
+        };
+        if f.lifetime != Lifetime::Finite || f.completed.is_some() {
+            return;
+        }
+        let all = f
             .conns
             .iter()
-            .map(|&(_, r)| match &self.eps[r as usize].role {
-                Role::Receiver { sink } => sink.read(),
-                Role::Sender { .. } => 0,
-            })
-            .sum()
+            .all(|c| self.ep(c.s).app.done() && self.ep(c.r).app.done());
+        if all {
+            self.live[li as usize]
+                .as_mut()
+                .expect("live flow")
+                .completed = Some(self.now);
+            self.open -= 1;
+            self.finish_flow(li);
+        }
     }
 
     fn apply_change(&mut self, i: usize) {
@@ -407,26 +797,52 @@ impl Simulator {
         }
     }
 
+    // ------------------------------------------------------------------ packets
+
     fn alloc(&mut self) -> u32 {
         if let Some(s) = self.free.pop() {
             return s;
         }
         self.slab.push(vec![0; self.slot_size]);
-        self.lens.push(0);
+        self.meta.push(Meta {
+            len: 0,
+            route: NO_ROUTE,
+            hop: 0,
+            raw: false,
+        });
         (self.slab.len() - 1) as u32
     }
 
     fn release(&mut self, slot: u32) {
+        let m = &mut self.meta[slot as usize];
+        let r = std::mem::replace(&mut m.route, NO_ROUTE);
+        if r != NO_ROUTE {
+            let route = &mut self.routes[r as usize];
+            route.inflight -= 1;
+            if route.dead && route.inflight == 0 {
+                self.route_free.push(r);
+            }
+        }
         self.free.push(slot);
     }
 
-    /// Puts the packet in `slot` on hop `hop` of `route`.
-    fn send(&mut self, slot: u32, route: u32, hop: u8) {
-        let l = self.routes[route as usize].links[hop as usize] as usize;
-        let len = self.lens[slot as usize] as usize;
+    /// Puts the packet in `slot` (its `len` and `raw` set) on the first hop of `route`.
+    fn launch(&mut self, slot: u32, route: u32) {
+        let m = &mut self.meta[slot as usize];
+        m.route = route;
+        m.hop = 0;
+        self.routes[route as usize].inflight += 1;
+        self.send(slot);
+    }
+
+    /// Offers the packet in `slot` to the link of its current hop.
+    fn send(&mut self, slot: u32) {
+        let m = self.meta[slot as usize];
+        let l = self.routes[m.route as usize].links[m.hop as usize] as usize;
+        let len = m.len as usize;
         let wire = len as u64 + self.cfg.header_overhead;
         let fate = self.links[l].offer(self.now, wire, len);
-        let Some(mut arrival) = fate.arrival else {
+        let Some(arrival) = fate.arrival else {
             self.release(slot);
             return;
         };
@@ -438,27 +854,32 @@ impl Simulator {
             let (a, b) = (slot as usize, copy as usize);
             let data = self.slab[a][..len].to_vec();
             self.slab[b][..len].copy_from_slice(&data);
-            self.lens[b] = len as u32;
-            self.enqueue(l, arrival, copy, route, hop);
+            self.meta[b] = m;
+            self.routes[m.route as usize].inflight += 1;
+            self.enqueue(l, arrival, copy);
         }
         if fate.reordered {
-            self.push(arrival, Ev::Loose { slot, route, hop });
+            let epoch = self.links[l].epoch;
+            self.push(
+                arrival,
+                Ev::Loose {
+                    slot,
+                    link: l as u32,
+                    epoch,
+                },
+            );
             return;
         }
-        arrival = arrival.max(self.links[l].last_arrival);
-        self.enqueue(l, arrival, slot, route, hop);
+        self.enqueue(l, arrival, slot);
     }
 
-    fn enqueue(&mut self, l: usize, arrival: Instant, slot: u32, route: u32, hop: u8) {
-        let arrival = arrival.max(self.links[l].last_arrival);
-        self.links[l].last_arrival = arrival;
+    fn enqueue(&mut self, l: usize, arrival: Instant, slot: u32) {
+        let arrival = self.links[l].fifo_arrival(arrival);
         let epoch = self.links[l].epoch;
         let was_empty = self.fifos[l].is_empty();
         self.fifos[l].push_back(InFlight {
             arrival,
             slot,
-            route,
-            hop,
             epoch,
         });
         if was_empty {
@@ -466,188 +887,473 @@ impl Simulator {
         }
     }
 
-    fn arrived(&mut self, slot: u32, route: u32, hop: u8) {
-        let r = &self.routes[route as usize];
-        if (hop as usize) + 1 < r.links.len() {
-            self.send(slot, route, hop + 1);
+    /// The packet in `slot` finished a hop: on to the next one, or to its endpoint.
+    fn arrived(&mut self, slot: u32) {
+        let m = self.meta[slot as usize];
+        let r = &self.routes[m.route as usize];
+        if (m.hop as usize) + 1 < r.links.len() {
+            self.meta[slot as usize].hop += 1;
+            self.send(slot);
             return;
         }
-        let dest = r.dest;
-        if r.data {
+        if r.dead {
+            self.release(slot);
+            return;
+        }
+        let (dest, data) = (r.dest, r.data);
+        if data {
             self.data_delivered += 1;
         }
-        let len = self.lens[slot as usize] as usize;
-        let e = &mut self.eps[dest as usize];
+        let len = m.len as usize;
+        if m.raw {
+            self.raw_arrived(dest, slot, len);
+            self.release(slot);
+            return;
+        }
+        let now = self.now;
+        let e = self.eps[dest as usize]
+            .as_mut()
+            .expect("live route, live endpoint");
+        e.occupancy.sample(now, e.conn.buffer_occupancy());
         // Malformed (corrupted) datagrams are counted inside the connection.
         let _ = e
             .conn
-            .handle_datagram(self.now, &self.slab[slot as usize][..len]);
+            .handle_datagram(now, &self.slab[slot as usize][..len]);
         self.release(slot);
+        if data {
+            self.pair_blocks(dest);
+        }
         self.pump(dest);
     }
 
-    /// After any input to an endpoint: application I/O, transmissions, events, timer.
+    fn raw_arrived(&mut self, dest: u32, slot: u32, len: usize) {
+        let b = &self.slab[slot as usize][..len];
+        let word = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let (seq, sent, check) = (word(0), word(1), word(2));
+        // UDP-like checksum: a flipped bit anywhere is caught (the padding is zeros).
+        let intact =
+            check == raw_check(seq, sent) && b[RawDatagram::HEADER..].iter().all(|&x| x == 0);
+        let now = self.now;
+        let e = self.eps[dest as usize]
+            .as_mut()
+            .expect("live route, live endpoint");
+        if intact {
+            e.raw_bytes += len as u64;
+            let d = RawDatagram {
+                seq,
+                sent: Instant::from_nanos(sent),
+                len,
+            };
+            e.app.on_datagram(now, &d);
+        } else {
+            e.raw_corrupt += 1;
+        }
+    }
+
+    /// Pairs the send and in-order delivery times of the blocks the receiving endpoint `r`
+    /// newly delivered, then lets both connections forget them.
+    fn pair_blocks(&mut self, r: u32) {
+        let (li, ci) = {
+            let e = self.ep(r);
+            (e.flow, e.ci as usize)
+        };
+        let got = self.ep(r).conn.block_delivered_times().len();
+        let f = self.live[li as usize].as_ref().expect("live flow");
+        let c = f.conns[ci];
+        if got <= c.paired {
+            return;
+        }
+        let iv = self.cfg.sample_interval;
+        let mut samples = Vec::new();
+        {
+            let (sent, dl) = (
+                self.ep(c.s).conn.block_sent_times(),
+                self.ep(r).conn.block_delivered_times(),
+            );
+            for i in c.paired..got {
+                if let (Some(s), Some(d)) = (sent.get(i), dl.get(i)) {
+                    samples.push((d.as_secs_f64(), (d - s).as_secs_f64() * 1e3));
+                }
+            }
+        }
+        self.ep_mut(c.s).conn.forget_blocks_before(got);
+        self.ep_mut(r).conn.forget_blocks_before(got);
+        let f = self.live[li as usize].as_mut().expect("live flow");
+        f.conns[ci].paired = got;
+        for (t, d) in samples {
+            f.block_delay.add(d);
+            if let Some(iv) = iv {
+                let bin = (t / iv.as_secs_f64()).floor() as u64;
+                if f.block_bin.3 > 0 && f.block_bin.0 != bin {
+                    flush_bin(f);
+                }
+                f.block_bin.0 = bin;
+                f.block_bin.1 += t;
+                f.block_bin.2 += d;
+                f.block_bin.3 += 1;
+            }
+        }
+    }
+
+    /// After any input to an endpoint: application, transmissions, events, wake-up.
     fn pump(&mut self, ep: u32) {
         let now = self.now;
-        {
-            let e = &mut self.eps[ep as usize];
-            match &mut e.role {
-                Role::Sender { src, limit } if e.started => {
-                    let left = limit.map_or(u64::MAX, |l| l - src.written());
-                    let n = (e.conn.write_capacity() as u64).min(left) as usize;
-                    if n > 0 {
-                        e.conn.write_with(n, |dst| src.produce(dst));
-                    }
-                    if limit.is_some_and(|l| src.written() == l) {
-                        e.conn.close();
-                    }
-                }
-                Role::Receiver { sink } if e.read_rate_bps.is_none() => {
-                    e.conn.read_with(u64::MAX, |s| sink.consume(s));
-                }
-                _ => {}
-            }
+        let Some(e) = self.eps[ep as usize].as_mut() else {
+            return;
+        };
+        let mut io = AppIo {
+            now,
+            conn: &mut e.conn,
+            src: &mut e.src,
+            sink: &mut e.sink,
+            datagrams: &mut self.raw_out,
+        };
+        e.app.poll(&mut io);
+        while let Some(ev) = io.conn.poll_event() {
+            e.app.on_event(&mut io, &ev);
+        }
+        let corrupt = e.sink.corrupt_at();
+        if !self.raw_out.is_empty() {
+            self.send_raw(ep);
         }
         loop {
             let slot = self.alloc();
-            let e = &mut self.eps[ep as usize];
+            let e = self.eps[ep as usize].as_mut().expect("live endpoint");
             match e.conn.poll_transmit(now, &mut self.slab[slot as usize]) {
                 Some(t) => {
-                    self.lens[slot as usize] = t.len as u32;
                     let route = e.routes[t.path];
-                    self.send(slot, route, 0);
+                    let m = &mut self.meta[slot as usize];
+                    m.len = t.len as u32;
+                    m.raw = false;
+                    self.launch(slot, route);
                 }
                 None => {
-                    self.release(slot);
+                    self.free.push(slot);
                     break;
                 }
             }
         }
-        while let Some(ev) = self.eps[ep as usize].conn.poll_event() {
-            if ev == Event::StreamFinished {
-                self.eps[ep as usize].finished = true;
-                self.check_flow_done(self.eps[ep as usize].flow as usize);
-            }
-        }
-        let e = &mut self.eps[ep as usize];
-        if let Some(t) = e.conn.poll_timeout() {
+        let e = self.eps[ep as usize].as_mut().expect("live endpoint");
+        let wake = e.app.next_wake();
+        let next = match (e.conn.poll_timeout(), wake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let li = e.flow;
+        if let Some(t) = next {
             let t = t.max(now);
             if e.scheduled.is_none_or(|s| t < s) {
                 e.scheduled = Some(t);
-                self.push(t, Ev::Timer(ep));
+                let gen = self.ep_gen[ep as usize];
+                self.push(t, Ev::Timer { ep, gen });
             }
         }
-    }
-
-    fn check_flow_done(&mut self, fi: usize) {
-        let f = &self.flows[fi];
-        if !f.finite || f.completed.is_some() {
+        if let Some(offset) = corrupt {
+            self.corrupted(li, ep, offset);
             return;
         }
-        if f.conns.iter().all(|&(_, r)| self.eps[r as usize].finished) {
-            self.flows[fi].completed = Some(self.now);
-            self.open_finite -= 1;
+        self.check_flow_done(li);
+    }
+
+    /// The reader at `ep` got a wrong byte at stream `offset`.
+    fn corrupted(&mut self, li: u32, ep: u32, offset: u64) {
+        let f = self.live[li as usize].as_ref().expect("live flow");
+        let e = self.ep(ep);
+        let c = f.conns[e.ci as usize];
+        let peer = self.ep(if e.sender { c.r } else { c.s });
+        self.error.get_or_insert(SimError::Corrupted {
+            flow: f.name.clone(),
+            offset,
+            delivered: e.sink.bytes(),
+            written: peer.src.written(),
+        });
+    }
+
+    /// Sends the raw datagrams the sending application of `ep` asked for, on its first path.
+    fn send_raw(&mut self, ep: u32) {
+        let lens = std::mem::take(&mut self.raw_out);
+        for &len in &lens {
+            let len = len.clamp(RawDatagram::HEADER, self.slot_size);
+            let slot = self.alloc();
+            let e = self.eps[ep as usize].as_mut().expect("live endpoint");
+            let Some(&route) = e.routes.first() else {
+                self.free.push(slot);
+                continue;
+            };
+            let seq = e.raw_seq;
+            e.raw_seq += 1;
+            let sent = self.now.as_nanos();
+            let b = &mut self.slab[slot as usize][..len];
+            b[..8].copy_from_slice(&seq.to_le_bytes());
+            b[8..16].copy_from_slice(&sent.to_le_bytes());
+            b[16..24].copy_from_slice(&raw_check(seq, sent).to_le_bytes());
+            b[24..].fill(0);
+            let m = &mut self.meta[slot as usize];
+            m.len = len as u32;
+            m.raw = true;
+            self.launch(slot, route);
+        }
+        self.raw_out = lens;
+        self.raw_out.clear();
+    }
+
+    // ------------------------------------------------------------------ measurement
+
+    fn flow_delivered(&self, f: &Flow) -> u64 {
+        f.conns
+            .iter()
+            .map(|c| {
+                let r = self.ep(c.r);
+                r.sink.bytes() + r.raw_bytes
+            })
+            .sum()
+    }
+
+    fn sample(&mut self) {
+        let Some(iv) = self.cfg.sample_interval else {
+            return;
+        };
+        let t = self.now.as_secs_f64();
+        let secs = iv.as_secs_f64();
+        for fi in 0..self.slots.len() {
+            let total = match &self.slots[fi] {
+                Slot::Pending => 0,
+                Slot::Done(r) => r.bytes_delivered,
+                Slot::Live(li) => {
+                    let li = *li;
+                    self.sample_paths(li, t, secs);
+                    let f = self.live[li as usize].as_ref().expect("live flow");
+                    self.flow_delivered(f)
+                }
+            };
+            let (series, last) = &mut self.series[fi];
+            let mbps = (total - *last) as f64 * 8.0 / secs / 1e6;
+            series.push([t, mbps]);
+            *last = total;
         }
     }
 
-    fn report(&self) -> Result<SimResult, SimError> {
-        let mut flows = Vec::new();
-        for (fi, f) in self.flows.iter().enumerate() {
-            let name = self.cfg.flows[fi].name.clone();
-            let mut delivered = 0;
-            let mut paths: Vec<PathResult> = Vec::new();
-            let mut buffer_mean = 0.0;
-            let mut buffer_max = 0;
-            let mut malformed = 0;
-            let mut window_drops = 0;
-            let mut penalizations = 0;
-            let mut payload_sent = 0;
-            let mut delays: Vec<(f64, f64)> = Vec::new();
-            let mut scheme = SchemeCounters::default();
-            let end = f.completed.unwrap_or(self.now);
-            let active = (end - f.start).as_secs_f64();
-            for &(s, r) in &f.conns {
-                let (se, re) = (&self.eps[s as usize], &self.eps[r as usize]);
-                let (Role::Sender { src, .. }, Role::Receiver { sink }) = (&se.role, &re.role)
-                else {
-                    unreachable!("endpoints are built in sender/receiver pairs")
-                };
-                // Length + hash: what was read must be a prefix of what was written.
-                if src.digest_of_prefix(sink.read()) != Some(sink.digest()) {
+    fn sample_paths(&mut self, li: u32, t: f64, secs: f64) {
+        let f = self.live[li as usize].as_ref().expect("live flow");
+        let mut rows = Vec::new();
+        for c in &f.conns {
+            let conn = &self.ep(c.s).conn;
+            let st = conn.stats();
+            for (p, ps) in st.paths.iter().enumerate() {
+                let v = conn.path(p);
+                rows.push((
+                    v.map_or(0, |v| v.cwnd),
+                    v.and_then(|v| v.srtt).map(|d| d.as_secs_f64() * 1e3),
+                    v.map_or(0, |v| v.bytes_in_flight),
+                    (ps.bytes_acked, ps.packets_lost, ps.retransmitted_bytes),
+                ));
+            }
+        }
+        let f = self.live[li as usize].as_mut().expect("live flow");
+        for (k, (cwnd, srtt, inflight, now)) in rows.into_iter().enumerate() {
+            let (Some(s), Some(last)) = (f.path_series.get_mut(k), f.path_last.get_mut(k)) else {
+                continue;
+            };
+            s.t_s.push(t);
+            s.cwnd_bytes.push(cwnd);
+            s.srtt_ms.push(srtt);
+            s.in_flight_bytes.push(inflight);
+            s.throughput_mbps
+                .push(now.0.saturating_sub(last.0) as f64 * 8.0 / secs / 1e6);
+            s.losses.push(now.1.saturating_sub(last.1));
+            s.retransmitted_bytes.push(now.2.saturating_sub(last.2));
+            *last = now;
+        }
+    }
+
+    /// The results of live flow `li` at `end`, verifying what its receivers read.
+    fn flow_result(&mut self, li: u32, end: Instant) -> Result<FlowResult, SimError> {
+        let f = self.live[li as usize].as_mut().expect("live flow");
+        if f.block_bin.3 > 0 {
+            flush_bin(f);
+        }
+        let f = self.live[li as usize].as_ref().expect("live flow");
+        let name = f.name.clone();
+        let mut delivered = 0;
+        let mut paths: Vec<PathResult> = Vec::new();
+        let mut buffer_mean = 0.0;
+        let mut buffer_max = 0;
+        let mut malformed = 0;
+        let mut window_drops = 0;
+        let mut penalizations = 0;
+        let mut payload_sent = 0;
+        let mut scheme = SchemeCounters::default();
+        let mut app_counters = AppCounters::default();
+        let stop = f.completed.unwrap_or(end);
+        let active = (stop - f.start).as_secs_f64();
+        for c in &f.conns {
+            let (se, re) = (self.ep(c.s), self.ep(c.r));
+            // Every slice was compared where it arrived; what was read must also have been
+            // written, in both directions.
+            for (reader, writer) in [(re, se), (se, re)] {
+                let sink = &reader.sink;
+                let written = writer.src.written();
+                if let Some(offset) = sink
+                    .corrupt_at()
+                    .or((sink.read() > written).then_some(written))
+                {
                     return Err(SimError::Corrupted {
                         flow: name,
-                        delivered: sink.read(),
-                        written: src.written(),
+                        offset,
+                        delivered: sink.bytes(),
+                        written,
                     });
-                }
-                delivered += sink.read();
-                let ss = se.conn.stats();
-                let rs = re.conn.stats();
-                for (p, st) in ss.paths.iter().enumerate() {
-                    let view = se.conn.path(p);
-                    penalizations += st.penalizations;
-                    payload_sent += st.payload_bytes_sent;
-                    paths.push(PathResult {
-                        throughput_mbps: if active > 0.0 {
-                            st.bytes_acked as f64 * 8.0 / active / 1e6
-                        } else {
-                            0.0
-                        },
-                        packets_sent: st.packets_sent,
-                        packets_lost: st.packets_lost,
-                        loss_rate: if st.packets_sent > 0 {
-                            st.packets_lost as f64 / st.packets_sent as f64
-                        } else {
-                            0.0
-                        },
-                        retransmitted_bytes: st.retransmitted_bytes,
-                        payload_bytes_sent: st.payload_bytes_sent,
-                        rto_count: st.rto_count,
-                        srtt_ms: view.and_then(|v| v.srtt).map(|d| d.as_secs_f64() * 1e3),
-                        cwnd_bytes: view.map_or(0, |v| v.cwnd),
-                    });
-                }
-                buffer_mean += re.conn.mean_buffer_occupancy(end);
-                buffer_max = buffer_max.max(rs.max_buffer_occupancy);
-                malformed += ss.malformed + rs.malformed;
-                window_drops += rs.window_drops;
-                scheme.name = ss.scheme.name;
-                add_counters(&mut scheme.sender, &ss.scheme.sender);
-                add_counters(&mut scheme.receiver, &rs.scheme.receiver);
-                let (sent, got) = (se.conn.block_sent_times(), re.conn.block_delivered_times());
-                for i in 0..got.len() {
-                    if let (Some(s), Some(d)) = (sent.get(i), got.get(i)) {
-                        delays.push((d.as_secs_f64(), (d - s).as_secs_f64() * 1e3));
-                    }
                 }
             }
-            flows.push(FlowResult {
-                name,
-                bytes_delivered: delivered,
-                goodput_mbps: if active > 0.0 {
-                    delivered as f64 * 8.0 / active / 1e6
-                } else {
-                    0.0
-                },
-                completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()),
-                paths,
-                buffer_mean_bytes: buffer_mean,
-                buffer_max_bytes: buffer_max,
-                malformed_dropped: malformed,
-                window_drops,
-                penalizations,
-                overhead: (delivered > 0)
-                    .then(|| (payload_sent as f64 / delivered as f64 - 1.0).max(0.0)),
-                series: f.series.clone(),
-                block_delay: block_delay(&delays),
-                block_delay_series: if self.cfg.sample_interval.is_some() {
-                    delays.iter().map(|&(t, d)| [t, d]).collect()
-                } else {
-                    Vec::new()
-                },
-                scheme,
-            });
+            delivered += re.sink.bytes() + re.raw_bytes;
+            let ss = se.conn.stats();
+            let rs = re.conn.stats();
+            for (p, st) in ss.paths.iter().enumerate() {
+                let view = se.conn.path(p);
+                penalizations += st.penalizations;
+                payload_sent += st.payload_bytes_sent;
+                paths.push(PathResult {
+                    throughput_mbps: if active > 0.0 {
+                        st.bytes_acked as f64 * 8.0 / active / 1e6
+                    } else {
+                        0.0
+                    },
+                    packets_sent: st.packets_sent,
+                    packets_lost: st.packets_lost,
+                    loss_rate: if st.packets_sent > 0 {
+                        st.packets_lost as f64 / st.packets_sent as f64
+                    } else {
+                        0.0
+                    },
+                    retransmitted_bytes: st.retransmitted_bytes,
+                    payload_bytes_sent: st.payload_bytes_sent,
+                    rto_count: st.rto_count,
+                    srtt_ms: view.and_then(|v| v.srtt).map(|d| d.as_secs_f64() * 1e3),
+                    cwnd_bytes: view.map_or(0, |v| v.cwnd),
+                });
+            }
+            buffer_mean += re.occupancy.mean(stop, re.conn.buffer_occupancy());
+            buffer_max = buffer_max.max(rs.max_buffer_occupancy);
+            malformed += ss.malformed + rs.malformed + re.raw_corrupt;
+            window_drops += rs.window_drops;
+            scheme.name = ss.scheme.name;
+            add_counters(&mut scheme.sender, &ss.scheme.sender);
+            add_counters(&mut scheme.receiver, &rs.scheme.receiver);
+            add_counters(&mut app_counters.sender, &se.app.metrics());
+            add_counters(&mut app_counters.receiver, &re.app.metrics());
         }
+        app_counters.name = match f.origin {
+            Origin::Configured(fi) => self.cfg.flows[fi as usize].app.name(),
+            Origin::Arrival(g) => self.cfg.arrivals[g as usize].template.app.name(),
+        }
+        .to_string();
+        let series = match f.origin {
+            Origin::Configured(fi) => self.series[fi as usize].0.clone(),
+            Origin::Arrival(_) => Vec::new(),
+        };
+        Ok(FlowResult {
+            name,
+            bytes_delivered: delivered,
+            goodput_mbps: if active > 0.0 {
+                delivered as f64 * 8.0 / active / 1e6
+            } else {
+                0.0
+            },
+            completion_s: f.completed.map(|c| (c - f.start).as_secs_f64()),
+            paths,
+            buffer_mean_bytes: buffer_mean,
+            buffer_max_bytes: buffer_max,
+            malformed_dropped: malformed,
+            window_drops,
+            penalizations,
+            overhead: (delivered > 0)
+                .then(|| (payload_sent as f64 / delivered as f64 - 1.0).max(0.0)),
+            series,
+            block_delay: block_delay(&f.block_delay),
+            block_delay_series: f.block_series.clone(),
+            path_series: f.path_series.clone(),
+            app: app_counters,
+            scheme,
+        })
+    }
+
+    /// Results of a configured flow that never started.
+    fn unstarted(&self, fi: usize) -> FlowResult {
+        let f = &self.cfg.flows[fi];
+        let zero = PathResult {
+            throughput_mbps: 0.0,
+            packets_sent: 0,
+            packets_lost: 0,
+            loss_rate: 0.0,
+            retransmitted_bytes: 0,
+            payload_bytes_sent: 0,
+            rto_count: 0,
+            srtt_ms: None,
+            cwnd_bytes: 0,
+        };
+        FlowResult {
+            name: f.name.clone(),
+            bytes_delivered: 0,
+            goodput_mbps: 0.0,
+            completion_s: None,
+            paths: vec![zero; f.paths.len()],
+            buffer_mean_bytes: 0.0,
+            buffer_max_bytes: 0,
+            malformed_dropped: 0,
+            window_drops: 0,
+            penalizations: 0,
+            overhead: None,
+            series: self.series[fi].0.clone(),
+            block_delay: None,
+            block_delay_series: Vec::new(),
+            path_series: Vec::new(),
+            app: AppCounters {
+                name: f.app.name().to_string(),
+                ..AppCounters::default()
+            },
+            scheme: SchemeCounters {
+                name: f.conn.scheme.name().to_string(),
+                ..SchemeCounters::default()
+            },
+        }
+    }
+
+    fn report(mut self) -> Result<SimResult, SimError> {
+        // Flows still live at the end: results as of now (arrivals go to their group).
+        for li in 0..self.live.len() as u32 {
+            if self.live[li as usize].is_some() {
+                self.finish_flow(li);
+                if let Some(e) = self.error.take() {
+                    return Err(e);
+                }
+            }
+        }
+        let mut flows = Vec::new();
+        for fi in 0..self.slots.len() {
+            match std::mem::replace(&mut self.slots[fi], Slot::Pending) {
+                Slot::Done(mut r) => {
+                    // Samples taken after the flow finished (zero goodput) belong to it too.
+                    r.series = self.series[fi].0.clone();
+                    flows.push(*r);
+                }
+                Slot::Pending | Slot::Live(_) => flows.push(self.unstarted(fi)),
+            }
+        }
+        let arrivals = self
+            .groups
+            .iter()
+            .zip(&self.cfg.arrivals)
+            .map(|(g, a)| ArrivalResult {
+                name: a.name.clone(),
+                flows: g.arrived,
+                completed: g.completed,
+                completion_s: DistributionSummary::of(&g.completion),
+                goodput_mbps: DistributionSummary::of(&g.goodput),
+                bytes_delivered: g.bytes,
+                max_concurrent: g.max_live,
+                app: g.app.clone(),
+            })
+            .collect();
         let links = self
             .cfg
             .links
@@ -662,6 +1368,7 @@ impl Simulator {
         Ok(SimResult {
             sim_seconds: self.now.as_secs_f64(),
             flows,
+            arrivals,
             links,
             events: self.events,
             data_packets_delivered: self.data_delivered,
@@ -669,28 +1376,27 @@ impl Simulator {
     }
 }
 
-fn block_delay(delays: &[(f64, f64)]) -> Option<BlockDelay> {
-    if delays.is_empty() {
-        return None;
+fn flush_bin(f: &mut Flow) {
+    let (_, st, sd, n) = f.block_bin;
+    if n > 0 {
+        f.block_series.push([st / n as f64, sd / n as f64]);
     }
-    let n = delays.len() as f64;
-    let mean = delays.iter().map(|d| d.1).sum::<f64>() / n;
-    let var = delays.iter().map(|d| (d.1 - mean).powi(2)).sum::<f64>() / n;
-    let mut sorted: Vec<f64> = delays.iter().map(|d| d.1).collect();
-    sorted.sort_by(f64::total_cmp);
-    let p95 = sorted[((sorted.len() as f64 * 0.95).ceil() as usize).clamp(1, sorted.len()) - 1];
-    Some(BlockDelay {
-        blocks: delays.len() as u64,
-        mean_ms: mean,
-        jitter_ms: var.sqrt(),
-        p95_ms: p95,
-        max_ms: sorted[sorted.len() - 1],
+    f.block_bin = (0, 0.0, 0.0, 0);
+}
+
+fn block_delay(d: &Distribution) -> Option<BlockDelay> {
+    (d.count() > 0).then(|| BlockDelay {
+        blocks: d.count(),
+        mean_ms: d.mean(),
+        jitter_ms: d.std_dev(),
+        p95_ms: d.quantile(0.95),
+        max_ms: d.max(),
     })
 }
 
-/// Adds scheme counters of one connection into a flow's: numbers add, arrays add element by
+/// Adds the counters of one connection into a flow's: numbers add, arrays add element by
 /// element, objects add key by key; anything else keeps the first value seen.
-fn add_counters(acc: &mut serde_json::Value, v: &serde_json::Value) {
+pub(crate) fn add_counters(acc: &mut serde_json::Value, v: &serde_json::Value) {
     use serde_json::Value;
     match (&mut *acc, v) {
         (_, Value::Null) => {}

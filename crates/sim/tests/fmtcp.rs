@@ -1,4 +1,4 @@
-//! `fmtcp` in the simulator (which checks the delivered bytes against a digest of those written
+//! `fmtcp` in the simulator (which checks every delivered byte against those written
 //! on every run): exact delivery over clean and faulty paths, the head-of-line case against
 //! `mptcp`, coding overhead, and the allocation switch. Paths as the FMTCP paper's §VI:
 //! subflow 1 100 ms one-way, 0.1 % loss; 10 Mbit/s; LIA.
@@ -47,7 +47,9 @@ fn run_flow(
         conn(scheme, cc("lia"), buffer),
         FlowKind::Multipath,
     );
-    f.bytes = bytes;
+    if let Some(b) = bytes {
+        f.app = file(b);
+    }
     let cfg = sim(links, vec![f], secs, seed);
     run(cfg).unwrap().flows.remove(0)
 }

@@ -231,7 +231,7 @@ fn faults_are_survived_and_corruption_rejected() {
         conn(tcp(), cc("new-reno"), 1 << 20),
         FlowKind::Multipath,
     );
-    f.bytes = Some(5_000_000);
+    f.app = file(5_000_000);
     let r = run(sim(vec![l], vec![f], 120, 3)).unwrap();
     let fl = &r.flows[0];
     assert_eq!(fl.bytes_delivered, 5_000_000);
@@ -256,7 +256,7 @@ fn link_down_and_up_mid_transfer() {
         conn(mptcp(), cc("lia"), 1 << 20),
         FlowKind::Multipath,
     );
-    f.bytes = Some(20_000_000);
+    f.app = file(20_000_000);
     let mut cfg = sim(
         vec![
             link("a", 10_000_000, 20, 100, 0.0),
@@ -305,7 +305,7 @@ fn loss_surge_changes_goodput_over_time() {
         conn(tcp(), cc("new-reno"), 4 << 20),
         FlowKind::Multipath,
     );
-    f.bytes = None;
+    f.app = AppConfig::default();
     let mut cfg = sim(vec![link("a", 10_000_000, 25, 100, 0.0)], vec![f], 60, 1);
     cfg.sample_interval = Some(Duration::from_secs(1));
     cfg.changes = vec![TimedChange {
@@ -422,7 +422,7 @@ fn dead_path_does_not_stall_the_connection() {
         conn(mptcp(), cc("lia"), 2 << 20),
         FlowKind::Multipath,
     );
-    f.bytes = None;
+    f.app = AppConfig::default();
     let mut cfg = sim(
         vec![
             link("a", 10_000_000, 50, 100, 0.01),

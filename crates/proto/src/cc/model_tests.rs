@@ -88,6 +88,7 @@ fn run(
         .map(|(id, &(_, pkts, in_ca))| PathView {
             id,
             active: true,
+            state: crate::path::PathState::Active,
             mss: MSS,
             cwnd: pkts * MSS,
             ssthresh: if in_ca { pkts * MSS } else { u64::MAX },

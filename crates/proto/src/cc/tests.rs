@@ -5,6 +5,7 @@ fn view(id: usize, cwnd: u64, ssthresh: u64, rtt_ms: u64) -> PathView {
     PathView {
         id,
         active: true,
+        state: crate::path::PathState::Active,
         mss: 1000,
         cwnd,
         ssthresh,

@@ -13,13 +13,36 @@ use crate::scheme::{PacketTag, SentInfo};
 use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
 
+/// Whether a path is usable, as the engine judges it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum PathState {
+    /// Carries new data.
+    #[default]
+    Active,
+    /// Its retransmission timer expired and nothing was acknowledged since ("potentially
+    /// failed", as Linux MPTCP): while another path is active it gets no new data, only the
+    /// engine's probes, one per (backed-off) retransmission timeout.
+    Suspect,
+    /// `fail_after_rtos` consecutive timeouts without an acknowledgement: treated as
+    /// Suspect, and reported as failed. Any acknowledgement makes the path active again.
+    Failed,
+    /// Closed by the application: never used again.
+    Closed,
+}
+
 /// A read-only snapshot of one path, given to congestion controllers, schedulers and schemes.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct PathView {
     /// Path index.
     pub id: usize,
-    /// False once the path was closed.
+    /// The path carries new data ([`PathState::Active`]); coupled controllers count only
+    /// such paths.
     pub active: bool,
+    /// The engine's judgement of the path.
+    pub state: PathState,
     /// Maximum datagram size counted by the window (bytes).
     pub mss: u64,
     /// Congestion window (bytes).
@@ -49,6 +72,29 @@ pub struct PathView {
 }
 
 impl PathView {
+    /// A fresh active path `id` with window `cwnd` (bytes) and datagram size `mss`, nothing
+    /// in flight and no RTT sample yet; the fields are public, set what a test needs.
+    pub fn new(id: usize, mss: u64, cwnd: u64) -> Self {
+        PathView {
+            id,
+            active: true,
+            state: PathState::Active,
+            mss,
+            cwnd,
+            ssthresh: u64::MAX,
+            bytes_in_flight: 0,
+            packets_in_flight: 0,
+            srtt: None,
+            min_rtt: None,
+            latest_rtt: None,
+            rto: Duration::from_secs(1),
+            loss_rate: 0.0,
+            in_recovery: false,
+            oldest_unacked_sent: None,
+            loss_threshold: 3,
+        }
+    }
+
     /// Free congestion-window space in bytes.
     pub fn window_space(&self) -> u64 {
         self.cwnd.saturating_sub(self.bytes_in_flight)
@@ -167,7 +213,11 @@ impl SentPacket {
 #[derive(Debug, Clone)]
 pub struct Path {
     pub(crate) id: usize,
-    pub(crate) active: bool,
+    pub(crate) state: PathState,
+    /// Retransmission timeouts since the last acknowledgement.
+    pub(crate) consecutive_rtos: u32,
+    /// A probe (PING) is owed: the path is suspect and another path is active.
+    pub(crate) probe_due: bool,
     pub(crate) mss: u64,
     // --- sending side ---
     pub(crate) next_pn: u64,
@@ -202,7 +252,9 @@ impl Path {
     pub(crate) fn new(id: usize, mss: u64, cwnd: u64, rtt: RttEstimator, thr: u64) -> Self {
         Path {
             id,
-            active: true,
+            state: PathState::Active,
+            consecutive_rtos: 0,
+            probe_due: false,
             mss,
             next_pn: 0,
             sent: VecDeque::new(),
@@ -233,7 +285,8 @@ impl Path {
         let oldest = self.oldest_outstanding_sent();
         PathView {
             id: self.id,
-            active: self.active,
+            active: self.state == PathState::Active,
+            state: self.state,
             mss: self.mss,
             cwnd: self.cwnd,
             ssthresh: self.ssthresh,

@@ -135,6 +135,7 @@ mod tests {
         PathView {
             id,
             active: true,
+            state: crate::path::PathState::Active,
             mss: 1000,
             cwnd: 10_000,
             ssthresh: u64::MAX,

@@ -10,18 +10,20 @@
 //!   another path carried it and it is not yet acknowledged;
 //! - *penalisation*: the path that holds that segment has its window halved (at most once per
 //!   its RTT);
-//! - data of a path whose retransmission timer expired is also offered to the other paths
-//!   (Linux MPTCP reinjects on subflow RTO);
-//! - a path whose retransmission timer expired is *potentially failed* (Linux MPTCP's
-//!   `pf` flag): until one of its packets is acknowledged it carries only its own
-//!   retransmissions — or, with none, a PING probe — and no new data, so a dead path does not
-//!   swallow a fresh segment every backed-off timeout.
+//!
+//! Independently of those (`failover`, on by default): data of a path whose retransmission
+//! timer expired — the engine then marks the path suspect and offers it no new data while
+//! another path is active — is re-sent on the other paths (Linux MPTCP reinjects on subflow
+//! RTO); and when the peer's cumulative acknowledgement stops moving for about two timeouts
+//! the engine asks for the head of the stream, which goes out again on the first path that
+//! can take it (with one path, the path's own retransmissions already do that).
 
 use super::{
     Action, FrameSource, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver,
     SchemeSender, SendCtx, SentInfo,
 };
 use crate::config::ConnectionConfig;
+use crate::path::PathState;
 use crate::registry::{self, Entry, Factory, OptionDoc, Options};
 use crate::time::Instant;
 use crate::wire::{Frame, PacketWriter};
@@ -32,11 +34,13 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ArqConfig {
-    /// Opportunistic reinjection of the segment blocking the receive window, and reinjection
-    /// of a timed-out path's data on the other paths.
+    /// Opportunistic reinjection of the segment blocking the receive window.
     pub reinject: bool,
-    /// Halve the window of the path holding the blocking segment.
+    /// Reduce the window of the path holding the blocking segment (with `reinject`).
     pub penalize: bool,
+    /// Re-send a timed-out (suspect) path's data on the other paths, and the stream's head
+    /// when the cumulative acknowledgement stalls.
+    pub failover: bool,
 }
 
 impl Default for ArqConfig {
@@ -44,6 +48,7 @@ impl Default for ArqConfig {
         ArqConfig {
             reinject: true,
             penalize: true,
+            failover: true,
         }
     }
 }
@@ -81,6 +86,7 @@ impl SchemeFactory for TcpConfig {
         let cfg = ArqConfig {
             reinject: false,
             penalize: false,
+            failover: false,
         };
         (Box::new(ArqSender::new("tcp", cfg)), Box::new(ArqReceiver))
     }
@@ -111,7 +117,12 @@ pub(crate) const MPTCP: Entry<dyn SchemeFactory> = Entry {
         },
         OptionDoc {
             key: "penalize",
-            doc: "halve the window of the path holding that segment",
+            doc: "reduce the window of the path holding that segment",
+        },
+        OptionDoc {
+            key: "failover",
+            doc: "re-send a timed-out path's data on the other paths, and the stream's head \
+                  when the cumulative acknowledgement stalls",
         },
     ],
     make: |o| Ok(Arc::new(registry::from_options::<ArqConfig>(o)?)),
@@ -135,17 +146,16 @@ pub struct ArqSender {
     name: &'static str,
     cfg: ArqConfig,
     segs: VecDeque<Seg>,
+    /// Per path: segments it lost, re-sent on it.
     retx: Vec<VecDeque<(u64, u32)>>,
-    timed_out: VecDeque<(u64, u32, usize)>,
+    /// Segments of a timed-out path, offered to the other paths: (offset, length, from).
+    failover: VecDeque<(u64, u32, usize)>,
+    /// The stream's head after a stall, for the first path that can take it.
+    head: VecDeque<(u64, u32)>,
     last_penalty: Vec<Option<Instant>>,
-    /// Potentially failed: timed out and not acknowledged since.
-    pf: Vec<bool>,
     /// Stream bytes sent on another path than the one that first carried them.
     reinjected_bytes: u64,
 }
-
-/// Tag of a PING probe on a potentially failed path (no stream bytes).
-const PROBE: PacketTag = PacketTag { a: u64::MAX, b: 0 };
 
 impl ArqSender {
     /// A sender registered as `name`.
@@ -155,9 +165,9 @@ impl ArqSender {
             cfg,
             segs: VecDeque::new(),
             retx: Vec::new(),
-            timed_out: VecDeque::new(),
+            failover: VecDeque::new(),
+            head: VecDeque::new(),
             last_penalty: Vec::new(),
-            pf: Vec::new(),
             reinjected_bytes: 0,
         }
     }
@@ -166,7 +176,6 @@ impl ArqSender {
         if self.retx.len() < n {
             self.retx.resize_with(n, VecDeque::new);
             self.last_penalty.resize(n, None);
-            self.pf.resize(n, false);
         }
     }
 
@@ -246,13 +255,15 @@ impl SchemeSender for ArqSender {
             ctx.count_retransmission(path, tag.b);
             return Some(tag);
         }
-        // A potentially failed path probes instead of taking new data.
-        if self.pf[path] {
-            return pkt.push(&Frame::Ping).ok().map(|()| PROBE);
+        // 2. The stream's head after a stall.
+        if let Some(tag) = Self::serve_queue(&mut self.head, ctx, pkt) {
+            ctx.count_retransmission(path, tag.b);
+            self.reinjected_bytes += tag.b;
+            return Some(tag);
         }
-        // 2. Data stranded on a path whose timer expired, offered to the others.
-        if let Some(i) = self.timed_out.iter().position(|&(_, _, from)| from != path) {
-            let (off, len, _) = self.timed_out.remove(i).unwrap_or_default();
+        // 3. Data stranded on a path whose timer expired, offered to the others.
+        if let Some(i) = self.failover.iter().position(|&(_, _, from)| from != path) {
+            let (off, len, _) = self.failover.remove(i).unwrap_or_default();
             let mut q = VecDeque::from([(off, len)]);
             if let Some(tag) = Self::serve_queue(&mut q, ctx, pkt) {
                 ctx.count_retransmission(path, tag.b);
@@ -260,7 +271,7 @@ impl SchemeSender for ArqSender {
                 return Some(tag);
             }
         }
-        // 3. New data, within the receive window (most urgent message first).
+        // 4. New data, within the receive window (most urgent message first).
         if let Some(r) = ctx.next_unsent(ctx.max_data) {
             let len = (r.end - r.start).min(u64::from(u32::MAX)) as u32;
             let (tag, n) = Self::emit(ctx, pkt, r.start, len)?;
@@ -271,16 +282,17 @@ impl SchemeSender for ArqSender {
                 acked: false,
                 reinjected: 0,
             };
-            let i = self.segs.partition_point(|s| s.offset < tag.a);
-            self.segs.insert(i, seg);
+            if self.segs.back().is_none_or(|s| s.offset < tag.a) {
+                self.segs.push_back(seg);
+            } else {
+                let i = self.segs.partition_point(|s| s.offset < tag.a);
+                self.segs.insert(i, seg);
+            }
             ctx.mark_sent(tag.a, tag.a + u64::from(n));
             return Some(tag);
         }
-        // 4. Blocked by the receive window: reinject the segment at its left edge.
-        let blocked = ctx
-            .next_unsent(u64::MAX)
-            .is_some_and(|r| r.start >= ctx.max_data);
-        if !(self.cfg.reinject && blocked) {
+        // 5. Blocked by the receive window: reinject the segment at its left edge.
+        if !self.cfg.reinject || !ctx.window_limited() {
             return None;
         }
         let head = *self.segs.front()?;
@@ -311,12 +323,8 @@ impl SchemeSender for ArqSender {
     }
 
     fn on_acked(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo) {
-        let (path, tag) = (pkt.path, pkt.tag);
+        let tag = pkt.tag;
         self.ensure_paths(ctx.paths.len());
-        self.pf[path] = false;
-        if tag == PROBE {
-            return;
-        }
         if let Some(i) = self.seg_index(tag.a) {
             self.segs[i].acked = true;
         }
@@ -325,16 +333,37 @@ impl SchemeSender for ArqSender {
     fn on_lost(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo, kind: LossKind) {
         let (path, tag) = (pkt.path, pkt.tag);
         self.ensure_paths(ctx.paths.len());
-        if kind == LossKind::Timeout && ctx.paths.len() > 1 {
-            self.pf[path] = true;
-        }
-        if tag == PROBE || tag.a + tag.b <= ctx.data_ack {
+        if tag.a + tag.b <= ctx.data_ack {
             return;
         }
         let len = tag.b as u32;
         self.retx[path].push_back((tag.a, len));
-        if kind == LossKind::Timeout && self.cfg.reinject && ctx.paths.len() > 1 {
-            self.timed_out.push_back((tag.a, len, path));
+        if kind == LossKind::Timeout && self.cfg.failover && ctx.paths.len() > 1 {
+            self.failover.push_back((tag.a, len, path));
+        }
+    }
+
+    fn on_path_state(&mut self, ctx: &mut SendCtx<'_>, path: usize, state: PathState) {
+        self.ensure_paths(ctx.paths.len());
+        if self.cfg.failover && matches!(state, PathState::Suspect | PathState::Failed) {
+            // What the path still owes goes to the others too (it stays queued here, in
+            // case the path comes back first; whatever arrives first is acknowledged).
+            for &(off, len) in &self.retx[path] {
+                if !self.failover.iter().any(|&(o, _, _)| o == off) {
+                    self.failover.push_back((off, len, path));
+                }
+            }
+        }
+    }
+
+    fn on_head_stalled(&mut self, ctx: &mut SendCtx<'_>) {
+        if !self.cfg.failover || ctx.paths.len() < 2 {
+            return;
+        }
+        if let Some(s) = self.segs.front() {
+            if s.offset <= ctx.data_ack && self.head.is_empty() {
+                self.head.push_back((s.offset, s.len));
+            }
         }
     }
 
@@ -346,7 +375,7 @@ impl SchemeSender for ArqSender {
             self.segs.pop_front();
         }
         let ack = ctx.data_ack;
-        self.timed_out.retain(|&(o, l, _)| o + u64::from(l) > ack);
+        self.failover.retain(|&(o, l, _)| o + u64::from(l) > ack);
     }
 
     fn counters(&self) -> serde_json::Value {

@@ -35,11 +35,12 @@ pub use fmtcp::{CodingStats, FmtcpConfig};
 use crate::buffer::{RecvBuffer, SendBuffer};
 use crate::config::ConnectionConfig;
 use crate::message::TxMessages;
-use crate::path::PathView;
+use crate::path::{PathState, PathView};
 use crate::ranges::RangeSet;
 use crate::registry::{Choice, Entry, Factory, Family};
 use crate::time::Instant;
 use crate::wire::{Frame, PacketWriter};
+use std::collections::VecDeque;
 use std::ops::Range;
 
 /// What a scheme remembers about one packet it filled; handed back on ack or loss. The
@@ -168,17 +169,29 @@ impl SendCtx<'_> {
             .next_unsent(self.first_sent, self.data_ack, limit)
     }
 
+    /// True if new data cannot be sent because of the peer's receive window (not because
+    /// the application wrote nothing more): every written byte below the window was sent
+    /// and the written stream reaches the window's end. What ARQ's opportunistic
+    /// reinjection waits for.
+    pub fn window_limited(&self) -> bool {
+        self.send_buf.end() >= self.max_data && self.next_unsent(self.max_data).is_none()
+    }
+
     /// True if stream byte `offset` belongs to an abandoned message: do not send it again.
     pub fn is_abandoned(&self, offset: u64) -> bool {
         !self.messages.abandoned.is_empty() && self.messages.abandoned.contains(offset)
     }
 }
 
-/// Per-block times for the delay metrics: index = stream offset / block size.
+/// Per-block times for the delay metrics: index = stream offset / block size. A driver that
+/// has consumed the times below some block drops them ([`BlockClock::forget_before`]), so the
+/// clock holds only the blocks in flight, however many bytes the connection moves.
 #[derive(Debug, Clone, Default)]
 pub struct BlockClock {
     block: u64,
-    times: Vec<Option<Instant>>,
+    /// Index of `times[0]`.
+    base: usize,
+    times: VecDeque<Option<Instant>>,
 }
 
 impl BlockClock {
@@ -186,38 +199,51 @@ impl BlockClock {
     pub fn new(block: usize) -> Self {
         BlockClock {
             block: block.max(1) as u64,
-            times: Vec::new(),
+            base: 0,
+            times: VecDeque::new(),
         }
     }
-    /// Sets the time of every block intersecting `[start, end)` that has none yet.
+    /// Sets the time of every block intersecting `[start, end)` that has none yet (blocks
+    /// already forgotten are left alone).
     pub fn mark(&mut self, start: u64, end: u64, now: Instant) {
         if end <= start {
             return;
         }
-        let first = (start / self.block) as usize;
+        let first = ((start / self.block) as usize).max(self.base);
         let last = ((end - 1) / self.block) as usize;
-        if self.times.len() <= last {
-            self.times.resize(last + 1, None);
+        if last < first {
+            return;
         }
-        for t in &mut self.times[first..=last] {
+        if self.base + self.times.len() <= last {
+            self.times.resize(last + 1 - self.base, None);
+        }
+        for t in self.times.range_mut(first - self.base..=last - self.base) {
             t.get_or_insert(now);
         }
     }
-    /// Time of block `i`, if marked.
+    /// Time of block `i`, if marked and not forgotten.
     pub fn get(&self, i: usize) -> Option<Instant> {
-        self.times.get(i).copied().flatten()
+        i.checked_sub(self.base)
+            .and_then(|k| self.times.get(k).copied().flatten())
     }
-    /// Number of blocks with a slot (marked or not).
+    /// Number of blocks with a slot (marked or not), forgotten ones included: the next block
+    /// index.
     pub fn len(&self) -> usize {
-        self.times.len()
+        self.base + self.times.len()
     }
     /// True if no block was marked.
     pub fn is_empty(&self) -> bool {
-        self.times.is_empty()
+        self.len() == 0
     }
     /// Block size in bytes.
     pub fn block_size(&self) -> u64 {
         self.block
+    }
+    /// Drops the times of the blocks below `i`.
+    pub fn forget_before(&mut self, i: usize) {
+        let n = i.saturating_sub(self.base).min(self.times.len());
+        self.times.drain(..n);
+        self.base = self.base.max(i);
     }
 }
 
@@ -262,6 +288,17 @@ pub trait SchemeSender: Send + std::fmt::Debug {
 
     /// The time given by `poll_timeout` has come.
     fn on_timeout(&mut self, _ctx: &mut SendCtx<'_>) {}
+
+    /// `path` changed state: suspect or failed after retransmission timeouts (while another
+    /// path is active the engine offers it nothing, so data owed on it should move), or
+    /// active again.
+    fn on_path_state(&mut self, _ctx: &mut SendCtx<'_>, _path: usize, _state: PathState) {}
+
+    /// The peer's cumulative acknowledgement has not moved for about two retransmission
+    /// timeouts while data is outstanding: make sure the bytes at `ctx.data_ack` (the head of
+    /// the stream) are on their way again, on a path that works. Called again, backed off,
+    /// while the stall lasts.
+    fn on_head_stalled(&mut self, _ctx: &mut SendCtx<'_>) {}
 
     /// The scheme's own counters (reported under its name); `Null` if it has none.
     fn counters(&self) -> serde_json::Value {
@@ -390,3 +427,30 @@ pub type SchemeConfig = Choice<Schemes>;
 
 /// Every scheme selectable by name: one line per scheme.
 pub static SCHEMES: &[Entry<dyn SchemeFactory>] = &[arq::TCP, arq::MPTCP, fmtcp::ENTRY];
+
+#[cfg(test)]
+mod tests {
+    use super::BlockClock;
+    use crate::time::Instant;
+
+    #[test]
+    fn block_clock_keeps_first_marks_and_forgets_on_request() {
+        let t = Instant::from_nanos;
+        let mut c = BlockClock::new(100);
+        c.mark(50, 250, t(1)); // blocks 0..=2
+        c.mark(0, 400, t(2)); // block 3 new, 0..=2 keep t(1)
+        assert_eq!((c.len(), c.get(0), c.get(3)), (4, Some(t(1)), Some(t(2))));
+        c.forget_before(2);
+        assert_eq!((c.len(), c.get(1), c.get(2)), (4, None, Some(t(1))));
+        // Marks of forgotten blocks change nothing; later blocks still grow the clock.
+        c.mark(0, 150, t(3));
+        assert_eq!((c.len(), c.get(0), c.get(1)), (4, None, None));
+        c.mark(350, 650, t(4));
+        assert_eq!((c.len(), c.get(3), c.get(6)), (7, Some(t(2)), Some(t(4))));
+        // Forgetting past the end leaves an empty clock that starts there.
+        c.forget_before(9);
+        assert_eq!((c.len(), c.get(7)), (9, None));
+        c.mark(900, 901, t(5));
+        assert_eq!((c.len(), c.get(9)), (10, Some(t(5))));
+    }
+}

@@ -209,7 +209,7 @@ proptest! {
         let (_, body) = parse_packet(&buf[..n]).unwrap();
         let Some(Ok(Frame::Ack(a))) = FrameIter::new(body).next() else { panic!() };
         let got: Vec<_> = a.ranges().collect();
-        let want: Vec<_> = set.iter().rev().cloned().collect();
+        let want: Vec<_> = set.iter().rev().collect();
         prop_assert_eq!(got, want);
     }
 

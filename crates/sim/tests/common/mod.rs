@@ -55,8 +55,8 @@ pub fn flow(
         conn,
         kind,
         start: Duration::ZERO,
-        bytes: None,
-        read_rate_bps: None,
+        app: AppConfig::default(),
+        qlog: false,
     }
 }
 
@@ -69,5 +69,12 @@ pub fn sim(links: Vec<LinkConfig>, flows: Vec<FlowConfig>, secs: u64, seed: u64)
         seed,
         header_overhead: 28,
         sample_interval: None,
+        arrivals: vec![],
+        qlog_dir: None,
     }
+}
+
+/// The `file` application transferring `bytes`.
+pub fn file(bytes: u64) -> AppConfig {
+    AppConfig::of("file", &serde_json::json!({ "bytes": bytes })).unwrap()
 }

@@ -1,10 +1,29 @@
-//! One direction of a link: serialization at a rate, a drop-tail queue, propagation delay,
-//! a loss model, and faults (reordering, duplication, corruption, down/up).
+//! The link model of Tributary, shared by the simulator (`tributary-sim`, virtual time) and
+//! the path emulator (`tributary-emu`, real packets on TUN devices, monotonic time): one
+//! direction of a link, with serialization at a rate or along a Mahimahi packet-delivery
+//! trace, a drop-tail queue, propagation delay, a loss model, and faults (reordering,
+//! duplication, corruption, down/up).
+//!
+//! The model is deterministic and driven by its caller's clock: [`Link::offer`] takes the
+//! current time as an integer-nanosecond [`Instant`] (the simulator's virtual time, or the
+//! emulator's monotonic time since it started) and returns the packet's [`Fate`]. The same
+//! parameters, seed and sequence of `(time, size)` offers give the same fates, whoever calls.
 //!
 //! Queueing is computed on arrival at the link rather than with a transmit-complete event per
 //! packet: with FIFO service, a packet's departure is `max(now, link busy until) + size/rate`,
 //! and the queue at any instant is the set of packets whose departure has not passed. This
 //! halves the events per packet without changing any timing.
+//!
+//! What the caller does with a fate (shared by both drivers): packets that are not reordered
+//! leave a link in order ([`Link::fifo_arrival`]), a duplicate copy travels in the FIFO with
+//! the original's arrival time, and a packet in flight when the link goes down is lost
+//! ([`Link::epoch`] changes).
+
+#![warn(missing_docs)]
+
+mod trace;
+
+pub use trace::{DeliveryTrace, TraceError, TRACE_OPPORTUNITY_BYTES};
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -90,6 +109,10 @@ pub struct LinkParams {
     pub corrupt_prob: f64,
     /// False: the link drops everything.
     pub up: bool,
+    /// Time-varying service: a Mahimahi packet-delivery trace replaces `rate_bps` (which then
+    /// only describes the link, e.g. for the default queue size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<DeliveryTrace>,
 }
 
 impl LinkParams {
@@ -105,6 +128,7 @@ impl LinkParams {
             duplicate_prob: 0.0,
             corrupt_prob: 0.0,
             up: true,
+            trace: None,
         }
     }
 
@@ -149,10 +173,14 @@ impl LinkParams {
 }
 
 /// Counters of one link direction.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct LinkStats {
     /// Packets offered to the link.
     pub offered: u64,
+    /// Packets that reached the far end (copies included; corrupted ones too, which the
+    /// receiver then drops by checksum).
+    pub delivered: u64,
     /// Dropped because the queue was full.
     pub queue_drops: u64,
     /// Dropped by the loss model.
@@ -171,7 +199,7 @@ pub struct LinkStats {
 
 /// What the link decided for one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Fate {
+pub struct Fate {
     /// Arrival time at the far end, or `None` if dropped.
     pub arrival: Option<Instant>,
     /// Goes around the FIFO (reordered).
@@ -184,28 +212,37 @@ pub(crate) struct Fate {
 
 /// State of one link direction.
 #[derive(Debug)]
-pub(crate) struct Link {
+pub struct Link {
+    /// Current parameters (the caller may change them; see [`Link::set_up`] for `up`).
     pub params: LinkParams,
+    /// Counters.
     pub stats: LinkStats,
     rng: ChaCha8Rng,
     busy_until: Instant,
+    /// Trace service: the delivery opportunity in use and the bytes it has left.
+    trace_next: u64,
+    trace_left: u64,
     /// (departure time, wire bytes) of packets queued or in service.
     queue: VecDeque<(Instant, u64)>,
     queued_bytes: u64,
     ge_bad: bool,
-    /// Incremented when the link goes down: packets sent before are lost.
+    /// Incremented when the link goes down: packets sent before are lost. A driver records
+    /// it with each packet in flight and drops the packet on arrival if it changed.
     pub epoch: u32,
     /// Arrival time of the last packet put in the FIFO (no overtaking inside a link).
     pub last_arrival: Instant,
 }
 
 impl Link {
+    /// A link direction with its own random stream.
     pub fn new(params: LinkParams, seed: u64) -> Self {
         Link {
             params,
             stats: LinkStats::default(),
             rng: ChaCha8Rng::seed_from_u64(seed),
             busy_until: Instant::ZERO,
+            trace_next: 0,
+            trace_left: TRACE_OPPORTUNITY_BYTES,
             queue: VecDeque::new(),
             queued_bytes: 0,
             ge_bad: false,
@@ -246,7 +283,9 @@ impl Link {
         }
     }
 
-    /// Offers a packet of `wire` bytes at `now`.
+    /// Offers a packet of `wire` bytes (its size on the wire) at `now`; `datagram_len` is the
+    /// size of the bytes a corruption may flip a bit of. Times never go backwards between
+    /// calls.
     pub fn offer(&mut self, now: Instant, wire: u64, datagram_len: usize) -> Fate {
         let dropped = Fate {
             arrival: None,
@@ -274,10 +313,23 @@ impl Link {
             self.stats.queue_drops += 1;
             return dropped;
         }
-        let start = self.busy_until.max(now);
-        // Serialization time, rounded up to the nanosecond.
-        let tx = Duration::from_nanos((wire * 8 * 1_000_000_000).div_ceil(self.params.rate_bps));
-        let dep = start + tx;
+        let dep = match &self.params.trace {
+            None => {
+                let start = self.busy_until.max(now);
+                // Serialization time, rounded up to the nanosecond.
+                let tx = Duration::from_nanos(
+                    (wire as u128 * 8 * 1_000_000_000).div_ceil(self.params.rate_bps as u128)
+                        as u64,
+                );
+                start + tx
+            }
+            Some(t) => {
+                let (k, left, dep) = t.serve(now, self.trace_next, self.trace_left, wire);
+                self.trace_next = k;
+                self.trace_left = left;
+                dep
+            }
+        };
         self.busy_until = dep;
         self.queue.push_back((dep, wire));
         self.queued_bytes += wire;
@@ -311,12 +363,22 @@ impl Link {
         fate
     }
 
-    /// Changes parameters from now on (packets already queued keep their schedule).
+    /// Takes the link up or down from now on; going down loses the packets in flight (their
+    /// [`Link::epoch`] no longer matches).
     pub fn set_up(&mut self, up: bool) {
         if self.params.up && !up {
             self.epoch = self.epoch.wrapping_add(1);
         }
         self.params.up = up;
+    }
+
+    /// The time a packet that the model said arrives at `arrival` leaves the link's FIFO: not
+    /// before the packet put in the FIFO last (no overtaking inside a link, e.g. after the
+    /// delay shrank). Records it as the new last arrival.
+    pub fn fifo_arrival(&mut self, arrival: Instant) -> Instant {
+        let a = arrival.max(self.last_arrival);
+        self.last_arrival = a;
+        a
     }
 }
 
@@ -393,5 +455,66 @@ mod tests {
         let mean_burst = lost as f64 / bursts as f64;
         assert!((rate - 0.03).abs() < 0.003, "{rate}");
         assert!((mean_burst - 2.0).abs() < 0.15, "{mean_burst}");
+    }
+
+    #[test]
+    fn trace_service_follows_the_opportunities() {
+        // One opportunity per millisecond (12.032 Mbit/s); 1504-byte packets offered every
+        // 0.1 ms into a large queue leave exactly one per opportunity, after the delay.
+        let mut p = LinkParams::new(1, Duration::from_millis(5), 1_000);
+        p.trace = Some(DeliveryTrace::parse("1\n", "t").unwrap());
+        let mut l = Link::new(p, 3);
+        for i in 0..100u64 {
+            let now = Instant::from_nanos(i * 100_000);
+            let a = l.offer(now, 1504, 1476).arrival.unwrap();
+            // Opportunity k is at k + 1 ms (the trace's one line is "1").
+            assert_eq!(
+                a,
+                Instant::from_nanos((i + 1) * 1_000_000 + 5_000_000),
+                "packet {i}"
+            );
+        }
+        // Two 700-byte packets share one opportunity.
+        let mut p = LinkParams::new(1, Duration::ZERO, 1_000);
+        p.trace = Some(DeliveryTrace::parse("1\n", "t").unwrap());
+        let mut l = Link::new(p, 3);
+        let t = Instant::from_nanos(500_000);
+        assert_eq!(
+            l.offer(t, 700, 700).arrival,
+            Some(Instant::from_nanos(1_000_000))
+        );
+        assert_eq!(
+            l.offer(t, 700, 700).arrival,
+            Some(Instant::from_nanos(1_000_000))
+        );
+        assert_eq!(
+            l.offer(t, 700, 700).arrival,
+            Some(Instant::from_nanos(2_000_000))
+        );
+    }
+
+    #[test]
+    fn trace_link_queue_is_drop_tail() {
+        // 2-packet queue on a trace with an opportunity every 10 ms.
+        let mut p = LinkParams::new(1, Duration::ZERO, 2);
+        p.trace = Some(DeliveryTrace::parse("10\n", "t").unwrap());
+        let mut l = Link::new(p, 3);
+        let t = Instant::from_nanos(1);
+        assert!(l.offer(t, 1504, 1504).arrival.is_some());
+        assert!(l.offer(t, 1504, 1504).arrival.is_some());
+        assert_eq!(l.offer(t, 1504, 1504).arrival, None);
+        assert_eq!(l.stats.queue_drops, 1);
+    }
+
+    #[test]
+    fn fifo_arrival_prevents_overtaking() {
+        let mut l = Link::new(LinkParams::new(8_000_000, Duration::from_millis(50), 10), 1);
+        let a = l.offer(Instant::ZERO, 1000, 1000).arrival.unwrap();
+        assert_eq!(l.fifo_arrival(a), a);
+        // The delay drops to 1 ms: the next packet may not leave before the first.
+        l.params.delay = Duration::from_millis(1);
+        let b = l.offer(Instant::ZERO, 1000, 1000).arrival.unwrap();
+        assert!(b < a);
+        assert_eq!(l.fifo_arrival(b), a);
     }
 }

@@ -1,0 +1,493 @@
+//! Applications, lazy flows and arrivals, verification, observability: each feature against a
+//! requirement (fixed seeds).
+
+mod common;
+
+use common::*;
+use std::sync::Arc;
+use tributary_proto::registry::{Factory, Options};
+use tributary_proto::scheme::{
+    FrameSource, RecvCtx, SchemeConfig, SchemeError, SchemeFactory, SchemeReceiver, SchemeSender,
+};
+use tributary_proto::time::{Duration, Instant};
+use tributary_proto::wire::Frame;
+use tributary_proto::ConnectionConfig;
+use tributary_sim::*;
+
+fn app(name: &str, opts: serde_json::Value) -> AppConfig {
+    AppConfig::of(name, &opts).unwrap()
+}
+
+fn one_flow(link: LinkConfig, f: FlowConfig, secs: u64) -> SimResult {
+    run(sim(vec![link], vec![f], secs, 1)).unwrap()
+}
+
+fn tcp_flow(name: &str, a: AppConfig) -> FlowConfig {
+    let mut f = FlowConfig::new(name, vec![vec![0]], conn(tcp(), cc("new-reno"), 1 << 20));
+    f.app = a;
+    f
+}
+
+/// 40 Mbit/s, 20 ms one way: a 3.4 Mbit/s video uses under a tenth of it, so every frame must
+/// arrive within its capture-to-playout deadline (one RTT plus a frame's serialisation is
+/// about 42 ms of the 200 ms) and playback never stalls.
+#[test]
+fn video_with_ample_capacity_has_every_frame_on_time() {
+    let a = app("video", serde_json::json!({ "duration": "20s" }));
+    let r = one_flow(link("l", 40_000_000, 20, 200, 0.0), tcp_flow("v", a), 60);
+    let m = &r.flows[0].app.receiver;
+    assert_eq!(r.flows[0].app.name, "video");
+    assert_eq!(m["frames"], 500);
+    assert_eq!(m["on_time"], 500, "{m}");
+    assert_eq!(
+        (m["late"].as_u64(), m["abandoned"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(m["stall_s"], 0.0);
+    assert!(r.flows[0].completion_s.is_some());
+}
+
+/// A 6 Mbit/s video into a 3 Mbit/s link cannot keep up: with partial reliability late frames
+/// are given up (the sender's buffer drains instead of growing) and every frame is accounted
+/// for exactly once.
+#[test]
+fn overloaded_video_abandons_late_frames_and_accounts_for_each() {
+    let a = app(
+        "video",
+        serde_json::json!({ "duration": "10s", "bit_rate": "6Mbps", "deadline": "300ms" }),
+    );
+    let r = one_flow(link("l", 3_000_000, 20, 50, 0.0), tcp_flow("v", a), 60);
+    let m = &r.flows[0].app.receiver;
+    let n = |k: &str| m[k].as_u64().unwrap();
+    assert_eq!(
+        n("on_time") + n("late") + n("abandoned") + n("unresolved"),
+        250
+    );
+    assert!(n("abandoned") > 50, "{m}");
+    // At most the link's share of the frames can be on time.
+    assert!(n("on_time") < 150, "{m}");
+}
+
+/// Page load time ≥ the page's bytes at the bottleneck rate plus one RTT (the first request
+/// must cross before any byte comes back); with every object behind object 0, ≥ two RTTs.
+#[test]
+fn web_page_load_time_respects_transfer_time_and_rtts() {
+    let sizes = [30_000u64, 60_000, 60_000, 20_000, 20_000, 10_000];
+    let a = app("web", serde_json::json!({ "objects": sizes }));
+    let r = one_flow(link("l", 10_000_000, 25, 100, 0.0), tcp_flow("w", a), 60);
+    let m = &r.flows[0].app.receiver;
+    let plt = m["page_load_s"].as_f64().expect("page loaded");
+    let bytes: u64 = sizes.iter().sum();
+    let floor = bytes as f64 * 8.0 / 10e6 + 0.050;
+    assert!(plt >= floor, "page load {plt} < {floor}");
+    assert!(plt >= 2.0 * 0.050, "{plt}");
+    assert!((r.flows[0].completion_s.unwrap() - plt).abs() < 1e-9);
+    let per: Vec<f64> = m["object_completion_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    // Object 0 (the dependency of all others) completes first.
+    assert!(per.iter().all(|&t| t >= per[0]), "{per:?}");
+    assert_eq!(r.flows[0].bytes_delivered, bytes);
+}
+
+/// Each request's completion ≥ one RTT plus the response's serialisation; with one request
+/// outstanding they cannot overlap, so the flow lasts at least their sum.
+#[test]
+fn request_response_completes_every_request_after_an_rtt() {
+    let a = app(
+        "request-response",
+        serde_json::json!({ "requests": 20, "response_size": "50KB" }),
+    );
+    let r = one_flow(link("l", 10_000_000, 10, 100, 0.0), tcp_flow("rr", a), 60);
+    let m = &r.flows[0].app.sender;
+    assert_eq!(m["completed"], 20, "{m}");
+    let c = &m["completion_ms"];
+    let floor_ms = 20.0 + 50_000.0 * 8.0 / 10e6 * 1e3;
+    assert!(c["p50"].as_f64().unwrap() >= floor_ms, "{c}");
+    assert!(r.flows[0].completion_s.unwrap() * 1e3 >= 20.0 * floor_ms);
+}
+
+// -------------------------------------------------------------- verification
+
+/// tcp's receiving half with one bit of one DATA frame flipped after the checksum: the
+/// delivered stream is wrong although every packet was valid on the wire.
+#[derive(Debug)]
+struct CorruptingRx {
+    inner: Box<dyn SchemeReceiver>,
+    done: bool,
+}
+
+impl SchemeReceiver for CorruptingRx {
+    fn on_frame(
+        &mut self,
+        ctx: &mut RecvCtx<'_>,
+        from: FrameSource,
+        frame: &Frame<'_>,
+    ) -> Result<(), SchemeError> {
+        if let Frame::Data { offset, data } = frame {
+            if !self.done && *offset > 100_000 && !data.is_empty() {
+                self.done = true;
+                let mut bad = data.to_vec();
+                bad[0] ^= 0x10;
+                let f = Frame::Data {
+                    offset: *offset,
+                    data: &bad,
+                };
+                return self.inner.on_frame(ctx, from, &f);
+            }
+        }
+        self.inner.on_frame(ctx, from, frame)
+    }
+}
+
+#[derive(Debug)]
+struct Corrupting;
+
+impl Factory for Corrupting {
+    fn options(&self) -> Options {
+        Options::new()
+    }
+}
+
+impl SchemeFactory for Corrupting {
+    fn build(&self, cfg: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
+        let (tx, rx) = tcp().factory().build(cfg);
+        (
+            tx,
+            Box::new(CorruptingRx {
+                inner: rx,
+                done: false,
+            }),
+        )
+    }
+}
+
+#[test]
+fn a_corrupted_delivery_fails_the_run_at_its_offset() {
+    let mut f = tcp_flow("bad", file(1_000_000));
+    f.conn.scheme = SchemeConfig::custom("tcp", Arc::new(Corrupting));
+    let e = run(sim(
+        vec![link("l", 10_000_000, 10, 100, 0.0)],
+        vec![f],
+        30,
+        1,
+    ))
+    .unwrap_err();
+    match &e {
+        SimError::Corrupted { flow, offset, .. } => {
+            assert_eq!(flow, "bad");
+            assert!(*offset > 100_000, "{e}");
+        }
+        other => panic!("expected a corruption error, got {other}"),
+    }
+    assert!(e.to_string().contains("does not match"), "{e}");
+}
+
+// -------------------------------------------------------------- flows and arrivals
+
+/// 2000 Poisson arrivals of 20 kB transfers (2 per 10 ms on 100 Mbit/s: 3 % load) complete,
+/// each no faster than one RTT plus its bytes at the link rate, with few flows alive at once
+/// (they are built when they arrive and released when done).
+#[test]
+fn arrivals_run_thousands_of_short_flows() {
+    let mut cfg = sim(vec![link("l", 100_000_000, 5, 200, 0.0)], vec![], 120, 3);
+    let t = tcp_flow("t", file(20_000));
+    cfg.arrivals = vec![ArrivalConfig {
+        name: "short".into(),
+        template: t,
+        rate: 200.0,
+        start: Duration::ZERO,
+        count: Some(2000),
+        until: None,
+    }];
+    let r = run(cfg).unwrap();
+    assert!(r.flows.is_empty());
+    let g = &r.arrivals[0];
+    assert_eq!((g.flows, g.completed), (2000, 2000));
+    assert_eq!(g.bytes_delivered, 2000 * 20_000);
+    let c = g.completion_s.as_ref().unwrap();
+    assert!(c.max >= c.p99 && c.p99 >= c.p50 && c.p50 >= c.mean * 0.5);
+    let floor = 0.010 + 20_000.0 * 8.0 / 100e6;
+    assert!(c.p50 >= floor, "{c:?}");
+    // Mean arrival gap 5 ms against completions of tens of ms: a handful live at once.
+    assert!(g.max_concurrent < 50, "{}", g.max_concurrent);
+    // The run ends when the last flow is done, long before 120 s.
+    assert!(r.sim_seconds < 15.0, "{}", r.sim_seconds);
+    // Same seed, same aggregate.
+    let mut cfg2 = sim(vec![link("l", 100_000_000, 5, 200, 0.0)], vec![], 120, 3);
+    cfg2.arrivals = vec![ArrivalConfig {
+        name: "short".into(),
+        template: tcp_flow("t", file(20_000)),
+        rate: 200.0,
+        start: Duration::ZERO,
+        count: Some(2000),
+        until: None,
+    }];
+    assert_eq!(run(cfg2).unwrap().arrivals, r.arrivals);
+}
+
+#[test]
+fn arrival_groups_must_end() {
+    let mut cfg = sim(vec![link("l", 10_000_000, 5, 100, 0.0)], vec![], 10, 1);
+    cfg.arrivals = vec![ArrivalConfig {
+        name: "bulk".into(),
+        template: tcp_flow("t", AppConfig::default()),
+        rate: 1.0,
+        start: Duration::ZERO,
+        count: Some(3),
+        until: None,
+    }];
+    let e = run(cfg).unwrap_err().to_string();
+    assert!(e.contains("does not end by itself"), "{e}");
+}
+
+/// Flows that start later exist only from their start: the run ends when the last is done.
+#[test]
+fn flows_start_when_told_and_results_survive_their_release() {
+    let mut a = tcp_flow("a", file(500_000));
+    let mut b = tcp_flow("b", file(500_000));
+    a.start = Duration::from_secs(1);
+    b.start = Duration::from_secs(5);
+    let r = run(sim(
+        vec![link("l", 10_000_000, 10, 100, 0.0)],
+        vec![a, b],
+        60,
+        1,
+    ))
+    .unwrap();
+    for f in &r.flows {
+        assert_eq!(f.bytes_delivered, 500_000);
+        // 0.4 s of serialisation plus slow start over a 20 ms RTT.
+        let c = f.completion_s.unwrap();
+        assert!(c > 0.4 && c < 2.0, "{} {c}", f.name);
+    }
+    assert!(
+        r.sim_seconds > 5.4 && r.sim_seconds < 7.0,
+        "{}",
+        r.sim_seconds
+    );
+}
+
+// -------------------------------------------------------------- background traffic
+
+/// An on-off source offers `rate` × on/(on + off) on average, without reliability: every
+/// datagram it sent was either received or dropped by the link.
+#[test]
+fn on_off_source_offers_its_mean_load_unreliably() {
+    let a = app(
+        "on-off",
+        serde_json::json!({ "rate": "4Mbps", "on": "1s", "off": "1s", "on_shape": 2.5 }),
+    );
+    let mut f = tcp_flow("bg", a);
+    f.conn.mss = 1200;
+    let r = one_flow(link("l", 10_000_000, 10, 100, 0.0), f, 600);
+    let s = &r.flows[0].app.sender;
+    let rx = &r.flows[0].app.receiver;
+    let sent = s["bytes_sent"].as_u64().unwrap() as f64;
+    let mean_rate = sent * 8.0 / 600.0;
+    assert!((mean_rate - 2e6).abs() < 0.25 * 2e6, "mean {mean_rate}");
+    let l = &r.links[0].forward;
+    let got = rx["datagrams_received"].as_u64().unwrap();
+    let dropped = l.queue_drops + l.random_drops + l.down_drops;
+    assert!(got + dropped <= s["datagrams_sent"].as_u64().unwrap());
+    // Those not accounted for were still on the link (10 ms of 4 Mbit/s: 5 datagrams).
+    assert!(
+        got + dropped + 10 >= s["datagrams_sent"].as_u64().unwrap(),
+        "{s} {rx} {l:?}"
+    );
+    // Nothing of it is acknowledged or retransmitted: no connection traffic at all.
+    assert_eq!(r.flows[0].paths[0].packets_sent, 0);
+    // Background traffic does not keep the run going: it lasts the configured time.
+    assert!((r.sim_seconds - 600.0).abs() < 1e-9);
+    // The one-way delay is at least the propagation delay.
+    assert!(rx["delay_ms"]["p50"].as_f64().unwrap() >= 10.0);
+}
+
+// -------------------------------------------------------------- observability
+
+/// Per-path series: one sample per interval while the flow lives; the throughput column
+/// integrates to the path's acknowledged bytes; link counters conserve packets.
+#[test]
+fn path_series_and_link_counters_add_up() {
+    let mut cfg = sim(
+        vec![
+            link("a", 10_000_000, 20, 50, 0.01),
+            link("b", 5_000_000, 40, 50, 0.0),
+        ],
+        vec![FlowConfig::new(
+            "mp",
+            vec![vec![0], vec![1]],
+            conn(mptcp(), cc("lia"), 1 << 20),
+        )],
+        20,
+        4,
+    );
+    cfg.sample_interval = Some(Duration::from_millis(500));
+    let r = run(cfg).unwrap();
+    let f = &r.flows[0];
+    assert_eq!(f.path_series.len(), 2);
+    for (p, s) in f.path_series.iter().enumerate() {
+        assert_eq!(s.t_s.len(), 40);
+        for col in [
+            s.cwnd_bytes.len(),
+            s.srtt_ms.len(),
+            s.in_flight_bytes.len(),
+            s.throughput_mbps.len(),
+            s.losses.len(),
+            s.retransmitted_bytes.len(),
+        ] {
+            assert_eq!(col, 40);
+        }
+        let mean: f64 = s.throughput_mbps.iter().sum::<f64>() / 40.0;
+        let whole = f.paths[p].throughput_mbps;
+        assert!(
+            (mean - whole).abs() <= 0.02 * whole + 0.05,
+            "path {p}: {mean} vs {whole}"
+        );
+        let lost: u64 = s.losses.iter().sum();
+        assert!(lost <= f.paths[p].packets_lost);
+        assert!(s
+            .srtt_ms
+            .iter()
+            .flatten()
+            .all(|&ms| ms >= 2.0 * [20.0, 40.0][p]));
+    }
+    assert!(f.path_series[0].losses.iter().sum::<u64>() > 0);
+    for l in &r.links {
+        for d in [l.forward, l.reverse] {
+            let out = d.delivered + d.queue_drops + d.random_drops + d.down_drops;
+            // What is neither delivered nor dropped is still on the link at the end.
+            assert!(out <= d.offered && d.offered - out < 200, "{d:?}");
+        }
+    }
+    assert!(r.links[0].forward.random_drops > 0);
+}
+
+/// Packets held back for reordering die with a link that goes down meanwhile, as those in
+/// its FIFO do.
+#[test]
+fn reordered_packets_do_not_survive_a_link_going_down() {
+    let mut l = link("l", 10_000_000, 10, 100, 0.0);
+    l.forward.reorder_prob = 1.0;
+    l.forward.reorder_delay = Duration::from_millis(100);
+    let mut cfg = sim(vec![l], vec![tcp_flow("f", file(2_000_000))], 60, 1);
+    let change = |at_ms, up| TimedChange {
+        at: Duration::from_millis(at_ms),
+        link: 0,
+        direction: Direction::Forward,
+        change: LinkChange {
+            up: Some(up),
+            ..Default::default()
+        },
+    };
+    cfg.changes = vec![change(500, false), change(520, true)];
+    let r = run(cfg).unwrap();
+    let d = r.links[0].forward;
+    // Every packet is reordered; those offered in the 110 ms before the outage were in
+    // flight (held back) when the link went down.
+    assert!(d.down_drops > 10, "{d:?}");
+    assert_eq!(r.flows[0].bytes_delivered, 2_000_000);
+}
+
+/// qlog traces parse as JSON text sequences and count what the results count.
+#[test]
+fn qlog_traces_parse_and_match_the_counters() {
+    let dir = std::env::temp_dir().join(format!("tributary-qlog-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut f = tcp_flow("traced", file(3_000_000));
+    f.qlog = true;
+    let mut cfg = sim(vec![link("l", 10_000_000, 10, 40, 0.01)], vec![f], 60, 2);
+    cfg.qlog_dir = Some(dir.clone());
+    let r = run(cfg.clone()).unwrap();
+    let read = |role: &str| -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(dir.join(format!("traced-c0-{role}.sqlog"))).unwrap();
+        assert!(text.starts_with('\u{1e}'));
+        text.split('\u{1e}')
+            .skip(1)
+            .map(|rec| {
+                assert!(rec.ends_with('\n'));
+                serde_json::from_str(rec).unwrap()
+            })
+            .collect()
+    };
+    let count = |recs: &[serde_json::Value], name: &str| {
+        recs.iter().filter(|r| r["name"] == name).count() as u64
+    };
+    let s = read("sender");
+    let rx = read("receiver");
+    assert_eq!(s[0]["qlog_format"], "JSON-SEQ");
+    assert_eq!(s[0]["trace"]["vantage_point"]["type"], "client");
+    let p = &r.flows[0].paths[0];
+    assert_eq!(count(&s, "transport:packet_sent"), p.packets_sent);
+    assert_eq!(count(&s, "recovery:packet_lost"), p.packets_lost);
+    assert!(p.packets_lost > 0);
+    assert!(count(&s, "recovery:metrics_updated") > 0);
+    // The receiver received what the link delivered of the sender's packets, minus those
+    // arriving after the flow was done.
+    let got = count(&rx, "transport:packet_received");
+    let delivered = r.links[0].forward.delivered;
+    assert!(
+        got <= delivered && got + 5 >= delivered,
+        "{got} {delivered}"
+    );
+    assert!(s[1..]
+        .windows(2)
+        .all(|w| w[0]["time"].as_f64() <= w[1]["time"].as_f64()));
+    // Existing traces are never overwritten.
+    let e = run(cfg).unwrap_err().to_string();
+    assert!(e.contains("qlog"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn app_options_are_checked() {
+    for (name, opts, want) in [
+        ("file", serde_json::json!({}), "bytes"),
+        ("file", serde_json::json!({ "bytes": 0 }), "positive"),
+        ("video", serde_json::json!({ "fps": 0 }), "fps"),
+        (
+            "video",
+            serde_json::json!({ "frame_sizes": "/nonexistent/trace" }),
+            "cannot read",
+        ),
+        (
+            "web",
+            serde_json::json!({ "objects": [1000, 2000], "depends_on": [-1, 1] }),
+            "earlier",
+        ),
+        ("on-off", serde_json::json!({ "on_shape": 1.0 }), "shape"),
+        (
+            "request-response",
+            serde_json::json!({ "requests": 0 }),
+            "positive",
+        ),
+        ("bulk", serde_json::json!({ "speed": 1 }), "unknown field"),
+    ] {
+        let e = AppConfig::of(name, &opts).unwrap_err();
+        assert!(e.contains(want), "{name}: {e}");
+    }
+    let e = AppConfig::named("ftp").unwrap_err();
+    assert!(
+        e.contains("unknown application") && e.contains("video"),
+        "{e}"
+    );
+}
+
+#[test]
+fn video_frame_sizes_come_from_a_trace_file() {
+    let path = std::env::temp_dir().join(format!("tributary-frames-{}.txt", std::process::id()));
+    std::fs::write(&path, "# sizes\n20000\n3000\n3000\n\n4000 # P\n").unwrap();
+    let a = app(
+        "video",
+        serde_json::json!({ "frame_sizes": path.to_str().unwrap(), "duration": "10s" }),
+    );
+    let r = one_flow(link("l", 40_000_000, 20, 200, 0.0), tcp_flow("v", a), 60);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(r.flows[0].app.receiver["frames"], 4);
+    assert_eq!(r.flows[0].bytes_delivered, 30_000);
+    let _ = Instant::ZERO;
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env python3
+"""Regenerates the registry tables in docs/scenarios.md from `tributary list --markdown`."""
+import re, subprocess, sys
+root = sys.argv[1] if len(sys.argv) > 1 else '.'
+p = f'{root}/docs/scenarios.md'
+s = open(p).read()
+for tag in re.findall(r'<!-- registry:(\w+) -->', s):
+    md = subprocess.run(['cargo', 'run', '-q', '--', 'list', tag, '--markdown'], cwd=root,
+                        capture_output=True, text=True, check=True).stdout.strip() + '\n'
+    s = re.sub(r'(<!-- registry:%s -->\n).*?(<!-- /registry -->)' % tag,
+               lambda m: m.group(1) + md + m.group(2), s, flags=re.S)
+open(p, 'w').write(s)
