@@ -648,7 +648,10 @@ fn replayed_init_is_dropped_before_any_work() {
     assert_eq!(s.handshakes_accepted, 1, "the replay was accepted");
     assert_eq!(rx.session_count(), 0, "a half-open connection was created");
     assert!(rx.accept().is_none());
-    assert!(b.recv_from(&mut [0u8; 2048]).is_err(), "the replay was answered");
+    assert!(
+        b.recv_from(&mut [0u8; 2048]).is_err(),
+        "the replay was answered"
+    );
     // A fresh INIT (new ephemeral key) with the same connection id is accepted.
     a.send_to(&init(0x5eed, 2), target).unwrap();
     poll(&mut rx);
