@@ -84,6 +84,10 @@ pub struct DriverStats {
     /// INITs dropped without any cryptography because an INIT with the same ephemeral key
     /// was accepted recently (replays).
     pub handshakes_replayed: u64,
+    /// Half-open connections (never confirmed by an authenticated packet of the peer: a
+    /// replayed INIT, or a sender that vanished after its INIT) dropped to make room for a
+    /// newer authenticated handshake when the listener was full.
+    pub handshakes_evicted: u64,
     /// Times the loop woke up.
     pub wakeups: u64,
 }
@@ -618,10 +622,28 @@ impl UdpDriver {
             return false;
         }
         // REJECT and refusal answers are smaller than the 1200-byte INIT: no amplification.
-        if self.sessions.len() >= l.max_connections {
-            self.refuse(from, conn_id, RejectReason::Busy, "no room (busy)".into());
-            return false;
-        }
+        // When full, a half-open connection (nobody has shown it holds its keys: a replayed
+        // INIT of an earlier run, whose ephemeral key this process never saw, or a sender
+        // that vanished) gives way to an INIT that authenticates; a confirmed one never
+        // does. Without this, one replayed INIT would hold `recv --out`'s only slot until
+        // its idle timeout.
+        let evict = if self.sessions.len() >= l.max_connections {
+            let oldest = self
+                .sessions
+                .values()
+                .filter(|s| s.origin().is_some() && !s.is_confirmed())
+                .min_by_key(|s| (s.born, s.id()))
+                .map(Session::id);
+            match oldest {
+                Some(id) => Some(id),
+                None => {
+                    self.refuse(from, conn_id, RejectReason::Busy, "no room (busy)".into());
+                    return false;
+                }
+            }
+        } else {
+            None
+        };
         let a = match handshake::accept(&l.creds, data, os_random()) {
             Ok(a) => a,
             Err(e) => {
@@ -675,7 +697,11 @@ impl UdpDriver {
                 let Ok((keys, pkt)) = a.respond(&Answer::Accept { resume }.encode()) else {
                     return false;
                 };
+                if let Some(old) = evict {
+                    self.evict(old);
+                }
                 let mut s = Session::responder(conn_id, conn, &keys, data, pkt, from);
+                s.born = self.now();
                 s.add_tokens((0..8).map(|_| os_random()));
                 s.set_offer(offer, peer);
                 self.insert(s);
@@ -685,6 +711,26 @@ impl UdpDriver {
                 self.stats.handshakes_accepted += 1;
                 true
             }
+        }
+    }
+
+    /// Drops half-open session `id` for a newer handshake (see `on_new`), with a refusal
+    /// that says so.
+    fn evict(&mut self, id: u64) {
+        let from = self.sessions.get(&id).and_then(Session::origin);
+        self.accepted.retain(|&a| a != id);
+        self.dirty.retain(|&a| a != id);
+        self.remove(id);
+        self.stats.handshakes_evicted += 1;
+        if let Some(from) = from {
+            self.refusals.push_back(Refusal {
+                from,
+                reason: format!(
+                    "half-open connection {id:016x} dropped for a newer handshake (no \
+                     authenticated packet came after its INIT: a replay, or a sender that \
+                     vanished)"
+                ),
+            });
         }
     }
 

@@ -163,6 +163,12 @@ pub struct Session {
     counters: PathCounters,
     /// Responder: where the INIT came from.
     origin: Option<SocketAddr>,
+    /// An authenticated packet (not a handshake message) came from the peer: the peer
+    /// holds the keys, so this is no replayed INIT.
+    confirmed: bool,
+    /// Driver clock when the session was created (the oldest half-open one is evicted
+    /// first, see `UdpDriver`).
+    pub(crate) born: Instant,
 }
 
 impl std::fmt::Debug for Session {
@@ -237,6 +243,8 @@ impl Session {
             resume: None,
             counters: PathCounters::default(),
             origin: None,
+            confirmed: false,
+            born: Instant::ZERO,
         }
     }
 
@@ -352,14 +360,27 @@ impl Session {
     pub fn handle_datagram_mut(&mut self, now: Instant, from: Route, data: &mut [u8]) -> bool {
         match data.first() {
             Some(&handshake::MAGIC) => self.on_handshake(now, from, data),
-            Some(&CONTROL_MAGIC) => self.on_control(now, from, data),
+            Some(&CONTROL_MAGIC) => {
+                let ok = self.on_control(now, from, data);
+                self.confirmed |= ok;
+                ok
+            }
             _ if !self.is_open() => false,
             _ => {
                 let len = data.len();
                 let r = self.conn.handle_datagram_mut(now, data);
-                self.on_packet(now, from, len, r)
+                let ok = self.on_packet(now, from, len, r);
+                self.confirmed |= ok;
+                ok
             }
         }
+    }
+
+    /// True once a packet other than a handshake message was accepted from the peer
+    /// (authenticated, when protected). A responder's session that is not confirmed may be
+    /// a replayed INIT: nobody holds its keys.
+    pub fn is_confirmed(&self) -> bool {
+        self.confirmed
     }
 
     fn on_packet(
