@@ -6,6 +6,7 @@ mod emulate_cmd;
 mod list_cmd;
 mod merge_cmd;
 mod net_cmds;
+mod perf_cmd;
 mod plot_cmd;
 mod run_cmd;
 
@@ -35,6 +36,8 @@ enum Cmd {
     Send(net_cmds::SendArgs),
     /// Receive a file on one or more UDP addresses, or serve many (`--out-dir`).
     Recv(net_cmds::RecvArgs),
+    /// Measure throughput memory to memory, per path, as iperf3 (client, or server with -s).
+    Perf(perf_cmd::PerfArgs),
     /// Create a key pair (or with --psk a pre-shared key) for send/recv.
     Keygen(net_cmds::KeygenArgs),
     /// Measure simulator speed (delivered packets per wall-clock second).
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Cmd::Plot(a) => plot_cmd::plot(a),
         Cmd::Send(a) => net_cmds::send(a),
         Cmd::Recv(a) => net_cmds::recv(a),
+        Cmd::Perf(a) => perf_cmd::perf(a),
         Cmd::Keygen(a) => net_cmds::keygen(a),
         Cmd::Bench(a) => bench_cmd::bench(a),
         Cmd::List(a) => list_cmd::list(a),

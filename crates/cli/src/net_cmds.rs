@@ -10,15 +10,15 @@ use crate::choice;
 use anyhow::{bail, Context};
 use clap::Args;
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, IsTerminal, Read, Seek, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use tributary_net::keys;
 use tributary_net::{
-    Content, Limits, Listener, ServeOptions, ServerEvent, Sink, SocketOptions, TransferOptions,
-    UdpDriver,
+    Content, Limits, Listener, Resume, ServeOptions, ServerEvent, Service, Sink, SocketOptions,
+    TransferOptions, TransferProgress, UdpDriver,
 };
 use tributary_proto::cc::{CcConfig, Controllers};
 use tributary_proto::handshake::Credentials;
@@ -76,10 +76,13 @@ pub struct ConnArgs {
     /// With --insecure: the connection id both ends must be given.
     #[arg(long, default_value_t = 1)]
     pub conn_id: u64,
+    /// No progress line (it is shown on standard error only when that is a terminal).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 impl ConnArgs {
-    fn config(&self, paths: usize) -> anyhow::Result<ConnectionConfig> {
+    pub(crate) fn config(&self, paths: usize) -> anyhow::Result<ConnectionConfig> {
         let cfg = ConnectionConfig {
             conn_id: self.conn_id,
             mss: self.mss,
@@ -99,14 +102,14 @@ impl ConnArgs {
         Ok(cfg)
     }
 
-    fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         Limits {
             max_buffer: self.max_buffer,
             ..Limits::default()
         }
     }
 
-    fn sockets(&self) -> SocketOptions {
+    pub(crate) fn sockets(&self) -> SocketOptions {
         SocketOptions {
             recv_buffer: self.socket_buffer,
             send_buffer: self.socket_buffer,
@@ -115,13 +118,13 @@ impl ConnArgs {
         }
     }
 
-    fn timeout(&self) -> Duration {
+    pub(crate) fn timeout(&self) -> Duration {
         Duration::from_secs_f64(self.timeout)
     }
 
     /// The credentials: `peers` are the pinned receiver key (sender) or the accepted sender
     /// keys (receiver). `None` with --insecure.
-    fn credentials(
+    pub(crate) fn credentials(
         &self,
         peers: Vec<[u8; 32]>,
         peer_flag: &str,
@@ -189,8 +192,14 @@ pub struct RecvArgs {
     #[arg(long, value_name = "FILE")]
     pub peers: Option<PathBuf>,
     /// Overwrite an existing output file (and its .part).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub force: bool,
+    /// Continue an interrupted transfer: keep the bytes in FILE.part and receive only the
+    /// rest. The sender checks that they are the first bytes of its file (SHA-256) before
+    /// sending the others; if not, nothing is changed and both ends say so. Without a
+    /// FILE.part, a fresh transfer.
+    #[arg(long, requires = "out")]
+    pub resume: bool,
     /// Server: most connections at once.
     #[arg(long, default_value_t = 1024)]
     pub max_connections: usize,
@@ -255,7 +264,11 @@ pub fn send(a: SendArgs) -> anyhow::Result<()> {
                 &a.paths,
                 a.conn.sockets(),
                 c,
-                Content::File { name, size },
+                Content::File {
+                    name,
+                    size,
+                    resumable: true,
+                },
             )?
         }
     };
@@ -264,9 +277,60 @@ pub fn send(a: SendArgs) -> anyhow::Result<()> {
         ..TransferOptions::default()
     };
     let src = BufReader::with_capacity(1 << 20, file);
-    let r = tributary_net::send_stream(&mut d, src, &opts)?;
+    let bar = progress_bar(a.conn.quiet, size);
+    let r = tributary_net::send_stream_observed(&mut d, src, &opts, &mut |p| bar.show(p));
+    bar.done();
+    let r = r?;
     println!("{r}");
     Ok(())
+}
+
+/// A progress line on standard error, if it is a terminal and not `--quiet`.
+struct Bar(Option<indicatif::ProgressBar>);
+
+fn progress_bar(quiet: bool, total: Option<u64>) -> Bar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return Bar(None);
+    }
+    let b = match total {
+        Some(t) => indicatif::ProgressBar::new(t).with_style(
+            indicatif::ProgressStyle::with_template(
+                "{bytes}/{total_bytes} ({percent}%) {binary_bytes_per_sec}, {elapsed} elapsed, \
+                 eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        ),
+        None => indicatif::ProgressBar::no_length().with_style(
+            indicatif::ProgressStyle::with_template(
+                "{bytes} {binary_bytes_per_sec}, {elapsed} elapsed",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        ),
+    };
+    Bar(Some(b))
+}
+
+impl Bar {
+    fn show(&self, p: TransferProgress) {
+        if let Some(b) = &self.0 {
+            if let Some(t) = p.total.filter(|&t| b.length() != Some(t)) {
+                b.set_length(t);
+                b.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{bytes}/{total_bytes} ({percent}%) {binary_bytes_per_sec}, {elapsed} \
+                         elapsed, eta {eta}",
+                    )
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+            }
+            b.set_position(p.offset + p.bytes);
+        }
+    }
+    fn done(&self) {
+        if let Some(b) = &self.0 {
+            b.finish_and_clear();
+        }
+    }
 }
 
 /// `tributary recv`.
@@ -287,8 +351,24 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<()> {
         idle_timeout: a.conn.timeout(),
         linger: Duration::from_secs_f64(a.linger),
     };
-    let mut d = match creds {
-        None => UdpDriver::listen(a.conn.config(0)?, &a.listen, a.conn.sockets())?,
+    if a.resume && (creds.is_none() || out.as_os_str() == "-") {
+        bail!("--resume needs a file (not -) and the handshake (not --insecure)");
+    }
+    // The output is checked before any datagram is read: no transfer into a file that
+    // cannot be kept. Resuming hashes the partial file now (the answer carries the hash).
+    let (mut sink, resume): (Box<dyn Sink>, Option<Resume>) = if out.as_os_str() == "-" {
+        let w = BufWriter::with_capacity(1 << 20, std::io::stdout());
+        (Box::new(StdoutSink(w)), None)
+    } else {
+        let (s, r) = FileSink::create(&out, a.force, a.resume)?;
+        (Box::new(s), r)
+    };
+    let prior = resume.as_ref().map_or(0, |r| r.offset);
+    let d = match creds {
+        None => a
+            .conn
+            .config(0)
+            .and_then(|c| Ok(UdpDriver::listen(c, &a.listen, a.conn.sockets())?)),
         Some(creds) => UdpDriver::listen_secure(
             &a.listen,
             a.conn.sockets(),
@@ -296,23 +376,32 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<()> {
                 creds,
                 limits: a.conn.limits(),
                 max_connections: 1,
+                service: Service::Files { resume },
             },
-        )?,
+        )
+        .map_err(Into::into),
     };
-    // The output is checked before any datagram is read: no transfer into a file that
-    // cannot be kept.
-    let mut sink: Box<dyn Sink> = if out.as_os_str() == "-" {
-        Box::new(StdoutSink(BufWriter::with_capacity(
-            1 << 20,
-            std::io::stdout(),
-        )))
-    } else {
-        Box::new(FileSink::create(&out, a.force)?)
+    let mut d = match d {
+        Ok(d) => d,
+        Err(e) => {
+            sink.finish(false)?;
+            return Err(e);
+        }
     };
     let addrs: Vec<String> = d.local_addrs().iter().map(|s| s.to_string()).collect();
     eprintln!("listening on {}", addrs.join(", "));
+    if prior > 0 {
+        eprintln!(
+            "resuming: {} holds {prior} bytes",
+            part_path(&out).display()
+        );
+    }
     let mut w = SinkWriter(&mut *sink, 0);
-    let res = tributary_net::receive_stream(&mut d, &mut w, &opts);
+    let bar = progress_bar(a.conn.quiet, None);
+    let res = tributary_net::receive_stream_observed(&mut d, &mut w, &opts, &mut |p| {
+        bar.show(TransferProgress { offset: prior, ..p })
+    });
+    bar.done();
     let written = w.1;
     while let Some(r) = d.refusal() {
         eprintln!("refused {}: {}", r.from, r.reason);
@@ -325,7 +414,7 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<()> {
         _ => None,
     });
     match res {
-        Ok(r) if expected.is_none_or(|e| e == r.bytes) => {
+        Ok(r) if expected.is_none_or(|e| e == prior + r.bytes) => {
             sink.finish(true)?;
             println!("{r}");
             Ok(())
@@ -334,7 +423,7 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<()> {
             sink.finish(false)?;
             bail!(
                 "the stream ended after {} bytes but {} were announced; kept as .part",
-                r.bytes,
+                prior + r.bytes,
                 expected.unwrap_or(0)
             )
         }
@@ -361,6 +450,7 @@ fn serve(a: &RecvArgs, dir: &Path, creds: Credentials) -> anyhow::Result<()> {
             creds,
             limits: a.conn.limits(),
             max_connections: a.max_connections,
+            service: Service::Files { resume: None },
         },
     )?;
     let addrs: Vec<String> = d.local_addrs().iter().map(|s| s.to_string()).collect();
@@ -388,8 +478,8 @@ fn serve(a: &RecvArgs, dir: &Path, creds: Credentials) -> anyhow::Result<()> {
             }
             .unwrap_or_else(|| format!("conn-{id:016x}"));
             let path = free_path(&dir, &name, force);
-            let s =
-                FileSink::create(&path, force).map_err(|e| std::io::Error::other(e.to_string()))?;
+            let (s, _) = FileSink::create(&path, force, false)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
             eprintln!("{id:016x}: writing {}", path.display());
             Ok(Box::new(s) as Box<dyn Sink>)
         },
@@ -447,12 +537,17 @@ struct FileSink {
     w: BufWriter<File>,
     part: PathBuf,
     dest: PathBuf,
+    /// Bytes written by this transfer.
     bytes: u64,
+    /// Bytes the .part held before (resumed).
+    prior: u64,
     force: bool,
 }
 
 impl FileSink {
-    fn create(dest: &Path, force: bool) -> anyhow::Result<Self> {
+    /// Creates NAME.part, or with `resume` continues an existing one (returning the prefix
+    /// it holds, hashed, for the handshake's answer).
+    fn create(dest: &Path, force: bool, resume: bool) -> anyhow::Result<(Self, Option<Resume>)> {
         let part = part_path(dest);
         if !force && dest.exists() {
             bail!(
@@ -460,10 +555,34 @@ impl FileSink {
                 dest.display()
             );
         }
+        if resume && part.exists() {
+            let mut f = OpenOptions::new()
+                .read(true)
+                .append(true)
+                .open(&part)
+                .with_context(|| format!("cannot open {} to resume", part.display()))?;
+            let len = f
+                .metadata()
+                .with_context(|| format!("cannot read {}", part.display()))?
+                .len();
+            let r = Resume::of((&mut f).take(len), len)
+                .with_context(|| format!("cannot read {}", part.display()))?;
+            f.seek(std::io::SeekFrom::End(0))
+                .with_context(|| format!("cannot read {}", part.display()))?;
+            let sink = FileSink {
+                w: BufWriter::with_capacity(1 << 20, f),
+                part,
+                dest: dest.to_path_buf(),
+                bytes: 0,
+                prior: len,
+                force,
+            };
+            return Ok((sink, (len > 0).then_some(r)));
+        }
         if !force && part.exists() {
             bail!(
-                "{} exists (an interrupted transfer); remove it or use --force \
-                 (resuming is not supported yet)",
+                "{} exists (an interrupted transfer); continue it with --resume, or remove \
+                 it (or use --force) to start over",
                 part.display()
             );
         }
@@ -473,13 +592,15 @@ impl FileSink {
             .truncate(true)
             .open(&part)
             .with_context(|| format!("cannot create {}", part.display()))?;
-        Ok(FileSink {
+        let sink = FileSink {
             w: BufWriter::with_capacity(1 << 20, f),
             part,
             dest: dest.to_path_buf(),
             bytes: 0,
+            prior: 0,
             force,
-        })
+        };
+        Ok((sink, None))
     }
 }
 
@@ -494,14 +615,18 @@ impl Sink for FileSink {
             part,
             dest,
             bytes,
+            prior,
             force,
         } = *self;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         if !complete {
-            drop(f);
-            if bytes == 0 {
+            if bytes == 0 && prior == 0 {
+                drop(f);
                 // Nothing arrived: leave nothing behind.
                 let _ = std::fs::remove_file(&part);
+            } else {
+                // Kept for --resume: make what arrived durable.
+                f.sync_all()?;
             }
             return Ok(());
         }
@@ -543,7 +668,7 @@ impl Write for SinkWriter<'_> {
     }
 }
 
-fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     if let Ok(a) = s.parse() {
         return Ok(a);
     }
@@ -553,7 +678,7 @@ fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("`{s}` resolves to no address"))
 }
 
-fn parse_path(s: &str) -> Result<(SocketAddr, SocketAddr), String> {
+pub(crate) fn parse_path(s: &str) -> Result<(SocketAddr, SocketAddr), String> {
     let Some((local, remote)) = s.split_once('=') else {
         return Err(format!(
             "`{s}` is not LOCAL=REMOTE (e.g. 127.0.0.1:0=127.0.0.1:5000)"
@@ -582,7 +707,7 @@ fn parse_size(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("`{s}` is not a size in bytes (e.g. 65536, 64K, 2M)"))
 }
 
-fn parse_secs(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(v),
         _ => Err(format!("`{s}` is not a positive number of seconds")),

@@ -45,13 +45,25 @@ fn wait(mut child: Child) -> Output {
 /// Starts `tributary recv` on `n` OS-chosen loopback ports; returns it and its addresses
 /// (read from its "listening on ..." line).
 fn start_receiver(n: usize, out: &PathBuf, extra: &[&str]) -> (Child, Vec<String>) {
+    let (child, addrs, _) = start_receiver_logged(n, out, extra);
+    (child, addrs)
+}
+
+/// [`start_receiver`], also returning the rest of its standard error once it exits.
+fn start_receiver_logged(
+    n: usize,
+    out: &PathBuf,
+    extra: &[&str],
+) -> (Child, Vec<String>, std::thread::JoinHandle<String>) {
     let mut cmd = Command::new(BIN);
     cmd.arg("recv").arg("--out").arg(out);
     for _ in 0..n {
         cmd.args(["--listen", "127.0.0.1:0"]);
     }
+    if !extra.contains(&"--timeout") {
+        cmd.args(["--timeout", "20"]);
+    }
     let mut child = cmd
-        .args(["--timeout", "20"])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -69,8 +81,12 @@ fn start_receiver(n: usize, out: &PathBuf, extra: &[&str]) -> (Child, Vec<String
         .collect();
     assert_eq!(addrs.len(), n);
     // Keep draining stderr so the receiver never blocks on a full pipe.
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    (child, addrs)
+    let log = std::thread::spawn(move || {
+        let mut all = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut all);
+        all
+    });
+    (child, addrs, log)
 }
 
 fn run(args: &[&str]) -> Output {
@@ -506,4 +522,337 @@ fn server_writes_each_connection_to_its_own_file() {
     assert_eq!(log.matches(": done, ").count(), 3, "{log}");
     assert_eq!(log.matches(": accepted from ").count(), 3, "{log}");
     let _ = fs::remove_dir_all(&dir);
+}
+
+fn part_of(p: &std::path::Path) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(".part");
+    PathBuf::from(s)
+}
+
+/// `recv --resume` over a protected connection (PSK); returns the sender's output, the
+/// receiver's, and the receiver's standard error.
+fn resume_once(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    psk: &str,
+) -> (Output, Output, String) {
+    // A receiver whose offer was refused waits for another sender until its timeout.
+    let (receiver, addrs, log) = start_receiver_logged(
+        1,
+        &output.to_path_buf(),
+        &["--psk", psk, "--resume", "--timeout", "3"],
+    );
+    let p0 = format!("127.0.0.1:0={}", addrs[0]);
+    let sent = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--path",
+        &p0,
+        "--psk",
+        psk,
+        "--timeout",
+        "5",
+    ]);
+    let r = wait(receiver);
+    (sent, r, log.join().unwrap())
+}
+
+#[test]
+fn an_interrupted_transfer_resumes_from_its_part_file() {
+    let psk = keygen("resume.psk", true);
+    let psk = psk.to_str().unwrap();
+    let data = payload(6 << 20, 31);
+    let input = tmp("resume-in.bin");
+    fs::write(&input, &data).unwrap();
+    let output = tmp("resume-out.bin");
+    let part = part_of(&output);
+    let _ = fs::remove_file(&output);
+    let _ = fs::remove_file(&part);
+
+    // A real interruption: the sender reads from a pipe that gives it only the first
+    // 3 MiB; once the receiver has written some of them, both are killed.
+    let fifo = tmp("resume.fifo");
+    let _ = fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (mut receiver, addrs) = start_receiver(1, &output, &["--psk", psk]);
+    let p0 = format!("127.0.0.1:0={}", addrs[0]);
+    let mut sender = Command::new(BIN)
+        .arg("send")
+        .arg(&fifo)
+        .args(["--path", &p0, "--psk", psk])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut w = fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    std::io::Write::write_all(&mut w, &data[..3 << 20]).unwrap();
+    let t0 = Instant::now();
+    while fs::metadata(&part).map_or(0, |m| m.len()) < 1 << 20 {
+        assert!(t0.elapsed() < DEADLINE, "the receiver wrote nothing");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = receiver.kill();
+    let _ = sender.kill();
+    let _ = receiver.wait();
+    let _ = sender.wait();
+    drop(w);
+    let held = fs::read(&part).unwrap();
+    assert!(
+        !held.is_empty() && data.starts_with(&held),
+        "the .part is not a prefix"
+    );
+    assert!(!output.exists());
+
+    // Without --resume (or --force) the .part is refused, and the error says what to do.
+    let o = run(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        output.to_str().unwrap(),
+        "--psk",
+        psk,
+    ]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("--resume"), "{}", text(&o.stderr));
+
+    // Resumed: only the rest is sent, and the file is whole.
+    let (sent, recvd, log) = resume_once(&input, &output, psk);
+    assert!(sent.status.success(), "send: {}", text(&sent.stderr));
+    assert!(recvd.status.success(), "recv: {log}");
+    assert!(
+        log.contains(&format!("holds {} bytes", held.len())),
+        "{log}"
+    );
+    assert!(fs::read(&output).unwrap() == data, "resumed file differs");
+    assert!(!part.exists());
+    let out = text(&sent.stdout);
+    assert!(
+        out.contains(&format!("sent {} bytes", data.len() - held.len()))
+            && out.contains(&format!("(resumed at byte {})", held.len())),
+        "{out}"
+    );
+    // Not a terminal: no progress line in the output.
+    assert!(
+        !text(&sent.stderr).contains("eta"),
+        "{}",
+        text(&sent.stderr)
+    );
+    assert!(
+        !text(&recvd.stderr).contains("eta"),
+        "{}",
+        text(&recvd.stderr)
+    );
+    let _ = fs::remove_file(&output);
+}
+
+#[test]
+fn a_part_file_that_is_not_a_prefix_is_never_resumed_or_changed() {
+    let psk = keygen("resume2.psk", true);
+    let psk = psk.to_str().unwrap();
+    let data = payload(1 << 20, 32);
+    let input = tmp("resume2-in.bin");
+    fs::write(&input, &data).unwrap();
+    let output = tmp("resume2-out.bin");
+    let part = part_of(&output);
+    let _ = fs::remove_file(&output);
+
+    // A .part whose bytes differ from the file's (one byte changed).
+    let mut bad = data[..300_000].to_vec();
+    bad[123_456] ^= 1;
+    fs::write(&part, &bad).unwrap();
+    let (sent, recvd, log) = resume_once(&input, &output, psk);
+    assert!(!sent.status.success() && !recvd.status.success());
+    assert!(
+        text(&sent.stderr).contains("cannot resume") && text(&sent.stderr).contains("differs"),
+        "{}",
+        text(&sent.stderr)
+    );
+    assert!(log.contains("cannot be resumed"), "{log}");
+    assert_eq!(fs::read(&part).unwrap(), bad, "the .part was changed");
+    assert!(!output.exists());
+
+    // A .part longer than the file: refused in the handshake, before any data.
+    let mut long = data.clone();
+    long.extend_from_slice(b"more");
+    fs::write(&part, &long).unwrap();
+    let (sent, recvd, _) = resume_once(&input, &output, psk);
+    assert!(!sent.status.success() && !recvd.status.success());
+    assert!(
+        text(&sent.stderr).contains("more than"),
+        "{}",
+        text(&sent.stderr)
+    );
+    assert_eq!(fs::read(&part).unwrap(), long, "the .part was changed");
+    let _ = fs::remove_file(&part);
+}
+
+/// Starts `tributary perf -s -1` with `extra`; returns it and its address.
+fn start_perf_server(extra: &[&str]) -> (Child, String, std::thread::JoinHandle<String>) {
+    let mut child = Command::new(BIN)
+        .args(["perf", "-s", "-1", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("perf server listening on ")
+        .unwrap_or_else(|| panic!("unexpected server output: {line:?}"))
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let log = std::thread::spawn(move || {
+        let mut all = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut all);
+        all
+    });
+    (child, addr, log)
+}
+
+fn json_side_totals_agree(side: &serde_json::Value) -> u64 {
+    let intervals = side["intervals"].as_array().unwrap();
+    assert!(!intervals.is_empty());
+    let sum: u64 = intervals.iter().map(|i| i["bytes"].as_u64().unwrap()).sum();
+    let total = side["bytes"].as_u64().unwrap();
+    assert_eq!(sum, total, "intervals do not add up to the total");
+    for p in side["paths"].as_array().unwrap() {
+        let i = p["path"].as_u64().unwrap() as usize;
+        let s: u64 = intervals
+            .iter()
+            .map(|x| x["paths"][i]["bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(s, p["bytes"].as_u64().unwrap(), "path {i}");
+    }
+    total
+}
+
+#[test]
+fn perf_client_and_server_with_json() {
+    let psk = keygen("perf.psk", true);
+    let psk = psk.to_str().unwrap();
+    let (server, addr, log) = start_perf_server(&["--psk", psk]);
+    let p = format!("127.0.0.1:0={addr}");
+    let o = run(&[
+        "perf", "--path", &p, "--path", &p, "--psk", psk, "-t", "0.5", "-i", "0.1", "-J",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["paths"], 2);
+    assert_eq!(v["local"]["role"], "sender");
+    let total = json_side_totals_agree(&v["local"]);
+    assert!(v["local"]["seconds"].as_f64().unwrap() >= 0.5);
+    assert!(wait(server).status.success());
+    // The server received exactly what the client saw acknowledged.
+    let log = log.join().unwrap();
+    assert!(
+        log.contains(&format!("done, received {total} bytes")),
+        "{log}"
+    );
+
+    // Reverse, text: intervals as they come, then both ends' summaries.
+    let (server, addr, _) = start_perf_server(&["--psk", psk]);
+    let p = format!("127.0.0.1:0={addr}");
+    let o = run(&[
+        "perf", "--path", &p, "--psk", psk, "-t", "0.4", "-R", "--cc", "cubic",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("receiving (-R)") && out.contains("cubic"),
+        "{out}"
+    );
+    assert!(out.contains("sender (the server)") && out.contains("receiver (this end)"));
+    assert!(wait(server).status.success());
+}
+
+#[test]
+fn perf_errors_are_clear() {
+    // -R needs the handshake.
+    let o = run(&[
+        "perf",
+        "--path",
+        "127.0.0.1:0=127.0.0.1:9",
+        "--insecure",
+        "-R",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("-R needs the handshake"),
+        "{}",
+        text(&o.stderr)
+    );
+    // Nothing listening: named at once.
+    let psk = keygen("perf2.psk", true);
+    let psk = psk.to_str().unwrap();
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let t0 = Instant::now();
+    let o = run(&[
+        "perf",
+        "--path",
+        &format!("127.0.0.1:0=127.0.0.1:{port}"),
+        "--psk",
+        psk,
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("unreachable"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    // A file receiver refuses a perf test, and says where to go.
+    let out = tmp("perf-refused.bin");
+    let _ = fs::remove_file(&out);
+    let (receiver, addrs) = start_receiver(1, &out, &["--psk", psk]);
+    let o = run(&[
+        "perf",
+        "--path",
+        &format!("127.0.0.1:0={}", addrs[0]),
+        "--psk",
+        psk,
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("perf --server"),
+        "{}",
+        text(&o.stderr)
+    );
+    let mut receiver = receiver;
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+    // And a perf server refuses a test longer than its limit.
+    let (server, addr, _) = start_perf_server(&["--psk", psk, "--max-time", "2"]);
+    let o = run(&[
+        "perf",
+        "--path",
+        &format!("127.0.0.1:0={addr}"),
+        "--psk",
+        psk,
+        "-t",
+        "5",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("limit of 2.0 s"),
+        "{}",
+        text(&o.stderr)
+    );
+    let mut server = server;
+    let _ = server.kill();
+    let _ = server.wait();
 }

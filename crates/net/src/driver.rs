@@ -1,11 +1,12 @@
 //! The event loop: one connection, one UDP socket per local address.
 
-use crate::negotiate::{Answer, Content, Limits, Offer};
+use crate::negotiate::{Answer, Content, Limits, Offer, Service};
 use crate::session::{self, Route, Session};
 use crate::{new_connection, NetError};
 use ring::rand::{SecureRandom, SystemRandom};
 use socket2::{Domain, Protocol, Socket, Type};
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::mem::MaybeUninit;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +29,8 @@ const BATCH: usize = 64;
 const QUEUE: usize = 64;
 /// Largest datagram read from a socket (the UDP maximum: never truncate).
 const MAX_UDP: usize = 65_536;
+/// Ephemeral keys of accepted INITs remembered to refuse their replays (32 bytes each).
+pub const REPLAY_CACHE: usize = 4096;
 
 /// Socket options of the driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +81,13 @@ pub struct DriverStats {
     pub handshakes_refused: u64,
     /// Connections accepted.
     pub handshakes_accepted: u64,
+    /// INITs dropped without any cryptography because an INIT with the same ephemeral key
+    /// was accepted recently (replays).
+    pub handshakes_replayed: u64,
+    /// Half-open connections (never confirmed by an authenticated packet of the peer: a
+    /// replayed INIT, or a sender that vanished after its INIT) dropped to make room for a
+    /// newer authenticated handshake when the listener was full.
+    pub handshakes_evicted: u64,
     /// Times the loop woke up.
     pub wakeups: u64,
 }
@@ -91,6 +101,9 @@ pub struct Listener {
     pub limits: Limits,
     /// Most connections at once (further INITs get REJECT "busy").
     pub max_connections: usize,
+    /// What is served: files (with the prefix held, to resume) or perf tests. Offers of
+    /// anything else are refused with the reason.
+    pub service: Service,
 }
 
 /// A refused handshake, for the log.
@@ -141,6 +154,16 @@ pub struct UdpDriver {
     refusals: VecDeque<Refusal>,
     /// Sessions that received datagrams or had timers since the last flush.
     dirty: Vec<u64>,
+    /// Sessions that received datagrams or had timers since the last
+    /// [`take_touched`](UdpDriver::take_touched).
+    touched: Vec<u64>,
+    touched_set: HashSet<u64>,
+    /// Each session's earliest deadline (lazy: an entry whose session has a later deadline
+    /// now, or no longer exists, is dropped when it comes up).
+    timers: BinaryHeap<Reverse<(Instant, u64)>>,
+    /// The deadline each session has in `timers`.
+    armed: HashMap<u64, Instant>,
+    replays: ReplayCache,
     sockets: Vec<Arc<UdpSocket>>,
     local_addrs: Vec<SocketAddr>,
     rx: Receiver<Batch>,
@@ -252,6 +275,32 @@ impl UdpDriver {
         let id = s.id();
         self.primary.get_or_insert(id);
         self.sessions.insert(id, s);
+        self.arm(id);
+    }
+
+    /// Puts session `id`'s deadline in the timer heap, unless an earlier or equal one is
+    /// there (that one fires, finds the session not due, and re-arms it).
+    fn arm(&mut self, id: u64) {
+        let Some(t) = self.sessions.get(&id).and_then(Session::poll_timeout) else {
+            return;
+        };
+        if self.armed.get(&id).is_none_or(|&a| t < a) {
+            self.armed.insert(id, t);
+            self.timers.push(Reverse((t, id)));
+        }
+    }
+
+    fn touch(&mut self, id: u64) {
+        if self.touched_set.insert(id) {
+            self.touched.push(id);
+        }
+    }
+
+    /// The connections that received datagrams or ran timers since the last call (each
+    /// once), appended to `out`: a server visits only these instead of all.
+    pub fn take_touched(&mut self, out: &mut Vec<u64>) {
+        out.append(&mut self.touched);
+        self.touched_set.clear();
     }
 
     /// An unprotected receiving endpoint listening on every address of `addrs`; it learns
@@ -344,6 +393,11 @@ impl UdpDriver {
             accepted: VecDeque::new(),
             refusals: VecDeque::new(),
             dirty: Vec::new(),
+            touched: Vec::new(),
+            touched_set: HashSet::new(),
+            timers: BinaryHeap::new(),
+            armed: HashMap::new(),
+            replays: ReplayCache::default(),
             sockets,
             local_addrs,
             rx,
@@ -417,6 +471,10 @@ impl UdpDriver {
         if self.primary == Some(id) {
             self.primary = None;
         }
+        self.armed.remove(&id);
+        if self.touched_set.remove(&id) {
+            self.touched.retain(|&t| t != id);
+        }
         self.sessions.remove(&id)
     }
 
@@ -445,10 +503,8 @@ impl UdpDriver {
     pub fn poll_io(&mut self, max_wait: StdDuration) -> Result<(), NetError> {
         let now = self.now();
         let mut wait = max_wait;
-        for s in self.sessions.values() {
-            if let Some(t) = s.poll_timeout() {
-                wait = wait.min(StdDuration::from_nanos(t.saturating_since(now).as_nanos()));
-            }
+        if let Some(Reverse((t, _))) = self.timers.peek() {
+            wait = wait.min(StdDuration::from_nanos(t.saturating_since(now).as_nanos()));
         }
         let first = if wait.is_zero() {
             match self.rx.try_recv() {
@@ -483,12 +539,30 @@ impl UdpDriver {
         Ok(())
     }
 
+    /// Runs the timers that are due: O(log n) per due deadline, not a scan of every
+    /// connection.
     fn on_timer(&mut self) {
         let now = self.now();
-        for (&id, s) in &mut self.sessions {
-            if s.poll_timeout().is_some_and(|t| t <= now) {
+        while let Some(&Reverse((t, id))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            if self.armed.get(&id) != Some(&t) {
+                continue; // stale: superseded by an earlier deadline, or removed
+            }
+            self.armed.remove(&id);
+            let Some(s) = self.sessions.get_mut(&id) else {
+                continue;
+            };
+            if s.poll_timeout().is_some_and(|d| d <= now) {
                 s.handle_timeout(now);
-                self.dirty.push(id);
+                if !self.dirty.contains(&id) {
+                    self.dirty.push(id);
+                }
+                self.touch(id);
+            } else {
+                self.arm(id);
             }
         }
     }
@@ -498,7 +572,8 @@ impl UdpDriver {
         self.stats.unreachable += b.refused;
         let mut at = 0;
         for &(from, len) in &b.items {
-            let data = &b.data[at..at + len];
+            // Decrypted in place: the batch's bytes are not needed afterwards.
+            let data = &mut b.data[at..at + len];
             at += len;
             self.stats.datagrams_received += 1;
             let now = self.now();
@@ -509,10 +584,12 @@ impl UdpDriver {
             let ok = match session::conn_id_of(data) {
                 Some(id) => match self.sessions.get_mut(&id) {
                     Some(s) => {
+                        let ok = s.handle_datagram_mut(now, route, data);
                         if !self.dirty.contains(&id) {
                             self.dirty.push(id);
                         }
-                        s.handle_datagram(now, route, data)
+                        self.touch(id);
+                        ok
                     }
                     None => self.on_new(route, data),
                 },
@@ -533,14 +610,40 @@ impl UdpDriver {
         let Some(l) = &self.listener else {
             return false;
         };
-        let Ok(handshake::Message::Init { conn_id, .. }) = handshake::parse(data) else {
+        let Ok(handshake::Message::Init { conn_id, noise, .. }) = handshake::parse(data) else {
             return false;
         };
-        // REJECT and refusal answers are smaller than the 1200-byte INIT: no amplification.
-        if self.sessions.len() >= l.max_connections {
-            self.refuse(from, conn_id, RejectReason::Busy, "no room (busy)".into());
+        // Every pattern's first message starts with the initiator's ephemeral public key,
+        // fresh for every handshake: an accepted one seen again is a replay. Dropped before
+        // any key exchange, and without an answer.
+        let ephemeral: Option<[u8; 32]> = noise.get(..32).and_then(|e| e.try_into().ok());
+        if ephemeral.is_some_and(|e| self.replays.contains(&e)) {
+            self.stats.handshakes_replayed += 1;
             return false;
         }
+        // REJECT and refusal answers are smaller than the 1200-byte INIT: no amplification.
+        // When full, a half-open connection (nobody has shown it holds its keys: a replayed
+        // INIT of an earlier run, whose ephemeral key this process never saw, or a sender
+        // that vanished) gives way to an INIT that authenticates; a confirmed one never
+        // does. Without this, one replayed INIT would hold `recv --out`'s only slot until
+        // its idle timeout.
+        let evict = if self.sessions.len() >= l.max_connections {
+            let oldest = self
+                .sessions
+                .values()
+                .filter(|s| s.origin().is_some() && !s.is_confirmed())
+                .min_by_key(|s| (s.born, s.id()))
+                .map(Session::id);
+            match oldest {
+                Some(id) => Some(id),
+                None => {
+                    self.refuse(from, conn_id, RejectReason::Busy, "no room (busy)".into());
+                    return false;
+                }
+            }
+        } else {
+            None
+        };
         let a = match handshake::accept(&l.creds, data, os_random()) {
             Ok(a) => a,
             Err(e) => {
@@ -551,17 +654,25 @@ impl UdpDriver {
                 return false;
             }
         };
+        if let Some(e) = ephemeral {
+            self.replays.insert(e);
+        }
         let limits = l.limits;
+        let service = l.service.clone();
         let offer = Offer::decode(&a.offer);
         let checked = offer.and_then(|o| limits.check(&o.config, o.paths).map(|()| o));
-        let built = checked.and_then(|o| {
+        let served = checked.and_then(|o| service.check(&o.content).map(|r| (o, r)));
+        let built = served.and_then(|(o, resume)| {
             let cfg = ConnectionConfig {
                 conn_id,
                 seed: u64::from_be_bytes(os_random()),
                 ..o.config.clone()
             };
-            Connection::new(cfg, 0)
-                .map(|c| (o, c))
+            // Every offered path exists from the start (so that this end can send on a
+            // path before it carried data: perf's reverse direction); each is used once
+            // its address is validated (see `Session::responder`).
+            Connection::new(cfg, o.paths)
+                .map(|c| (o, c, resume))
                 .map_err(|e| e.to_string())
         });
         let peer = a.peer;
@@ -582,19 +693,44 @@ impl UdpDriver {
                 });
                 false
             }
-            Ok((offer, conn)) => {
-                let Ok((keys, pkt)) = a.respond(&Answer::Accept.encode()) else {
+            Ok((offer, conn, resume)) => {
+                let Ok((keys, pkt)) = a.respond(&Answer::Accept { resume }.encode()) else {
                     return false;
                 };
+                if let Some(old) = evict {
+                    self.evict(old);
+                }
                 let mut s = Session::responder(conn_id, conn, &keys, data, pkt, from);
+                s.born = self.now();
                 s.add_tokens((0..8).map(|_| os_random()));
                 s.set_offer(offer, peer);
                 self.insert(s);
                 self.accepted.push_back(conn_id);
                 self.dirty.push(conn_id);
+                self.touch(conn_id);
                 self.stats.handshakes_accepted += 1;
                 true
             }
+        }
+    }
+
+    /// Drops half-open session `id` for a newer handshake (see `on_new`), with a refusal
+    /// that says so.
+    fn evict(&mut self, id: u64) {
+        let from = self.sessions.get(&id).and_then(Session::origin);
+        self.accepted.retain(|&a| a != id);
+        self.dirty.retain(|&a| a != id);
+        self.remove(id);
+        self.stats.handshakes_evicted += 1;
+        if let Some(from) = from {
+            self.refusals.push_back(Refusal {
+                from,
+                reason: format!(
+                    "half-open connection {id:016x} dropped for a newer handshake (no \
+                     authenticated packet came after its INIT: a replay, or a sender that \
+                     vanished)"
+                ),
+            });
         }
     }
 
@@ -631,6 +767,13 @@ impl UdpDriver {
         }
     }
 
+    /// Sends what each of the connections `ids` has ready.
+    pub fn flush_some(&mut self, ids: &[u64]) {
+        for &id in ids {
+            self.flush_session(id);
+        }
+    }
+
     /// Sends every datagram connection `id` has ready. Consecutive datagrams of one route
     /// and one size (a flight of data packets) are written back to back and, with GSO,
     /// handed to the kernel in one `sendmsg` (the last one of a run may be shorter, as GSO
@@ -639,6 +782,9 @@ impl UdpDriver {
         let Some(s) = self.sessions.get_mut(&id) else {
             return;
         };
+        if s.needs_tokens() {
+            s.add_tokens((0..8).map(|_| os_random()));
+        }
         let maxd = s.connection().max_datagram().max(handshake::INIT_MIN_LEN);
         let mut run: Option<Run> = None;
         let mut used = 0;
@@ -714,6 +860,33 @@ impl UdpDriver {
                 &r,
                 used,
             );
+        }
+        // Sending may move the session's deadlines (RTO armed, persist probe).
+        self.arm(id);
+    }
+}
+
+/// Ephemeral keys of the most recent accepted INITs, oldest evicted first.
+#[derive(Default)]
+struct ReplayCache {
+    order: VecDeque<[u8; 32]>,
+    set: HashSet<[u8; 32]>,
+}
+
+impl ReplayCache {
+    fn contains(&self, e: &[u8; 32]) -> bool {
+        self.set.contains(e)
+    }
+
+    fn insert(&mut self, e: [u8; 32]) {
+        if !self.set.insert(e) {
+            return;
+        }
+        self.order.push_back(e);
+        if self.order.len() > REPLAY_CACHE {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
         }
     }
 }

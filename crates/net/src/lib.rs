@@ -27,17 +27,19 @@
 mod driver;
 pub mod keys;
 pub mod negotiate;
+pub mod perf;
 pub mod server;
 pub mod session;
 mod transfer;
 
 pub use driver::{DriverStats, Listener, Refusal, SocketOptions, UdpDriver};
-pub use negotiate::{Answer, Content, Limits, Offer};
+pub use negotiate::{Answer, Content, Limits, Offer, Resume, Service, CLOSE_RESUME_MISMATCH};
+pub use perf::{perf_client, perf_serve, PerfDone, PerfOptions, PerfReport};
 pub use server::{serve, ServeOptions, ServerEvent, Sink};
 pub use session::{Session, SessionError, SessionStats};
 pub use transfer::{
-    receive_stream, send_stream, wait_open, PathReport, Role, TransferOptions, TransferReport,
-    CLOSE_DONE,
+    receive_stream, receive_stream_observed, send_stream, send_stream_observed, wait_open,
+    PathReport, Role, TransferOptions, TransferProgress, TransferReport, CLOSE_DONE,
 };
 
 use std::net::SocketAddr;
@@ -122,6 +124,24 @@ pub enum NetError {
     /// A key file is missing, unreadable or malformed.
     #[error("{0}")]
     Key(String),
+    /// Sender: the receiver's partial file is not a prefix of the file sent.
+    #[error(
+        "cannot resume: the receiver's partial file (first {offset} bytes) {}; remove it \
+         there (or receive with --force) to start over",
+        if *shorter { "is longer than this file" } else { "differs from this file" }
+    )]
+    ResumeMismatch {
+        /// Bytes the receiver holds.
+        offset: u64,
+        /// This file is shorter than that.
+        shorter: bool,
+    },
+    /// Receiver: the sender found that the partial file is not a prefix of its file.
+    #[error(
+        "the sender's file does not start with the bytes of the partial file, so it cannot \
+         be resumed (left as it was); remove it, or receive with --force, to start over"
+    )]
+    ResumeRefused,
 }
 
 /// Builds the driver's connection: `paths` paths (0 for a receiver, which learns them).

@@ -72,10 +72,18 @@ struct Active {
     finished: Option<StdInstant>,
 }
 
+/// How often every connection is looked at for its timeouts (between, only those that
+/// received datagrams or ran timers are).
+const SWEEP: StdDuration = StdDuration::from_millis(250);
+
 /// Serves connections until `stop` is set (or `max_served` connections ended): each
 /// accepted connection's stream goes to the sink `open` returns for it; `log` hears every
 /// acceptance, completion, failure and refusal. A failure of one connection never stops the
 /// others. Returns how many connections completed.
+///
+/// Work per wake-up is proportional to the connections that had traffic or timers
+/// ([`UdpDriver::take_touched`]), plus a look at all of them every 250 ms for idle
+/// timeouts and lingering.
 pub fn serve(
     d: &mut UdpDriver,
     opts: &ServeOptions,
@@ -86,6 +94,8 @@ pub fn serve(
     let mut active: HashMap<u64, Active> = HashMap::new();
     let (mut served, mut completed) = (0u64, 0u64);
     let mut ended: Vec<(u64, Result<(), String>)> = Vec::new();
+    let mut visit: Vec<u64> = Vec::new();
+    let mut swept = StdInstant::now();
     while !stop.load(Ordering::Relaxed) && opts.max_served.is_none_or(|m| served < m) {
         d.poll_io(StdDuration::from_millis(50))?;
         while let Some(r) = d.refusal() {
@@ -100,7 +110,7 @@ pub fn serve(
             };
             log(ServerEvent::Accepted {
                 id,
-                from: s.remote(0),
+                from: s.remote(0).or(s.origin()),
                 offer: &offer,
             });
             let now = StdInstant::now();
@@ -113,7 +123,7 @@ pub fn serve(
             };
             let expected = match offer.content {
                 Content::File { size, .. } => size,
-                Content::Perf => None,
+                Content::Perf { .. } => None,
             };
             active.insert(
                 id,
@@ -127,7 +137,17 @@ pub fn serve(
                 },
             );
         }
-        for (&id, a) in &mut active {
+        visit.clear();
+        d.take_touched(&mut visit);
+        if swept.elapsed() >= SWEEP {
+            swept = StdInstant::now();
+            visit.clear();
+            visit.extend(active.keys().copied());
+        }
+        for &id in &visit {
+            let Some(a) = active.get_mut(&id) else {
+                continue;
+            };
             if ended.iter().any(|(e, _)| *e == id) {
                 continue;
             }
@@ -183,7 +203,7 @@ pub fn serve(
                 ));
             }
         }
-        d.flush();
+        d.flush_some(&visit);
         for (id, res) in ended.drain(..) {
             let Some(a) = active.remove(&id) else {
                 continue;

@@ -15,6 +15,13 @@
 //! - **Anti-amplification** (RFC 9000 §8.1): until a path's address is validated, at most
 //!   three times the bytes received from it are sent to it; the rest is dropped (the core
 //!   treats it as loss) and counted.
+//! - **Every path at open**: once the handshake completes, the initiator sends a challenge
+//!   on each of its paths. Its answer confirms the path works; its arrival tells the
+//!   responder the path's address (an authenticated challenge may set the address of a
+//!   path that has none yet, never move one), so the responder can send on a path before
+//!   any data came over it (perf's reverse direction). The responder's connection has
+//!   every offered path from the start, each inactive (no new data) until its address is
+//!   validated.
 //!
 //! Control packets (challenges and responses) have their own format, first byte 'C':
 //!
@@ -29,7 +36,7 @@
 //! measuring the cost of protection) has none of this: every accepted datagram re-points
 //! its path, as before.
 
-use crate::negotiate::{Answer, Offer};
+use crate::negotiate::{Answer, Offer, Resume};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use tributary_proto::handshake::{self, HandshakeError, Initiator, RejectReason};
@@ -52,6 +59,8 @@ const HANDSHAKE_RTO: Duration = Duration::from_secs(1);
 /// Path challenges are repeated this often, at most [`PROBE_TRIES`] times.
 const PROBE_INTERVAL: Duration = Duration::from_millis(250);
 const PROBE_TRIES: u32 = 8;
+/// Most addresses under validation at once per connection.
+const MAX_PROBES: usize = 16;
 
 /// Where a datagram goes: the local socket and the remote address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +104,12 @@ pub struct SessionStats {
     pub stale_address_changes: u64,
     /// Handshake datagrams ignored (forged, wrong id, duplicates beyond the budget).
     pub handshake_ignored: u64,
+}
+
+/// Bytes of the datagrams accepted on each path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct PathCounters {
+    rx_bytes: Vec<u64>,
 }
 
 /// How a session failed before its transfer could start.
@@ -143,6 +158,17 @@ pub struct Session {
     tokens: Vec<[u8; 8]>,
     offer: Option<Offer>,
     peer: Option<handshake::Key>,
+    /// Initiator: the prefix the responder holds (its answer), to check and skip.
+    resume: Option<Resume>,
+    counters: PathCounters,
+    /// Responder: where the INIT came from.
+    origin: Option<SocketAddr>,
+    /// An authenticated packet (not a handshake message) came from the peer: the peer
+    /// holds the keys, so this is no replayed INIT.
+    confirmed: bool,
+    /// Driver clock when the session was created (the oldest half-open one is evicted
+    /// first, see `UdpDriver`).
+    pub(crate) born: Instant,
 }
 
 impl std::fmt::Debug for Session {
@@ -189,10 +215,15 @@ impl Session {
         from: Route,
     ) -> Self {
         conn.set_protection(Protection::new(keys));
+        // Paths carry new data once validated (they exist already: see the module doc).
+        for p in 0..conn.path_count() {
+            conn.set_path_active(p, false);
+        }
         let mut sec = Security::new(id, keys);
         sec.handshake = Some((init_packet.to_vec(), response.clone()));
         let mut s = Session::new(id, conn, Phase::Open, Some(sec));
         s.out.push_back((from, response));
+        s.origin = Some(from.remote);
         s
     }
 
@@ -209,6 +240,11 @@ impl Session {
             tokens: Vec::new(),
             offer: None,
             peer: None,
+            resume: None,
+            counters: PathCounters::default(),
+            origin: None,
+            confirmed: false,
+            born: Instant::ZERO,
         }
     }
 
@@ -270,6 +306,10 @@ impl Session {
             .flatten()
             .is_some_and(|r| r.validated)
     }
+    /// Responder: the address the handshake came from.
+    pub fn origin(&self) -> Option<SocketAddr> {
+        self.origin
+    }
     /// Responder: records what the initiator offered and its public key.
     pub fn set_offer(&mut self, offer: Offer, peer: Option<handshake::Key>) {
         self.offer = Some(offer);
@@ -287,6 +327,14 @@ impl Session {
     pub fn add_tokens(&mut self, t: impl IntoIterator<Item = [u8; 8]>) {
         self.tokens.extend(t);
     }
+    /// Initiator: the prefix the responder already holds, if it asked to resume.
+    pub fn resume(&self) -> Option<&Resume> {
+        self.resume.as_ref()
+    }
+    /// Bytes of the datagrams accepted on path `p` so far.
+    pub fn path_bytes_received(&self, p: usize) -> u64 {
+        self.counters.rx_bytes.get(p).copied().unwrap_or(0)
+    }
     /// True if it has fewer than a few tokens left.
     pub fn needs_tokens(&self) -> bool {
         self.sec.is_some() && self.tokens.len() < 4
@@ -297,24 +345,63 @@ impl Session {
     /// Handles one datagram from `from`. Returns false if it was dropped.
     pub fn handle_datagram(&mut self, now: Instant, from: Route, data: &[u8]) -> bool {
         match data.first() {
-            Some(&handshake::MAGIC) => self.on_handshake(from, data),
-            Some(&CONTROL_MAGIC) => self.on_control(from, data),
-            _ => self.on_packet(now, from, data),
+            Some(&handshake::MAGIC) => self.on_handshake(now, from, data),
+            Some(&CONTROL_MAGIC) => self.on_control(now, from, data),
+            _ if !self.is_open() => false,
+            _ => {
+                let r = self.conn.handle_datagram(now, data);
+                self.on_packet(now, from, data.len(), r)
+            }
         }
     }
 
-    fn on_packet(&mut self, now: Instant, from: Route, data: &[u8]) -> bool {
-        if !self.is_open() {
-            return false;
+    /// Like [`handle_datagram`](Self::handle_datagram), decrypting a packet where it lies
+    /// (no copy); the bytes of `data` are unspecified afterwards.
+    pub fn handle_datagram_mut(&mut self, now: Instant, from: Route, data: &mut [u8]) -> bool {
+        match data.first() {
+            Some(&handshake::MAGIC) => self.on_handshake(now, from, data),
+            Some(&CONTROL_MAGIC) => {
+                let ok = self.on_control(now, from, data);
+                self.confirmed |= ok;
+                ok
+            }
+            _ if !self.is_open() => false,
+            _ => {
+                let len = data.len();
+                let r = self.conn.handle_datagram_mut(now, data);
+                let ok = self.on_packet(now, from, len, r);
+                self.confirmed |= ok;
+                ok
+            }
         }
-        let Ok(r) = self.conn.handle_datagram(now, data) else {
+    }
+
+    /// True once a packet other than a handshake message was accepted from the peer
+    /// (authenticated, when protected). A responder's session that is not confirmed may be
+    /// a replayed INIT: nobody holds its keys.
+    pub fn is_confirmed(&self) -> bool {
+        self.confirmed
+    }
+
+    fn on_packet(
+        &mut self,
+        now: Instant,
+        from: Route,
+        len: usize,
+        r: Result<tributary_proto::Received, tributary_proto::DatagramError>,
+    ) -> bool {
+        let Ok(r) = r else {
             return false;
         };
         let p = r.path;
         if self.routes.len() <= p {
             self.routes.resize(p + 1, None);
         }
-        let len = data.len() as u64;
+        let len = len as u64;
+        if self.counters.rx_bytes.len() <= p {
+            self.counters.rx_bytes.resize(p + 1, 0);
+        }
+        self.counters.rx_bytes[p] += len;
         let Some(sec) = &mut self.sec else {
             // Unprotected: every accepted datagram re-points its path.
             self.routes[p] = Some(PathRoute {
@@ -342,30 +429,28 @@ impl Session {
                         tx_bytes: 0,
                     });
                 }
-                if !sec.probes.iter().any(|q| q.path == p && q.route == from) {
-                    if let Some(token) = self.tokens.pop() {
-                        sec.probes.push(Probe {
-                            path: p,
-                            route: from,
-                            token,
-                            next: now,
-                            tries: 0,
-                        });
-                    }
-                }
+                probe(sec, &mut self.tokens, p, from, now);
             }
         }
         true
     }
 
-    fn on_handshake(&mut self, from: Route, data: &[u8]) -> bool {
+    fn on_handshake(&mut self, now: Instant, from: Route, data: &[u8]) -> bool {
         match &mut self.phase {
             Phase::Handshake { init, .. } => match init.read(data) {
                 Ok(est) => {
                     match Answer::decode(&est.answer) {
-                        Ok(Answer::Accept) => {
+                        Ok(Answer::Accept { resume }) => {
                             self.conn.set_protection(Protection::new(&est.keys));
-                            self.sec = Some(Security::new(self.id, &est.keys));
+                            let mut sec = Security::new(self.id, &est.keys);
+                            // Every path at open (module doc).
+                            for (p, r) in self.routes.iter().enumerate() {
+                                if let Some(r) = r {
+                                    probe(&mut sec, &mut self.tokens, p, r.route, now);
+                                }
+                            }
+                            self.sec = Some(sec);
+                            self.resume = resume;
                             self.phase = Phase::Open;
                             self.error = None;
                         }
@@ -411,7 +496,7 @@ impl Session {
         }
     }
 
-    fn on_control(&mut self, from: Route, data: &[u8]) -> bool {
+    fn on_control(&mut self, now: Instant, from: Route, data: &[u8]) -> bool {
         let Some(sec) = &mut self.sec else {
             return false;
         };
@@ -444,6 +529,21 @@ impl Session {
                 // Echo to where the challenge came from (RFC 9000 §8.2.2).
                 let pkt = sec.seal(RESPONSE, path as u8, token);
                 self.out.push_back((from, pkt));
+                // An authenticated challenge on a path with no address yet gives it one,
+                // unvalidated (amplification-limited) until it answers our own challenge.
+                let known = self.routes.get(path).copied().flatten().is_some();
+                if !known && path < self.conn.path_count() {
+                    if self.routes.len() <= path {
+                        self.routes.resize(path + 1, None);
+                    }
+                    self.routes[path] = Some(PathRoute {
+                        route: from,
+                        validated: false,
+                        rx_bytes: data.len() as u64,
+                        tx_bytes: 0,
+                    });
+                    probe(sec, &mut self.tokens, path, from, now);
+                }
                 true
             }
             RESPONSE => {
@@ -466,6 +566,9 @@ impl Session {
                     rx_bytes: old.map_or(0, |o| o.rx_bytes),
                     tx_bytes: 0,
                 });
+                if old.is_none_or(|o| !o.validated) {
+                    self.conn.set_path_active(q.path, true);
+                }
                 self.stats.paths_validated += 1;
                 true
             }
@@ -582,6 +685,26 @@ impl Session {
         }
         pr.tx_bytes += len as u64;
         true
+    }
+}
+
+/// Starts validating `route` for path `p` (unless already under way), with a token from
+/// `tokens` (none left: nothing happens; the driver refills them).
+fn probe(sec: &mut Security, tokens: &mut Vec<[u8; 8]>, p: usize, route: Route, now: Instant) {
+    // Bounded: an on-path attacker rewriting source addresses cannot make a session
+    // probe without end.
+    if sec.probes.len() >= MAX_PROBES || sec.probes.iter().any(|q| q.path == p && q.route == route)
+    {
+        return;
+    }
+    if let Some(token) = tokens.pop() {
+        sec.probes.push(Probe {
+            path: p,
+            route,
+            token,
+            next: now,
+            tries: 0,
+        });
     }
 }
 

@@ -1,16 +1,20 @@
 //! One stream over a driver: the sending and receiving loops behind `tributary send/recv`.
 
 use crate::driver::{DriverStats, UdpDriver};
+use crate::negotiate::{hash_prefix, CLOSE_RESUME_MISMATCH};
 use crate::session::{SessionError, SessionStats};
 use crate::NetError;
 use std::fmt;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
+use std::sync::mpsc;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 use tributary_proto::{ConnectionStats, Event};
 
 /// Longest single wait of the loops, so that idle and linger deadlines are checked.
 const TICK: StdDuration = StdDuration::from_millis(100);
+/// Longest wait while the source has nothing to read yet.
+const SOURCE_POLL: StdDuration = StdDuration::from_millis(5);
 /// Bytes read from the source per `read` call.
 const CHUNK: usize = 256 << 10;
 /// CLOSE reason code sent by a sender whose data was all acknowledged.
@@ -83,6 +87,22 @@ pub struct TransferReport {
     pub session: SessionStats,
     /// True if packets were protected.
     pub protected: bool,
+    /// Sender: the file offset the stream started at (the receiver held the bytes before,
+    /// checked by their hash); 0 for a whole transfer.
+    pub resumed_from: u64,
+}
+
+/// How far a transfer is, for a progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransferProgress {
+    /// Stream bytes done (sender: acknowledged; receiver: delivered).
+    pub bytes: u64,
+    /// Sender: the file offset of the stream's first byte (a resumed transfer's prefix).
+    pub offset: u64,
+    /// Receiver: the size the sender announced, if any.
+    pub total: Option<u64>,
+    /// Since the transfer started.
+    pub elapsed: StdDuration,
 }
 
 impl TransferReport {
@@ -111,6 +131,9 @@ impl fmt::Display for TransferReport {
             self.elapsed.as_secs_f64(),
             self.goodput_mbps()
         )?;
+        if self.resumed_from > 0 {
+            write!(f, " (resumed at byte {})", self.resumed_from)?;
+        }
         for p in &self.paths {
             write!(
                 f,
@@ -141,6 +164,11 @@ impl Progress {
             timeout,
             what,
         }
+    }
+
+    /// Counts as progress now.
+    fn touch(&mut self) {
+        self.at = StdInstant::now();
     }
 
     fn update(&mut self, value: u64) -> Result<(), NetError> {
@@ -181,6 +209,7 @@ fn report(d: &UdpDriver, role: Role, bytes: u64, elapsed: StdDuration) -> Transf
         driver: d.stats(),
         session: d.session().map(|s| s.stats()).unwrap_or_default(),
         protected: d.session().is_some_and(|s| s.is_protected()),
+        resumed_from: 0,
     }
 }
 
@@ -237,34 +266,189 @@ pub fn wait_open(d: &mut UdpDriver, timeout: StdDuration) -> Result<(), NetError
 /// Sends everything `src` yields as the connection's stream, ends it, waits until the peer
 /// acknowledged all of it, then sends CLOSE ([`CLOSE_DONE`]) on every path. A protected
 /// connection first completes its handshake ([`wait_open`]).
+///
+/// `src` is read on the calling thread, between turns of the event loop: a source that
+/// blocks (a pipe with nothing to read yet) stalls the connection meanwhile. For such
+/// sources use [`send_stream_observed`], which reads on a thread of its own.
+///
+/// If the receiver answered that it holds a prefix of the file (`recv --resume`), the
+/// first bytes of `src` are read and hashed: if they match, the stream is the rest of
+/// `src`; if not, the connection is closed with [`CLOSE_RESUME_MISMATCH`] and the error
+/// says so (the receiver's partial file is left as it was).
 pub fn send_stream(
     d: &mut UdpDriver,
     mut src: impl Read,
     opts: &TransferOptions,
 ) -> Result<TransferReport, NetError> {
     wait_open(d, opts.idle_timeout)?;
+    let resumed_from = check_resume(d, &mut src)?;
+    let mut feed = Inline {
+        src,
+        buf: vec![0u8; CHUNK],
+    };
+    send_loop(d, &mut feed, resumed_from, opts, &mut |_| {})
+}
+
+/// [`send_stream`] with `src` read on a thread of its own (so a slow source never stalls
+/// the connection: acknowledgements, retransmissions and timers go on while it blocks),
+/// calling `progress` on every turn of the loop (the caller rate-limits any display).
+pub fn send_stream_observed(
+    d: &mut UdpDriver,
+    mut src: impl Read + Send + 'static,
+    opts: &TransferOptions,
+    progress: &mut dyn FnMut(TransferProgress),
+) -> Result<TransferReport, NetError> {
+    wait_open(d, opts.idle_timeout)?;
+    let resumed_from = check_resume(d, &mut src)?;
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(READ_AHEAD);
+    let (back, spare) = mpsc::channel::<Vec<u8>>();
+    // Detached: if the transfer fails while the thread is blocked in `read`, it ends at its
+    // next read (the channel is gone) instead of holding the caller.
+    std::thread::Builder::new()
+        .name("send-source".into())
+        .spawn(move || loop {
+            let mut buf = spare.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK]);
+            buf.resize(CHUNK, 0);
+            let r = read_retry(&mut src, &mut buf).map(|n| {
+                buf.truncate(n);
+                buf
+            });
+            let last = !matches!(&r, Ok(b) if !b.is_empty());
+            if tx
+                .send(r.map_err(|e| match e {
+                    NetError::Source(e) => e,
+                    e => std::io::Error::other(e.to_string()),
+                }))
+                .is_err()
+                || last
+            {
+                return;
+            }
+        })
+        .map_err(NetError::Source)?;
+    let mut feed = Threaded { rx, back };
+    send_loop(d, &mut feed, resumed_from, opts, progress)
+}
+
+/// Chunks read ahead by the source thread.
+const READ_AHEAD: usize = 8;
+
+/// Where the stream's bytes come from.
+enum Chunk {
+    /// Bytes (never empty).
+    Data(Vec<u8>),
+    /// None available now (a slow source).
+    Pending,
+    /// The source ended.
+    Eof,
+}
+
+trait Feed {
+    fn next(&mut self) -> Result<Chunk, NetError>;
+    /// Hands a consumed buffer back for reuse.
+    fn recycle(&mut self, _: Vec<u8>) {}
+}
+
+struct Inline<R> {
+    src: R,
+    buf: Vec<u8>,
+}
+
+impl<R: Read> Feed for Inline<R> {
+    fn next(&mut self) -> Result<Chunk, NetError> {
+        let mut b = std::mem::take(&mut self.buf);
+        b.resize(CHUNK, 0);
+        let n = read_retry(&mut self.src, &mut b)?;
+        if n == 0 {
+            self.buf = b;
+            return Ok(Chunk::Eof);
+        }
+        b.truncate(n);
+        Ok(Chunk::Data(b))
+    }
+    fn recycle(&mut self, b: Vec<u8>) {
+        self.buf = b;
+    }
+}
+
+struct Threaded {
+    rx: mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    back: mpsc::Sender<Vec<u8>>,
+}
+
+impl Feed for Threaded {
+    fn next(&mut self) -> Result<Chunk, NetError> {
+        match self.rx.try_recv() {
+            Ok(Ok(b)) if b.is_empty() => Ok(Chunk::Eof),
+            Ok(Ok(b)) => Ok(Chunk::Data(b)),
+            Ok(Err(e)) => Err(NetError::Source(e)),
+            Err(mpsc::TryRecvError::Empty) => Ok(Chunk::Pending),
+            Err(mpsc::TryRecvError::Disconnected) => Err(NetError::Source(std::io::Error::other(
+                "the thread reading the data to send stopped",
+            ))),
+        }
+    }
+    fn recycle(&mut self, b: Vec<u8>) {
+        let _ = self.back.send(b);
+    }
+}
+
+/// Checks the receiver's prefix, if it holds one (see [`send_stream`]); returns the offset
+/// the stream starts at.
+fn check_resume(d: &mut UdpDriver, src: &mut impl Read) -> Result<u64, NetError> {
+    let Some(r) = d.session().and_then(|s| s.resume()).cloned() else {
+        return Ok(0);
+    };
+    let ours = hash_prefix(src, r.offset).map_err(NetError::Source)?;
+    if ours.as_deref() != Some(r.sha256.as_str()) {
+        d.close(CLOSE_RESUME_MISMATCH);
+        return Err(NetError::ResumeMismatch {
+            offset: r.offset,
+            shorter: ours.is_none(),
+        });
+    }
+    Ok(r.offset)
+}
+
+fn send_loop(
+    d: &mut UdpDriver,
+    feed: &mut dyn Feed,
+    resumed_from: u64,
+    opts: &TransferOptions,
+    progress_fn: &mut dyn FnMut(TransferProgress),
+) -> Result<TransferReport, NetError> {
     let start = StdInstant::now();
-    let mut chunk = vec![0u8; CHUNK];
-    let (mut pos, mut end) = (0usize, 0usize);
+    let mut chunk: Option<(Vec<u8>, usize)> = None;
     let mut eof = false;
     let mut progress = Progress::new(opts.idle_timeout, "waiting for acknowledgements");
     loop {
+        let mut starved = false;
         while !eof {
-            if pos == end {
+            if chunk.is_none() {
                 if conn(d)?.write_capacity() == 0 {
                     break;
                 }
-                let n = read_retry(&mut src, &mut chunk)?;
-                if n == 0 {
-                    eof = true;
-                    conn(d)?.close();
-                    break;
+                match feed.next()? {
+                    Chunk::Data(b) => chunk = Some((b, 0)),
+                    Chunk::Pending => {
+                        starved = true;
+                        break;
+                    }
+                    Chunk::Eof => {
+                        eof = true;
+                        conn(d)?.close();
+                        break;
+                    }
                 }
-                (pos, end) = (0, n);
             }
-            let w = conn(d)?.write(&chunk[pos..end]);
-            pos += w;
-            if w == 0 {
+            let Some((b, pos)) = &mut chunk else { break };
+            let w = conn(d)?.write(&b[*pos..]);
+            *pos += w;
+            if *pos == b.len() {
+                if let Some((b, _)) = chunk.take() {
+                    feed.recycle(b);
+                }
+            } else if w == 0 {
                 break;
             }
         }
@@ -277,18 +461,31 @@ pub fn send_stream(
                 _ => {}
             }
         }
-        let stats = conn(d)?.stats();
-        let acked: u64 = stats.paths.iter().map(|p| p.packets_acked).sum();
         if done {
             break;
         }
+        let c = conn(d)?;
+        let acked = c.data_acked();
+        if starved && acked == c.stats().bytes_written {
+            // Everything written is acknowledged: waiting for the source, not the network.
+            progress.touch();
+        }
         progress.update(acked)?;
-        d.poll_io(TICK)?;
+        progress_fn(TransferProgress {
+            bytes: acked,
+            offset: resumed_from,
+            total: None,
+            elapsed: start.elapsed(),
+        });
+        // A starved loop looks at the source again soon.
+        d.poll_io(if starved { SOURCE_POLL } else { TICK })?;
     }
     let elapsed = start.elapsed();
     d.close(CLOSE_DONE);
     let bytes = conn(d)?.stats().bytes_written;
-    Ok(report(d, Role::Sender, bytes, elapsed))
+    let mut r = report(d, Role::Sender, bytes, elapsed);
+    r.resumed_from = resumed_from;
+    Ok(r)
 }
 
 /// Receives the connection's stream into `dst` until it ends, then lingers (see
@@ -296,8 +493,18 @@ pub fn send_stream(
 /// stream is an error.
 pub fn receive_stream(
     d: &mut UdpDriver,
+    dst: impl Write,
+    opts: &TransferOptions,
+) -> Result<TransferReport, NetError> {
+    receive_stream_observed(d, dst, opts, &mut |_| {})
+}
+
+/// [`receive_stream`], calling `progress` on every turn of its loop.
+pub fn receive_stream_observed(
+    d: &mut UdpDriver,
     mut dst: impl Write,
     opts: &TransferOptions,
+    progress_fn: &mut dyn FnMut(TransferProgress),
 ) -> Result<TransferReport, NetError> {
     let mut first: Option<StdInstant> = None;
     let mut finished: Option<StdInstant> = None;
@@ -326,6 +533,21 @@ pub fn receive_stream(
         if let Some(e) = err {
             return Err(NetError::Sink(e));
         }
+        if let Some(t) = first {
+            let total = d.session().and_then(|s| match s.offer() {
+                Some(crate::Offer {
+                    content: crate::Content::File { size, .. },
+                    ..
+                }) => *size,
+                _ => None,
+            });
+            progress_fn(TransferProgress {
+                bytes,
+                offset: 0,
+                total,
+                elapsed: t.elapsed(),
+            });
+        }
         // Reading frees buffer space: send the window update it may have triggered.
         d.flush();
         let mut closed = None;
@@ -342,6 +564,7 @@ pub fn receive_stream(
                 return finish(d, &mut dst, first, bytes, t)
             }
             (Some(_), None) => {}
+            (None, Some(CLOSE_RESUME_MISMATCH)) => return Err(NetError::ResumeRefused),
             (None, Some(code)) => return Err(NetError::PeerClosed { code }),
             (None, None) => progress.update(bytes)?,
         }

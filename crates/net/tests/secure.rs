@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 use tributary_net::{
-    receive_stream, send_stream, Content, Limits, Listener, NetError, SocketOptions,
+    receive_stream, send_stream, Content, Limits, Listener, NetError, Service, SocketOptions,
     TransferOptions, UdpDriver,
 };
 use tributary_proto::handshake::{generate_keypair, Credentials, Key};
@@ -70,6 +70,7 @@ fn listener(creds: Credentials) -> Listener {
         creds,
         limits: Limits::default(),
         max_connections: 1,
+        service: Service::Files { resume: None },
     }
 }
 
@@ -77,6 +78,7 @@ fn file(size: usize) -> Content {
     Content::File {
         name: Some("f".into()),
         size: Some(size as u64),
+        resumable: false,
     }
 }
 
@@ -130,6 +132,7 @@ fn psk_only_transfer_and_the_receivers_limits() {
                 ..Limits::default()
             },
             max_connections: 4,
+            service: Service::Files { resume: None },
         },
     )
     .unwrap();
@@ -491,6 +494,7 @@ fn concurrent(n: usize, size: usize) {
             creds: psk.clone(),
             limits: Limits::default(),
             max_connections: n,
+            service: Service::Files { resume: None },
         },
     )
     .unwrap();
@@ -589,4 +593,68 @@ fn server_takes_many_concurrent_connections() {
 #[ignore]
 fn thousand_concurrent_transfers() {
     concurrent(1000, 100_000);
+}
+
+/// A replayed INIT costs the receiver no key exchange and no half-open connection, once
+/// the genuine one was accepted (even after that connection ended); fresh INITs still go.
+#[test]
+fn replayed_init_is_dropped_before_any_work() {
+    use tributary_net::Offer;
+    use tributary_proto::handshake::Initiator;
+    let k = pinned();
+    let mut rx = UdpDriver::listen_secure(
+        &[local()],
+        SocketOptions::default(),
+        Listener {
+            max_connections: 4,
+            ..listener(k.server)
+        },
+    )
+    .unwrap();
+    let target = rx.local_addrs()[0];
+    let offer = Offer {
+        config: ConnectionConfig::default(),
+        paths: 1,
+        content: file(10),
+    }
+    .encode()
+    .unwrap();
+    let init = |conn_id: u64, seed: u8| {
+        Initiator::new(&k.client, conn_id, &offer, [seed; 32])
+            .unwrap()
+            .packet()
+            .to_vec()
+    };
+    let poll = |rx: &mut UdpDriver| {
+        for _ in 0..20 {
+            rx.poll_io(Duration::from_millis(10)).unwrap();
+        }
+    };
+    let genuine = init(0x5eed, 1);
+    let a = UdpSocket::bind(local()).unwrap();
+    a.send_to(&genuine, target).unwrap();
+    poll(&mut rx);
+    let id = rx.accept().expect("the genuine INIT is accepted");
+    assert_eq!((id, rx.stats().handshakes_accepted), (0x5eed, 1));
+    // The connection ends; the INIT is replayed from elsewhere.
+    rx.remove(id);
+    let b = UdpSocket::bind(local()).unwrap();
+    b.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    b.send_to(&genuine, target).unwrap();
+    poll(&mut rx);
+    let s = rx.stats();
+    assert_eq!(s.handshakes_replayed, 1, "{s:?}");
+    assert_eq!(s.handshakes_accepted, 1, "the replay was accepted");
+    assert_eq!(rx.session_count(), 0, "a half-open connection was created");
+    assert!(rx.accept().is_none());
+    assert!(
+        b.recv_from(&mut [0u8; 2048]).is_err(),
+        "the replay was answered"
+    );
+    // A fresh INIT (new ephemeral key) with the same connection id is accepted.
+    a.send_to(&init(0x5eed, 2), target).unwrap();
+    poll(&mut rx);
+    assert_eq!(rx.accept(), Some(0x5eed));
+    assert_eq!(rx.stats().handshakes_accepted, 2);
 }

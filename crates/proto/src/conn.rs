@@ -633,6 +633,11 @@ impl Connection {
         self.all_acked
     }
 
+    /// Stream bytes the peer has acknowledged cumulatively (it holds every byte below).
+    pub fn data_acked(&self) -> u64 {
+        self.peer_data_ack
+    }
+
     /// Receive-buffer occupancy now (bytes held: out of order plus unread).
     pub fn buffer_occupancy(&self) -> u64 {
         self.recv_buf.held()
@@ -663,32 +668,57 @@ impl Connection {
 
     // ------------------------------------------------------------------ network input
 
-    /// Processes one received datagram.
+    /// Processes one received datagram. A protected connection decrypts a copy of it (in a
+    /// buffer it keeps); [`handle_datagram_mut`](Self::handle_datagram_mut) saves that copy.
     pub fn handle_datagram(
         &mut self,
         now: Instant,
         data: &[u8],
     ) -> Result<Received, DatagramError> {
-        if let Some(mut prot) = self.protect.take() {
-            let mut scratch = std::mem::take(&mut prot.scratch);
-            let res = match prot.open(data, &mut scratch) {
-                Ok((hdr, at, _)) => {
-                    let r = self.handle_packet(now, hdr, &scratch[at..]);
-                    self.count_result(now, r, hdr, &scratch[at..])
-                }
-                Err(e) => {
-                    match e {
-                        ProtectError::Wire(_) => self.stats.malformed += 1,
-                        ProtectError::Replay { .. } => self.stats.replays += 1,
-                        ProtectError::Auth => self.stats.auth_failures += 1,
-                    }
-                    Err(DatagramError::Protection(e))
-                }
-            };
+        let Some(prot) = &mut self.protect else {
+            return self.handle_plain(now, data);
+        };
+        let mut scratch = std::mem::take(&mut prot.scratch);
+        scratch.clear();
+        scratch.extend_from_slice(data);
+        let res = self.handle_datagram_mut(now, &mut scratch);
+        if let Some(prot) = &mut self.protect {
             prot.scratch = scratch;
-            self.protect = Some(prot);
-            return res;
         }
+        res
+    }
+
+    /// Processes one received datagram that may be overwritten: a protected connection
+    /// decrypts it in place (no copy), so the bytes of `data` are unspecified afterwards.
+    /// Otherwise the same as [`handle_datagram`](Self::handle_datagram).
+    pub fn handle_datagram_mut(
+        &mut self,
+        now: Instant,
+        data: &mut [u8],
+    ) -> Result<Received, DatagramError> {
+        let Some(mut prot) = self.protect.take() else {
+            return self.handle_plain(now, data);
+        };
+        let res = match prot.open_in_place(data) {
+            Ok((hdr, frames, _)) => {
+                let frames = &data[frames];
+                let r = self.handle_packet(now, hdr, frames);
+                self.count_result(now, r, hdr, frames)
+            }
+            Err(e) => {
+                match e {
+                    ProtectError::Wire(_) => self.stats.malformed += 1,
+                    ProtectError::Replay { .. } => self.stats.replays += 1,
+                    ProtectError::Auth => self.stats.auth_failures += 1,
+                }
+                Err(DatagramError::Protection(e))
+            }
+        };
+        self.protect = Some(prot);
+        res
+    }
+
+    fn handle_plain(&mut self, now: Instant, data: &[u8]) -> Result<Received, DatagramError> {
         let (hdr, payload) = match wire::parse_packet(data) {
             Ok(x) => x,
             Err(e) => {

@@ -246,38 +246,64 @@ impl Protection {
         Ok(())
     }
 
-    /// Opens `datagram` into `out` (cleared first): checks the replay window, decrypts and
-    /// authenticates, then records the packet number. Returns the header, the offset of the
-    /// frames in `out`, and whether it is the newest packet of its path.
+    /// Opens `datagram` into `out` (cleared first): a copy of it, then
+    /// [`open_in_place`](Self::open_in_place) on the copy. Returns the header, the offset of
+    /// the frames in `out`, and whether it is the newest packet of its path.
     pub fn open(
         &mut self,
         datagram: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(Header, usize, bool), ProtectError> {
+        // Refuse what the window or the length refuses before copying anything.
+        self.precheck(datagram)?;
+        out.clear();
+        out.extend_from_slice(datagram);
+        let (hdr, frames, newest) = self.open_in_place(out)?;
+        out.truncate(frames.end);
+        Ok((hdr, frames.start, newest))
+    }
+
+    /// Opens `datagram` where it lies: checks the replay window, decrypts the frames in
+    /// place and authenticates them with the header, then records the packet number.
+    /// Returns the header, where the plaintext frames are in `datagram`, and whether it is
+    /// the newest packet of its path. The bytes of `datagram` are overwritten (on failure
+    /// too: their contents are then unspecified).
+    pub fn open_in_place(
+        &mut self,
+        datagram: &mut [u8],
+    ) -> Result<(Header, std::ops::Range<usize>, bool), ProtectError> {
+        let (hdr, hlen) = self.precheck(datagram)?;
+        let (aad, sealed) = datagram.split_at_mut(hlen);
+        let n = self
+            .recv
+            .open(SPACE_DATA, hdr.path, hdr.pn, aad, sealed)?
+            .len();
+        let p = usize::from(hdr.path);
+        if self.windows.len() <= p {
+            self.windows.resize_with(p + 1, ReplayWindow::default);
+        }
+        let newest = self.windows[p].accept(hdr.pn);
+        Ok((hdr, hlen..hlen + n, newest))
+    }
+
+    /// The header and its length, if the datagram is long enough for a tag and its packet
+    /// number passes the replay window (no cryptography yet).
+    fn precheck(&self, datagram: &[u8]) -> Result<(Header, usize), ProtectError> {
         let (hdr, hlen) = wire::parse_header(datagram)?;
         if datagram.len() < hlen + TAG_LEN {
             return Err(WireError::Truncated("authentication tag").into());
         }
-        let p = usize::from(hdr.path);
-        if self.windows.get(p).is_some_and(|w| !w.check(hdr.pn)) {
+        if self
+            .windows
+            .get(usize::from(hdr.path))
+            .is_some_and(|w| !w.check(hdr.pn))
+        {
             return Err(ProtectError::Replay {
                 path: hdr.path,
                 pn: hdr.pn,
             });
         }
-        out.clear();
-        out.extend_from_slice(datagram);
-        let (aad, sealed) = out.split_at_mut(hlen);
-        let n = self
-            .recv
-            .open(SPACE_DATA, hdr.path, hdr.pn, aad, sealed)?
-            .len();
-        out.truncate(hlen + n);
-        if self.windows.len() <= p {
-            self.windows.resize_with(p + 1, ReplayWindow::default);
-        }
-        let newest = self.windows[p].accept(hdr.pn);
-        Ok((hdr, hlen, newest))
+        Ok((hdr, hlen))
     }
 }
 
@@ -408,9 +434,32 @@ mod tests {
         a.seal(&mut own).unwrap();
         let mut a2 = Protection::new(&ka);
         assert_eq!(a2.open(&own, &mut out), Err(ProtectError::Auth));
+        // In place: the same plaintext where the datagram lies, and the same refusals.
+        let mut c = Protection::new(&kb);
+        let mut pkt2 = packet(1, 43, b"in place");
+        a.seal(&mut pkt2).unwrap();
+        let mut copy = pkt2.clone();
+        let (h, frames, newest) = c.open_in_place(&mut copy).unwrap();
+        assert_eq!((h.pn, newest), (43, true));
+        assert_eq!(
+            wire::FrameIter::new(&copy[frames]).next().unwrap().unwrap(),
+            wire::Frame::Data {
+                offset: 0,
+                data: b"in place"
+            }
+        );
+        let mut again = pkt2.clone();
+        assert!(matches!(
+            c.open_in_place(&mut again),
+            Err(ProtectError::Replay { path: 1, pn: 43 })
+        ));
+        let mut bad = pkt2.clone();
+        bad[3] ^= 1;
+        assert!(Protection::new(&kb).open_in_place(&mut bad).is_err());
         // Truncated datagrams are refused, never panic.
         for n in 0..pkt.len() {
             let _ = Protection::new(&kb).open(&pkt[..n], &mut out);
+            let _ = Protection::new(&kb).open_in_place(&mut pkt.clone()[..n]);
         }
     }
 }

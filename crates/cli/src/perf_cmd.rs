@@ -1,0 +1,299 @@
+//! `tributary perf`: memory-to-memory throughput tests with iperf3's habits (`-s` server,
+//! `-t` duration, `-i` interval, `-R` reverse, `-J` JSON), per path. See `docs/udp.md`.
+
+use crate::net_cmds::{parse_addr, parse_path, parse_secs, ConnArgs};
+use anyhow::bail;
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use tributary_net::keys;
+use tributary_net::perf::{Interval, PathSample, Side};
+use tributary_net::{
+    Content, Listener, PerfOptions, PerfReport, ServerEvent, Service, TransferOptions, UdpDriver,
+};
+
+/// Arguments of `tributary perf`.
+#[derive(Args, Debug)]
+pub struct PerfArgs {
+    /// Run as a server: take tests on the --listen addresses until interrupted.
+    #[arg(short = 's', long, requires = "listen", conflicts_with_all = ["paths", "reverse", "json"])]
+    pub server: bool,
+    /// Server: local address to listen on (repeat for more).
+    #[arg(long = "listen", value_name = "ADDR", value_parser = parse_addr)]
+    pub listen: Vec<SocketAddr>,
+    /// Client: one path LOCAL=REMOTE (repeat for more; path i is the i-th).
+    #[arg(long = "path", value_name = "LOCAL=REMOTE", value_parser = parse_path,
+          required_unless_present = "server")]
+    pub paths: Vec<(SocketAddr, SocketAddr)>,
+    /// Client: seconds to send.
+    #[arg(short = 't', long = "time", default_value_t = 10.0, value_parser = parse_secs)]
+    pub time: f64,
+    /// Seconds between reports.
+    #[arg(short = 'i', long, default_value_t = 1.0, value_parser = parse_secs)]
+    pub interval: f64,
+    /// Client: the server sends and the client receives.
+    #[arg(short = 'R', long)]
+    pub reverse: bool,
+    /// Client: print the whole report as JSON at the end instead of text as it goes.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+    /// Client: the server's public key file (pinned).
+    #[arg(long, value_name = "FILE")]
+    pub peer_key: Option<PathBuf>,
+    /// Server: file of the client public keys to accept.
+    #[arg(long, value_name = "FILE")]
+    pub peers: Option<PathBuf>,
+    /// Server: longest test accepted, seconds.
+    #[arg(long, default_value_t = 3600.0, value_parser = parse_secs)]
+    pub max_time: f64,
+    /// Server: most tests at once.
+    #[arg(long, default_value_t = 16)]
+    pub max_connections: usize,
+    /// Server: handle one test, then exit.
+    #[arg(short = '1', long)]
+    pub one_off: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// `tributary perf`.
+pub fn perf(a: PerfArgs) -> anyhow::Result<()> {
+    if a.server {
+        server(&a)
+    } else {
+        client(&a)
+    }
+}
+
+fn client(a: &PerfArgs) -> anyhow::Result<()> {
+    if a.reverse && a.conn.insecure {
+        bail!("-R needs the handshake (it carries the request to the server): drop --insecure");
+    }
+    let cfg = a.conn.config(a.paths.len())?;
+    let peers = match &a.peer_key {
+        Some(p) => vec![keys::read_key(p, "server public key")?],
+        None => Vec::new(),
+    };
+    let creds = a.conn.credentials(peers, "--peer-key")?;
+    let duration = Duration::from_secs_f64(a.time);
+    let mut d = match &creds {
+        None => UdpDriver::connect(cfg, &a.paths, a.conn.sockets())?,
+        Some(c) => UdpDriver::connect_secure(
+            cfg,
+            &a.paths,
+            a.conn.sockets(),
+            c,
+            Content::Perf {
+                reverse: a.reverse,
+                duration_ms: duration.as_millis().try_into().unwrap_or(u64::MAX),
+            },
+        )?,
+    };
+    let opts = PerfOptions {
+        duration,
+        interval: Duration::from_secs_f64(a.interval),
+        reverse: a.reverse,
+        idle_timeout: a.conn.timeout(),
+    };
+    if !a.json {
+        let remotes: Vec<String> = a.paths.iter().map(|p| p.1.to_string()).collect();
+        println!(
+            "tributary perf to {} ({} path(s), {}, {}{}), {} for {:.1} s",
+            remotes.join(", "),
+            a.paths.len(),
+            a.conn.scheme.name(),
+            a.conn.cc.name(),
+            if creds.is_some() { "" } else { ", insecure" },
+            if a.reverse {
+                "receiving (-R)"
+            } else {
+                "sending"
+            },
+            a.time
+        );
+        println!("{}", header());
+    }
+    let json = a.json;
+    let r = tributary_net::perf_client(&mut d, &opts, &mut |i| {
+        if !json {
+            print_interval(i);
+        }
+    })?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print_summary(&r);
+    }
+    Ok(())
+}
+
+fn header() -> String {
+    format!(
+        "{:>13}  {:<6} {:>12} {:>10} {:>9} {:>10} {:>6}",
+        "interval s", "path", "bytes", "Mbit/s", "rtt ms", "cwnd", "lost"
+    )
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or("-".into(), |v| v.to_string())
+}
+
+fn path_line(span: &str, p: &PathSample) -> String {
+    format!(
+        "{span:>13}  {:<6} {:>12} {:>10.1} {:>9} {:>10} {:>6}",
+        p.path,
+        p.bytes,
+        p.mbps,
+        opt(p.rtt_ms.map(|r| format!("{r:.2}"))),
+        opt(p.cwnd),
+        opt(p.lost)
+    )
+}
+
+fn print_interval(i: &Interval) {
+    let span = format!("{:.2}-{:.2}", i.start, i.end);
+    for p in &i.paths {
+        println!("{}", path_line(&span, p));
+    }
+    if i.paths.len() != 1 {
+        println!("{span:>13}  {:<6} {:>12} {:>10.1}", "all", i.bytes, i.mbps);
+    }
+}
+
+fn print_side(name: &str, s: &Side) {
+    let span = format!("0.00-{:.2}", s.seconds);
+    for p in &s.paths {
+        println!(
+            "{span:>13}  {:<6} {:>12} {:>10.1} {:>9} {:>10} {:>6}",
+            p.path,
+            p.bytes,
+            p.mbps,
+            "",
+            "",
+            opt(p.lost)
+        );
+    }
+    println!(
+        "{span:>13}  {:<6} {:>12} {:>10.1}  {name} (stream bytes, goodput)",
+        "all", s.bytes, s.mbps
+    );
+}
+
+fn print_summary(r: &PerfReport) {
+    println!("- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -");
+    match &r.remote {
+        Some(sender) => {
+            println!("sender (the server), as it reported:");
+            for i in &sender.intervals {
+                print_interval(i);
+            }
+            print_side("sender", sender);
+            println!("receiver (this end):");
+            print_side("receiver", &r.local);
+        }
+        None => print_side(if r.reverse { "receiver" } else { "sender" }, &r.local),
+    }
+}
+
+fn server(a: &PerfArgs) -> anyhow::Result<()> {
+    let peers = match &a.peers {
+        Some(p) => keys::read_key_list(p)?,
+        None => Vec::new(),
+    };
+    let creds = a.conn.credentials(peers, "--peers")?;
+    let interval = Duration::from_secs_f64(a.interval);
+    let Some(creds) = creds else {
+        return insecure_server(a);
+    };
+    let mut d = UdpDriver::listen_secure(
+        &a.listen,
+        a.conn.sockets(),
+        Listener {
+            creds,
+            limits: a.conn.limits(),
+            max_connections: a.max_connections,
+            service: Service::Perf {
+                max_duration: Duration::from_secs_f64(a.max_time),
+            },
+        },
+    )?;
+    let addrs: Vec<String> = d.local_addrs().iter().map(|s| s.to_string()).collect();
+    eprintln!("perf server listening on {}", addrs.join(", "));
+    let stop = AtomicBool::new(false);
+    tributary_net::perf_serve(
+        &mut d,
+        a.conn.timeout(),
+        interval,
+        &stop,
+        a.one_off.then_some(1),
+        |e| match e {
+            ServerEvent::Accepted { id, from, offer } => {
+                let (reverse, ms) = match offer.content {
+                    Content::Perf {
+                        reverse,
+                        duration_ms,
+                    } => (reverse, duration_ms),
+                    Content::File { .. } => (false, 0),
+                };
+                eprintln!(
+                    "{id:016x}: test from {} ({}, {}, {} path(s), {:.1} s{})",
+                    from.map_or("?".into(), |f| f.to_string()),
+                    offer.config.scheme.name(),
+                    offer.config.cc.name(),
+                    offer.paths,
+                    ms as f64 / 1e3,
+                    if reverse { ", reverse: sending" } else { "" }
+                )
+            }
+            ServerEvent::Failed { id, bytes, error } => {
+                eprintln!("{id:016x}: failed after {bytes} bytes: {error}")
+            }
+            ServerEvent::Refused(r) => eprintln!("refused {}: {}", r.from, r.reason),
+            ServerEvent::Done { .. } => {}
+        },
+        |done| {
+            eprintln!(
+                "{:016x}: done, {} {} bytes in {:.2} s: {:.1} Mbit/s",
+                done.id,
+                if done.reverse { "sent" } else { "received" },
+                done.side.bytes,
+                done.side.seconds,
+                done.side.mbps
+            );
+        },
+    )?;
+    Ok(())
+}
+
+/// `--insecure`: no handshake, so no request: forward tests only, one at a time, both ends
+/// configured alike.
+fn insecure_server(a: &PerfArgs) -> anyhow::Result<()> {
+    let opts = TransferOptions {
+        idle_timeout: a.conn.timeout(),
+        linger: Duration::from_secs(2),
+    };
+    loop {
+        let mut d = UdpDriver::listen(a.conn.config(0)?, &a.listen, a.conn.sockets())?;
+        let addrs: Vec<String> = d.local_addrs().iter().map(|s| s.to_string()).collect();
+        eprintln!(
+            "perf server listening on {} (insecure: forward tests only)",
+            addrs.join(", ")
+        );
+        // Waits for the client as long as it takes.
+        let r = loop {
+            match tributary_net::receive_stream(&mut d, std::io::sink(), &opts) {
+                Err(tributary_net::NetError::Idle { .. }) if d.stats().datagrams_received == 0 => {}
+                r => break r,
+            }
+        };
+        match r {
+            Ok(r) => eprintln!("done, {r}"),
+            Err(e) => eprintln!("failed: {e}"),
+        }
+        if a.one_off {
+            return Ok(());
+        }
+    }
+}
