@@ -428,12 +428,8 @@ impl Family for Schemes {
 pub type SchemeConfig = Choice<Schemes>;
 
 /// Every scheme selectable by name: one line per scheme.
-pub static SCHEMES: &[Entry<dyn SchemeFactory>] = &[
-    arq::TCP,
-    arq::MPTCP,
-    fmtcp::ENTRY,
-    ncmptcp::ENTRY,
-];
+pub static SCHEMES: &[Entry<dyn SchemeFactory>] =
+    &[arq::TCP, arq::MPTCP, fmtcp::ENTRY, ncmptcp::ENTRY];
 
 #[cfg(test)]
 mod tests {

@@ -346,7 +346,8 @@ pub fn choose_nc(paths: &[PathModel], current: Option<usize>) -> Option<usize> {
 pub struct NcStats {
     /// Generations opened (sender).
     pub generations: u64,
-    /// Generations decoded (receiver), or reported decoded (sender).
+    /// Generations decoded (receiver), or reported decoded by FEEDBACK before the cumulative
+    /// acknowledgement passed them (sender).
     pub generations_decoded: u64,
     /// Source segments of the generations opened.
     pub source_segments: u64,
@@ -358,8 +359,6 @@ pub struct NcStats {
     pub coded_sent: u64,
     /// Coded segments sent to repair a generation (after losses or overdue packets).
     pub coded_repairs: u64,
-    /// Packets counted out because they were overdue (module docs).
-    pub overdue: u64,
     /// Times the NC subflow changed (automatic choice).
     pub nc_switches: u64,
     /// Symbols received (receiver).
@@ -418,30 +417,26 @@ impl TxGen {
         base + self.boost
     }
 
-    fn needs_packets(&self, paths: &[PathModel], now: Instant) -> bool {
+    /// Whether Eq. 4 fails for what is outstanding; `paths[i]` = (arrival probability
+    /// 1 − p_i^max, packets sent before this time are overdue).
+    fn needs_packets(&self, paths: &[(f64, Instant)]) -> bool {
         let need = self.need();
         if need == 0 {
             return false;
         }
-        let q = self.out.iter().map(|o| {
-            let Some(m) = paths.get(o.path) else {
-                return 0.0;
-            };
-            if overdue(o.sent, m.rtt, now) {
-                0.0
-            } else {
-                1.0 - m.loss_max
-            }
+        let q = self.out.iter().map(|o| match paths.get(o.path) {
+            Some(&(q, due)) if o.sent >= due => q,
+            _ => 0.0,
         });
         !eq4_holds(q, need)
     }
 }
 
-/// Whether a packet sent at `sent` on a path of RTT `rtt` seconds should have been
-/// acknowledged by `now` (5/4·R + 25 ms).
-fn overdue(sent: Instant, rtt: f64, now: Instant) -> bool {
+/// Packets sent before the returned time on a path of RTT `rtt` seconds should have been
+/// acknowledged by `now` (they were sent more than 5/4·R + 25 ms ago).
+fn overdue_before(rtt: f64, now: Instant) -> Instant {
     let wait = Duration::from_secs_f64(rtt * 1.25 + 0.025);
-    now.saturating_since(sent) > wait
+    Instant::from_nanos(now.as_nanos().saturating_sub(wait.as_nanos()))
 }
 
 /// Sending half of `nc-mptcp`.
@@ -724,8 +719,12 @@ impl SchemeSender for NcSender {
         // S_f: the first generation still being allocated.
         let mut first_open = None;
         let mut needs = Vec::with_capacity(self.gens.len());
+        let arrival: Vec<(f64, Instant)> = models
+            .iter()
+            .map(|m| (1.0 - m.loss_max, overdue_before(m.rtt, now)))
+            .collect();
         for (gi, g) in self.gens.iter_mut().enumerate() {
-            let n = g.needs_packets(&models, now);
+            let n = g.needs_packets(&arrival);
             if !n && !g.decoded && !g.out.is_empty() {
                 g.satisfied_once = true;
             }
@@ -735,12 +734,13 @@ impl SchemeSender for NcSender {
             needs.push(n);
         }
         // (1) Repairs, oldest first.
-        for gi in 0..self.gens.len() {
-            if needs[gi] && self.gens[gi].satisfied_once {
-                let c = self.gens[gi].k;
-                if let Some(n) = self.candidate(gi, nc, c, true) {
-                    return self.emit(ctx, gi, n, path, true, pkt);
-                }
+        let repairs: Vec<usize> = (0..self.gens.len())
+            .filter(|&gi| needs[gi] && self.gens[gi].satisfied_once)
+            .collect();
+        for gi in repairs {
+            let c = self.gens[gi].k;
+            if let Some(n) = self.candidate(gi, nc, c, true) {
+                return self.emit(ctx, gi, n, path, true, pkt);
             }
         }
         // (2) From Eq. 3's target on; (3) before it.
@@ -909,7 +909,9 @@ impl NcReceiver {
         let k = (len as usize).div_ceil(t);
         if let Coding::Coefficients(c) = s.coding {
             if c.len() != k {
-                return Err(SchemeError::Invalid("coefficient count is not the generation size"));
+                return Err(SchemeError::Invalid(
+                    "coefficient count is not the generation size",
+                ));
             }
         }
         if end <= ctx.recv_buf.contiguous_end() || self.done.contains(&s.block) {
