@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Tables for docs/experiments/nc-mptcp.md from `tributary run ... --json FILE` output.
 
-Usage: summary.py FILE.json
+Usage: summary.py FILE.json (or FILE.json.gz)
 
 One row per sweep point: goodput (Mbit/s) of every variant as mean ± 95 % CI over the
 repetitions (Student t), the ratio of the nc-mptcp mean to each MPTCP variant's mean, and
 nc-mptcp's redundancy from its own counters (`flows[].scheme.sender`): packets sent
 (regular first + regular resent + coded) per source segment − 1.
 """
+import gzip
 import json
 import math
 import sys
@@ -27,7 +28,8 @@ def ci(xs):
 
 
 def main():
-    d = json.load(open(sys.argv[1]))
+    path = sys.argv[1]
+    d = json.load(gzip.open(path, "rt") if path.endswith(".gz") else open(path))
     good = defaultdict(list)
     red = defaultdict(list)
     for r in d["runs"]:
