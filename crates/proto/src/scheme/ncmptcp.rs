@@ -65,9 +65,12 @@
 //! before any new data on every subflow (a regular one retransmits a lost source segment, an NC
 //! one sends a new combination, innovative for whatever is missing). Otherwise the subflows go
 //! on with the next data. A regular segment lost is thus always repaired before new data, as
-//! MPTCP retransmits it, but by whichever subflow can send first — so NC-MPTCP does no worse
-//! than MPTCP. When the engine reports the stream head stalled, the head generation owes one
-//! more packet.
+//! MPTCP retransmits it, but by whichever subflow can send first; this is the paper's argument
+//! that NC-MPTCP does no worse than MPTCP. Measured, it can do worse: Eq. 4's proactive
+//! redundancy costs about one packet per generation whenever the loss estimate is above zero,
+//! and a slow regular subflow's late segments trigger needless repairs
+//! (docs/experiments/nc-mptcp.md). When the engine reports the stream head stalled, the head
+//! generation owes one more packet.
 //!
 //! **Receiver.** One progressive RLNC decoder per generation inside the receive window;
 //! regular segments enter it as unit vectors. Every source segment that becomes known (a
