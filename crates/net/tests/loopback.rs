@@ -120,6 +120,24 @@ fn tcp_over_one_path() {
 }
 
 #[test]
+fn nc_mptcp_over_two_paths() {
+    // The coded scheme over real sockets: one NC and one regular subflow (the automatic
+    // rule), generations decoded and delivered in order, every byte exact.
+    let cfg = ConnectionConfig {
+        scheme: SchemeConfig::named("nc-mptcp").unwrap(),
+        ..ConnectionConfig::default()
+    };
+    let data = payload((4 << 20) + 1234, 7);
+    let (s, r, out) = transfer(cfg, 2, &data);
+    assert!(out == data, "received bytes differ from sent bytes");
+    assert_eq!(r.bytes, data.len() as u64);
+    assert_eq!(s.paths.len(), 2);
+    for p in &r.paths {
+        assert!(p.packets_received > 0, "path {} unused: {r}", p.path);
+    }
+}
+
+#[test]
 fn empty_stream_completes() {
     let (s, r, out) = transfer(ConnectionConfig::default(), 1, &[]);
     assert!(out.is_empty());

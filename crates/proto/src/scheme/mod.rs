@@ -28,9 +28,11 @@
 
 mod arq;
 pub mod fmtcp;
+pub mod ncmptcp;
 
 pub use arq::{ArqConfig, ArqReceiver, ArqSender, TcpConfig};
 pub use fmtcp::{CodingStats, FmtcpConfig};
+pub use ncmptcp::NcMptcpConfig;
 
 use crate::buffer::{RecvBuffer, SendBuffer};
 use crate::config::ConnectionConfig;
@@ -426,7 +428,8 @@ impl Family for Schemes {
 pub type SchemeConfig = Choice<Schemes>;
 
 /// Every scheme selectable by name: one line per scheme.
-pub static SCHEMES: &[Entry<dyn SchemeFactory>] = &[arq::TCP, arq::MPTCP, fmtcp::ENTRY];
+pub static SCHEMES: &[Entry<dyn SchemeFactory>] =
+    &[arq::TCP, arq::MPTCP, fmtcp::ENTRY, ncmptcp::ENTRY];
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,1088 @@
+//! `nc-mptcp`: network-coded subflows beside regular ones, after Li, Lukyanenko and Cui,
+//! "Network Coding Based Multipath TCP" (`shared/papers/nc-mptcp.txt`; equations cited by
+//! their number there).
+//!
+//! **Generations (§III, Definition 1).** The stream is cut into generations of
+//! `generation_size` segments of T bytes, T = MSS − 16 (room for the SYMBOL frame header and a
+//! length field); generation `g` covers stream bytes `[g·G·T, (g+1)·G·T)`, the last one may be
+//! shorter (it then carries its byte length in the SYMBOL frame's seed field, fmtcp's
+//! convention). Every packet carries one SYMBOL frame: block = generation, id = n. With k the
+//! generation's segment count, `n < k` is *source segment n itself* (a unit vector: what
+//! regular subflows send) and `n ≥ k` is the random linear combination over GF(2^8) whose
+//! coefficients the codec expands from seed n (`tributary_codec::rlnc`, systematic numbering:
+//! what NC subflows send). A full generation may also arrive with explicit coefficients
+//! (`Coding::Coefficients`, k bytes); this sender never sends them, the receiver accepts them
+//! (recoding is legal RLNC) and refuses any other length.
+//!
+//! **Which subflows are NC (§IV-C).** `nc_paths` lists them explicitly; empty (the default)
+//! applies the paper's rule: with two or more active paths, the one with the largest rate
+//! estimate X (below) is the NC subflow — "selecting the relatively fast subflow as a NC
+//! subflow is always a better choice" — provided Eq. 10 holds (R_r/R_n ≥ 0.03 for every regular
+//! subflow r; otherwise the next fastest that satisfies it). The choice is re-evaluated on every
+//! packet with 25 % hysteresis (another path must be 1.25× faster to take over), so roles follow
+//! the paths. With one path there is no NC subflow: the scheme is ARQ over source segments.
+//!
+//! **Estimators.** R_i = smoothed RTT (the RTO before a sample); p̂_i = the path's loss-rate
+//! estimate ([`PathView::loss_rate`], EWMA over W = 100 packets) floored at 10⁻⁴ (the lower end
+//! of §IV-C's range); X_i (Eq. 1, in segments per second) = min(1/(R_i√p̂_i), cwnd_i/R_i): Eq. 1
+//! ignores the link rate (at p = 10⁻⁴ and 120 ms it predicts 100 segments per RTT on a
+//! 5 Mbit/s path), so it is capped by what the window actually sends. The loss range of
+//! §IV-B is the estimator's sampling range, p ∈ (p̂ − zσ, p̂ + zσ) with σ = √(p̂(1−p̂)/W),
+//! `z` = 2 by default, clamped to (10⁻⁴, 0.5) (§IV-C's range).
+//!
+//! **Scheduling (§IV-A, Eqs. 1–3).** S_f (first unsent segment) = k·(first generation still
+//! being allocated) + the packets already allocated to it. A path i with window space aims at
+//! S_s = S_f + Σ_{R_j > R_i} X_j·(R_j − R_i)/2 (Eq. 3), so faster subflows work ahead and the
+//! slower ones fill the segments before, and all finish a generation in about the same
+//! interval. Path i then serves, in this order: (1) a generation being *repaired* (see below),
+//! oldest first; (2) the first generation at or after S_s's that still needs packets; (3) an
+//! earlier one that needs packets. A regular subflow contributes a lost source segment of it
+//! (retransmission), else its next unsent source segment, else nothing (it never sends more than
+//! the k source segments: redundancy is the NC subflows' job, which is what Eq. 5 says); an NC
+//! subflow contributes a fresh coded segment. Generations are opened only when they lie wholly
+//! below the peer's flow-control limit.
+//!
+//! **Redundancy (§IV-B, Theorems 1–2).** A generation needs `need` = k − (innovative packets
+//! the receiver is known to hold: the larger of its reported rank r(D) and the acknowledged
+//! packets) more packets. It "needs packets" until Eq. 4 holds for what is outstanding, with
+//! every packet counted at its path's worst-case loss p^max:
+//! `Σ_outstanding (1 − p_i^max) ≥ need` — Eq. 4, `|C|(1−p_n) + |G'|(1−p_r) ≥ |G|`, applied to
+//! the packets whose fate is open. So the redundancy follows the estimated loss ranges, as
+//! Theorem 2 prescribes its minimum |G'|. Theorem 2 with Eq. 6 (the planned split of a
+//! generation between regular and NC subflows from Eq. 1's rate ratio) is computed by
+//! [`theorem2_regular`] and [`eq6_coded`]; with `plan = true` a regular subflow sends at most
+//! ⌈|G'|⌉ first-time source segments of a generation (Theorem 2's split); by default
+//! (`plan = false`) the split is the one the paths' actual sending produces, because Eq. 1's
+//! rates ignore link capacity (docs/experiments/nc-mptcp.md compares both).
+//!
+//! **Retransmit or send the next (§IV-B, last paragraph).** Every ACK carries the receiver's
+//! decoding-matrix status (a FEEDBACK frame per open generation: rank, decoded flag), and the
+//! receiver asks for an immediate ACK when a generation completes, so the fastest subflow's
+//! ACKs carry it first. A packet outstanding longer than 5/4·R + 25 ms on its path (the ACK
+//! should have come: RACK's idea, RFC 8985 §6.2, with the delayed-ACK timer as slack) is
+//! no longer counted as arriving, and a packet declared lost is removed; if Eq. 4 then fails
+//! for a generation that had been fully allocated, the generation is being *repaired*: it goes
+//! before any new data on every subflow (a regular one retransmits a lost source segment, an NC
+//! one sends a new combination, innovative for whatever is missing). Otherwise the subflows go
+//! on with the next data. A regular segment lost is thus always repaired before new data, as
+//! MPTCP retransmits it, but by whichever subflow can send first; this is the paper's argument
+//! that NC-MPTCP does no worse than MPTCP. Measured, it can do worse: Eq. 4's proactive
+//! redundancy costs about one packet per generation whenever the loss estimate is above zero,
+//! and a slow regular subflow's late segments trigger needless repairs
+//! (docs/experiments/nc-mptcp.md). When the engine reports the stream head stalled, the head
+//! generation owes one more packet.
+//!
+//! **Receiver.** One progressive RLNC decoder per generation inside the receive window;
+//! regular segments enter it as unit vectors. Every source segment that becomes known (a
+//! regular segment at once, coded ones as the matrix reduces) is inserted into the receive
+//! buffer at its stream offset, so in-order delivery and flow control are the engine's.
+//! Symbols of generations already decoded or below the in-order point are dropped and counted
+//! (`late_symbols`); non-innovative ones are counted (`non_innovative`). Symbols of the wrong
+//! size, generations beyond the receive window or the stream end or overflowing the offset
+//! space, inconsistent lengths, explicit coefficients of the wrong length are refused (the
+//! engine counts them, `frames_rejected`); FEEDBACK naming a generation never sent, a rank
+//! above the generation's size ("rank overflow") or above the packets sent is refused
+//! (`feedback_rejected`). The transport is not authenticated without `protect`: a well-formed
+//! forged symbol is indistinguishable from a real one, as a forged DATA frame is for `mptcp`.
+
+use super::{
+    FrameSource, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver,
+    SchemeSender, SendCtx, SentInfo,
+};
+use crate::config::ConnectionConfig;
+use crate::path::PathView;
+use crate::registry::{self, Entry, Factory, OptionDoc, Options};
+use crate::time::{Duration, Instant};
+use crate::wire::{Coding, FeedbackFrame, Frame, PacketWriter, SymbolFrame};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use tributary_codec::rlnc::{self, RlncConfig, RlncDecoder, RlncEncoder};
+
+/// Bytes of the MSS left for the SYMBOL frame header (type, generation, id, coding, the length
+/// of a short final generation, payload length).
+const SYMBOL_OVERHEAD: usize = 16;
+/// Loss rates are kept in §IV-C's range (0.0001, 0.5).
+const P_MIN: f64 = 1e-4;
+/// Upper end of the loss range.
+const P_MAX: f64 = 0.5;
+/// Packets the path's loss estimator averages over (W).
+const LOSS_WINDOW: f64 = 100.0;
+/// Another path must be this much faster to become the NC subflow.
+const HYSTERESIS: f64 = 1.25;
+/// Eq. 10: R_r/R_n ≥ 0.03.
+const EQ10_MIN_RATIO: f64 = 0.03;
+/// Feedback frames per ACK (oldest generations first).
+const MAX_FEEDBACK: usize = 8;
+
+/// Options of the `nc-mptcp` scheme.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NcMptcpConfig {
+    /// Segments per generation, |G|.
+    pub generation_size: usize,
+    /// The NC subflows by path index; empty = the paper's rule (the fastest subflow, Eq. 10).
+    pub nc_paths: Vec<usize>,
+    /// Width of the loss range in standard deviations of the estimator (module docs).
+    pub z: f64,
+    /// Eq. 3 offsets (false: every path starts at S_f).
+    pub offset: bool,
+    /// Cap each generation's regular share at Theorem 2's |G'| (Eq. 1 rates).
+    pub plan: bool,
+}
+
+impl Default for NcMptcpConfig {
+    fn default() -> Self {
+        NcMptcpConfig {
+            generation_size: 16,
+            nc_paths: Vec::new(),
+            z: 2.0,
+            offset: true,
+            plan: false,
+        }
+    }
+}
+
+impl NcMptcpConfig {
+    /// Segment (symbol) size for an MSS, or why the configuration is invalid.
+    pub fn segment_size(&self, mss: usize) -> Result<usize, String> {
+        if !(1..=rlnc::MAX_GENERATION_SIZE).contains(&self.generation_size) {
+            return Err(format!(
+                "generation_size must be within 1..={}",
+                rlnc::MAX_GENERATION_SIZE
+            ));
+        }
+        if !(self.z.is_finite() && (0.0..=10.0).contains(&self.z)) {
+            return Err("z must be within 0..=10".into());
+        }
+        let t = mss.saturating_sub(SYMBOL_OVERHEAD);
+        if t == 0 || t > rlnc::MAX_SYMBOL_SIZE {
+            return Err(format!("MSS {mss} leaves no valid segment size"));
+        }
+        Ok(t)
+    }
+}
+
+impl Factory for NcMptcpConfig {
+    fn options(&self) -> Options {
+        registry::options_of(self)
+    }
+}
+
+impl SchemeFactory for NcMptcpConfig {
+    fn validate(&self, cfg: &ConnectionConfig) -> Result<(), String> {
+        let t = self.segment_size(cfg.mss)?;
+        let gen = t * self.generation_size;
+        if gen > cfg.recv_buffer {
+            return Err(format!(
+                "nc-mptcp generation ({gen} bytes) exceeds the receive buffer {}",
+                cfg.recv_buffer
+            ));
+        }
+        if let Some(&p) = self.nc_paths.iter().find(|&&p| p >= 64) {
+            return Err(format!("nc_paths: path {p} out of range"));
+        }
+        Ok(())
+    }
+    fn build(&self, cfg: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
+        let t = self
+            .segment_size(cfg.mss)
+            .unwrap_or_else(|e| panic!("invalid nc-mptcp configuration: {e}"));
+        (
+            Box::new(NcSender::new(self.clone(), t)),
+            Box::new(NcReceiver::new(self.generation_size, t)),
+        )
+    }
+}
+
+/// Registry entry of `nc-mptcp`.
+pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
+    name: "nc-mptcp",
+    aliases: &["ncmptcp"],
+    summary: "NC-MPTCP: RLNC subflows beside regular ones, Eq. 3 offsets, Theorem 1-2 \
+              redundancy, rank feedback (Li, Lukyanenko, Cui)",
+    options: &[
+        OptionDoc {
+            key: "generation_size",
+            doc: "segments per generation |G|",
+        },
+        OptionDoc {
+            key: "nc_paths",
+            doc: "path indices of the NC subflows; empty: the fastest subflow (Eq. 10)",
+        },
+        OptionDoc {
+            key: "z",
+            doc: "loss range = estimate ± z standard deviations",
+        },
+        OptionDoc {
+            key: "offset",
+            doc: "Eq. 3 offsets between subflows of different RTT",
+        },
+        OptionDoc {
+            key: "plan",
+            doc: "cap the regular share of a generation at Theorem 2's |G'|",
+        },
+    ],
+    make: |o| Ok(Arc::new(registry::from_options::<NcMptcpConfig>(o)?)),
+};
+
+// ---------------------------------------------------------------------------- the model
+
+/// Eq. 1: X ≈ MSS/(R·√p), in segments per second (MSS = 1), for R in seconds.
+pub fn eq1_rate(rtt: f64, p: f64) -> f64 {
+    1.0 / (rtt.max(1e-6) * p.clamp(P_MIN, 1.0).sqrt())
+}
+
+/// Eq. 3's offset of path `i` in segments: Σ_{R_j > R_i} X_j·(R_j − R_i)/2, for paths given as
+/// (R in seconds, X in segments per second, usable).
+pub fn eq3_offset(i: usize, paths: &[(f64, f64, bool)]) -> f64 {
+    let ri = paths[i].0;
+    paths
+        .iter()
+        .filter(|&&(rj, _, ok)| ok && rj > ri)
+        .map(|&(rj, xj, _)| xj * (rj - ri) / 2.0)
+        .sum()
+}
+
+/// Theorem 2 (Eq. 9): the smallest |G'| (source segments on regular subflows) for a
+/// generation of `g` segments, with r = R_r/R_n and the loss ranges of regular
+/// (`pr_min`, `pr_max`) and NC (`pn_max`) subflows.
+pub fn theorem2_regular(g: f64, r: f64, pr_min: f64, pr_max: f64, pn_max: f64) -> f64 {
+    let pr_min = pr_min.clamp(P_MIN, P_MAX);
+    let pr_max = pr_max.clamp(pr_min, P_MAX);
+    let pn_max = pn_max.clamp(P_MIN, P_MAX);
+    let c = r * (1.0 - pn_max) / (2.0 * (pr_min * pn_max).sqrt());
+    let pr = if c >= 1.0 { pr_min } else { pr_max };
+    g / ((1.0 - pr_min) + r * (pr.sqrt() / pn_max.sqrt()) * (1.0 - pn_max))
+}
+
+/// Eq. 6: |C| = |G'|·R_r√p_r/(R_n√p_n) = |G'|·r·√(p_r/p_n).
+pub fn eq6_coded(g_regular: f64, r: f64, pr: f64, pn: f64) -> f64 {
+    g_regular * r * (pr.clamp(P_MIN, P_MAX) / pn.clamp(P_MIN, P_MAX)).sqrt()
+}
+
+/// Eq. 4 for what is outstanding: expected innovative arrivals `Σ (1 − p_i^max)` cover
+/// `need`.
+pub fn eq4_holds(arrival_probabilities: impl IntoIterator<Item = f64>, need: u32) -> bool {
+    let mut sum = 0.0;
+    for q in arrival_probabilities {
+        sum += q;
+        if sum >= f64::from(need) - 1e-9 {
+            return true;
+        }
+    }
+    need == 0
+}
+
+/// What the scheduler knows of one path.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathModel {
+    /// Carries new data.
+    pub active: bool,
+    /// R in seconds.
+    pub rtt: f64,
+    /// p̂ within (10⁻⁴, 0.5).
+    pub loss: f64,
+    /// Upper end of the loss range.
+    pub loss_max: f64,
+    /// Lower end of the loss range.
+    pub loss_min: f64,
+    /// X in segments per second (Eq. 1, capped by cwnd/R).
+    pub rate: f64,
+}
+
+impl PathModel {
+    /// The estimates of the module docs from a path view; `z` is the range width.
+    pub fn from_view(v: &PathView, z: f64) -> Self {
+        let rtt = v.rtt_or_rto().as_secs_f64().max(1e-6);
+        let p = v.loss_rate.clamp(P_MIN, P_MAX);
+        let sigma = (p * (1.0 - p) / LOSS_WINDOW).sqrt();
+        let cwnd = (v.cwnd as f64 / v.mss.max(1) as f64).max(1.0);
+        PathModel {
+            active: v.active,
+            rtt,
+            loss: p,
+            loss_max: (p + z * sigma).clamp(P_MIN, P_MAX),
+            loss_min: (p - z * sigma).clamp(P_MIN, P_MAX),
+            rate: eq1_rate(rtt, p).min(cwnd / rtt),
+        }
+    }
+}
+
+/// The paper's NC subflow rule (§IV-C): the active path with the largest rate X such that
+/// Eq. 10 holds for every other active path, keeping `current` unless another is
+/// [`HYSTERESIS`] times faster. `None` with fewer than two active paths.
+pub fn choose_nc(paths: &[PathModel], current: Option<usize>) -> Option<usize> {
+    let active: Vec<usize> = (0..paths.len()).filter(|&i| paths[i].active).collect();
+    if active.len() < 2 {
+        return None;
+    }
+    let eq10 = |n: usize| {
+        active
+            .iter()
+            .all(|&r| r == n || paths[r].rtt / paths[n].rtt >= EQ10_MIN_RATIO)
+    };
+    let mut best: Option<usize> = None;
+    for &i in &active {
+        if !eq10(i) {
+            continue;
+        }
+        if best.is_none_or(|b| paths[i].rate > paths[b].rate) {
+            best = Some(i);
+        }
+    }
+    match (current, best) {
+        (Some(c), Some(b)) if c < paths.len() && paths[c].active && eq10(c) => {
+            if paths[b].rate > HYSTERESIS * paths[c].rate {
+                Some(b)
+            } else {
+                Some(c)
+            }
+        }
+        (_, b) => b,
+    }
+}
+
+// ---------------------------------------------------------------------------- sender
+
+/// Counters of `nc-mptcp` (sender and receiver halves fill different ones).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NcStats {
+    /// Generations opened (sender).
+    pub generations: u64,
+    /// Generations decoded (receiver), or reported decoded by FEEDBACK before the cumulative
+    /// acknowledgement passed them (sender).
+    pub generations_decoded: u64,
+    /// Source segments of the generations opened.
+    pub source_segments: u64,
+    /// Source segments sent for the first time on regular subflows.
+    pub regular_sent: u64,
+    /// Source segments sent again (lost ones, on any regular subflow).
+    pub regular_resent: u64,
+    /// Coded segments sent on NC subflows.
+    pub coded_sent: u64,
+    /// Coded segments sent to repair a generation (after losses or overdue packets).
+    pub coded_repairs: u64,
+    /// Times the NC subflow changed (automatic choice).
+    pub nc_switches: u64,
+    /// Symbols received (receiver).
+    pub symbols_received: u64,
+    /// Symbols that did not raise the rank (receiver).
+    pub non_innovative: u64,
+    /// Symbols of generations already decoded or delivered (receiver).
+    pub late_symbols: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Src {
+    Unsent,
+    Sent,
+    Lost,
+    Acked,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Outstanding {
+    path: usize,
+    pn: u64,
+    sent: Instant,
+}
+
+#[derive(Debug)]
+struct TxGen {
+    index: u64,
+    start: u64,
+    len: u64,
+    k: u32,
+    enc: RlncEncoder,
+    src: Vec<Src>,
+    next_src: u32,
+    next_seed: u32,
+    /// First transmissions (regular + coded) before the generation was first satisfied.
+    allocated: u32,
+    regular_first: u32,
+    out: Vec<Outstanding>,
+    acked: u32,
+    rank: u32,
+    decoded: bool,
+    /// Eq. 4 held once: a later shortfall is a repair.
+    satisfied_once: bool,
+    /// Extra packets owed after a head stall.
+    boost: u32,
+}
+
+impl TxGen {
+    fn need(&self) -> u32 {
+        if self.decoded {
+            return 0;
+        }
+        let got = self.rank.max(self.acked);
+        let base = if got < self.k { self.k - got } else { 1 };
+        base + self.boost
+    }
+
+    /// Whether Eq. 4 fails for what is outstanding; `paths[i]` = (arrival probability
+    /// 1 − p_i^max, packets sent before this time are overdue).
+    fn needs_packets(&self, paths: &[(f64, Instant)]) -> bool {
+        let need = self.need();
+        if need == 0 {
+            return false;
+        }
+        let q = self.out.iter().map(|o| match paths.get(o.path) {
+            Some(&(q, due)) if o.sent >= due => q,
+            _ => 0.0,
+        });
+        !eq4_holds(q, need)
+    }
+}
+
+/// Packets sent before the returned time on a path of RTT `rtt` seconds should have been
+/// acknowledged by `now` (they were sent more than 5/4·R + 25 ms ago).
+fn overdue_before(rtt: f64, now: Instant) -> Instant {
+    let wait = Duration::from_secs_f64(rtt * 1.25 + 0.025);
+    Instant::from_nanos(now.as_nanos().saturating_sub(wait.as_nanos()))
+}
+
+/// Sending half of `nc-mptcp`.
+#[derive(Debug)]
+pub struct NcSender {
+    cfg: NcMptcpConfig,
+    seg: usize,
+    gens: VecDeque<TxGen>,
+    next_gen: u64,
+    nc: Option<usize>,
+    scratch: Vec<u8>,
+    gen_buf: Vec<u8>,
+    stats: NcStats,
+}
+
+impl NcSender {
+    fn new(cfg: NcMptcpConfig, seg: usize) -> Self {
+        NcSender {
+            cfg,
+            seg,
+            gens: VecDeque::new(),
+            next_gen: 0,
+            nc: None,
+            scratch: vec![0; seg],
+            gen_buf: Vec::new(),
+            stats: NcStats::default(),
+        }
+    }
+
+    fn gen_bytes(&self) -> u64 {
+        (self.seg * self.cfg.generation_size) as u64
+    }
+
+    fn gen_mut(&mut self, index: u64) -> Option<&mut TxGen> {
+        let first = self.gens.front()?.index;
+        self.gens.get_mut(index.checked_sub(first)? as usize)
+    }
+
+    fn drop_finished(&mut self, ack: u64) {
+        while self
+            .gens
+            .front()
+            .is_some_and(|g| g.start + g.len <= ack || g.decoded)
+        {
+            self.gens.pop_front();
+        }
+    }
+
+    /// Opens the generations that lie wholly below the flow-control limit and the written data.
+    fn refresh(&mut self, ctx: &SendCtx<'_>) {
+        self.drop_finished(ctx.data_ack);
+        let b = self.gen_bytes();
+        loop {
+            let Some(start) = self.next_gen.checked_mul(b) else {
+                return;
+            };
+            let mut end = start + b;
+            if let Some(f) = ctx.final_size {
+                if start >= f {
+                    return;
+                }
+                end = end.min(f);
+            }
+            if end > ctx.max_data || end > ctx.send_buf.end() {
+                return;
+            }
+            if end <= ctx.data_ack {
+                self.next_gen += 1;
+                continue;
+            }
+            let len = end - start;
+            let k = (len as usize).div_ceil(self.seg);
+            self.gen_buf.clear();
+            self.gen_buf.resize(k * self.seg, 0);
+            if !ctx
+                .send_buf
+                .copy_out(start, &mut self.gen_buf[..len as usize])
+            {
+                return;
+            }
+            let Ok(c) = RlncConfig::new(k, self.seg) else {
+                return;
+            };
+            let Ok(enc) = RlncEncoder::new(c, &self.gen_buf) else {
+                return;
+            };
+            self.stats.generations += 1;
+            self.stats.source_segments += k as u64;
+            self.gens.push_back(TxGen {
+                index: self.next_gen,
+                start,
+                len,
+                k: k as u32,
+                enc,
+                src: vec![Src::Unsent; k],
+                next_src: 0,
+                next_seed: k as u32,
+                allocated: 0,
+                regular_first: 0,
+                out: Vec::new(),
+                acked: 0,
+                rank: 0,
+                decoded: false,
+                satisfied_once: false,
+                boost: 0,
+            });
+            self.next_gen += 1;
+        }
+    }
+
+    /// Whether `path` is an NC subflow now.
+    fn is_nc(&self, path: usize) -> bool {
+        if self.cfg.nc_paths.is_empty() {
+            self.nc == Some(path)
+        } else {
+            self.cfg.nc_paths.contains(&path)
+        }
+    }
+
+    /// Theorem 2's cap on a generation's first-time regular segments (with `plan`).
+    fn regular_cap(&self, models: &[PathModel], k: u32) -> u32 {
+        if !self.cfg.plan {
+            return k;
+        }
+        let (mut regular, mut nc) = (Vec::new(), Vec::new());
+        for (i, m) in models.iter().enumerate() {
+            if m.active {
+                if self.is_nc(i) {
+                    nc.push(*m)
+                } else {
+                    regular.push(*m)
+                }
+            }
+        }
+        if regular.is_empty() || nc.is_empty() {
+            return k;
+        }
+        let avg = |v: &[PathModel], f: fn(&PathModel) -> f64| {
+            v.iter().map(f).sum::<f64>() / v.len() as f64
+        };
+        let r = avg(&regular, |m| m.rtt) / avg(&nc, |m| m.rtt);
+        let g = theorem2_regular(
+            f64::from(k),
+            r,
+            avg(&regular, |m| m.loss_min),
+            avg(&regular, |m| m.loss_max),
+            avg(&nc, |m| m.loss_max),
+        );
+        (g.ceil().max(1.0) as u32).min(k)
+    }
+
+    /// What `path` could send for generation `gi`: Some(n) = symbol number.
+    fn candidate(&self, gi: usize, nc: bool, cap: u32, repair: bool) -> Option<u32> {
+        let g = &self.gens[gi];
+        if nc {
+            return (g.next_seed < u32::MAX).then_some(g.next_seed);
+        }
+        if let Some(i) = g.src.iter().position(|&s| s == Src::Lost) {
+            return Some(i as u32);
+        }
+        if g.next_src < g.k && (repair || g.regular_first < cap) {
+            return Some(g.next_src);
+        }
+        None
+    }
+
+    fn emit(
+        &mut self,
+        ctx: &mut SendCtx<'_>,
+        gi: usize,
+        n: u32,
+        path: usize,
+        repair: bool,
+        pkt: &mut PacketWriter<'_>,
+    ) -> Option<PacketTag> {
+        let full = self.gen_bytes();
+        let g = &mut self.gens[gi];
+        let coding = if n < g.k {
+            rlnc::Coding::Source(n)
+        } else {
+            rlnc::Coding::Seeded(n)
+        };
+        g.enc.encode(coding, &mut self.scratch).ok()?;
+        let frame = Frame::Symbol(SymbolFrame {
+            block: g.index,
+            id: n,
+            coding: if g.len == full {
+                Coding::Plain
+            } else {
+                Coding::Seed(g.len)
+            },
+            data: &self.scratch,
+        });
+        pkt.push(&frame).ok()?;
+        if g.allocated == 0 && g.out.is_empty() && g.acked == 0 {
+            ctx.mark_sent(g.start, g.start + g.len);
+        }
+        let st = &mut self.stats;
+        if n < g.k {
+            let i = n as usize;
+            if g.src[i] == Src::Unsent {
+                g.next_src += 1;
+                g.regular_first += 1;
+                st.regular_sent += 1;
+                if !g.satisfied_once {
+                    g.allocated += 1;
+                }
+            } else {
+                st.regular_resent += 1;
+                ctx.count_retransmission(path, self.seg as u64);
+            }
+            g.src[i] = Src::Sent;
+        } else {
+            g.next_seed += 1;
+            st.coded_sent += 1;
+            if repair || g.satisfied_once {
+                st.coded_repairs += 1;
+            } else {
+                g.allocated += 1;
+            }
+        }
+        g.boost = g.boost.saturating_sub(1);
+        g.out.push(Outstanding {
+            path,
+            pn: pkt.header().pn,
+            sent: ctx.now,
+        });
+        Some(PacketTag {
+            a: g.index,
+            b: u64::from(n),
+        })
+    }
+
+    /// Removes the outstanding record of a packet; returns its generation's position.
+    fn settle(&mut self, info: &SentInfo) -> Option<usize> {
+        let first = self.gens.front()?.index;
+        let gi = info.tag.a.checked_sub(first)? as usize;
+        let g = self.gens.get_mut(gi)?;
+        let pos = g
+            .out
+            .iter()
+            .position(|o| o.path == info.path && o.pn == info.pn)?;
+        g.out.swap_remove(pos);
+        Some(gi)
+    }
+}
+
+impl SchemeSender for NcSender {
+    fn name(&self) -> &'static str {
+        "nc-mptcp"
+    }
+
+    fn poll_packet(
+        &mut self,
+        ctx: &mut SendCtx<'_>,
+        path: usize,
+        pkt: &mut PacketWriter<'_>,
+    ) -> Option<PacketTag> {
+        self.refresh(ctx);
+        if self.gens.is_empty() || path >= ctx.paths.len() {
+            return None;
+        }
+        let models: Vec<PathModel> = ctx
+            .paths
+            .iter()
+            .map(|v| PathModel::from_view(v, self.cfg.z))
+            .collect();
+        if self.cfg.nc_paths.is_empty() {
+            let nc = choose_nc(&models, self.nc);
+            if nc != self.nc && self.nc.is_some() && nc.is_some() {
+                self.stats.nc_switches += 1;
+            }
+            self.nc = nc;
+        }
+        let nc = self.is_nc(path);
+        let now = ctx.now;
+        let k = self.cfg.generation_size as u32;
+        let cap = self.regular_cap(&models, k);
+        // Mark generations that Eq. 4 satisfies (their later shortfalls are repairs), and find
+        // S_f: the first generation still being allocated.
+        let mut first_open = None;
+        let mut needs = Vec::with_capacity(self.gens.len());
+        let arrival: Vec<(f64, Instant)> = models
+            .iter()
+            .map(|m| (1.0 - m.loss_max, overdue_before(m.rtt, now)))
+            .collect();
+        for (gi, g) in self.gens.iter_mut().enumerate() {
+            let n = g.needs_packets(&arrival);
+            if !n && !g.decoded && !g.out.is_empty() {
+                g.satisfied_once = true;
+            }
+            if n && !g.satisfied_once && first_open.is_none() {
+                first_open = Some(gi);
+            }
+            needs.push(n);
+        }
+        // (1) Repairs, oldest first.
+        let repairs: Vec<usize> = (0..self.gens.len())
+            .filter(|&gi| needs[gi] && self.gens[gi].satisfied_once)
+            .collect();
+        for gi in repairs {
+            let c = self.gens[gi].k;
+            if let Some(n) = self.candidate(gi, nc, c, true) {
+                return self.emit(ctx, gi, n, path, true, pkt);
+            }
+        }
+        // (2) From Eq. 3's target on; (3) before it.
+        let first = first_open.unwrap_or(self.gens.len());
+        let target = if self.cfg.offset && first < self.gens.len() {
+            let view: Vec<(f64, f64, bool)> =
+                models.iter().map(|m| (m.rtt, m.rate, m.active)).collect();
+            let s_f = f64::from(self.gens[first].allocated.min(self.gens[first].k));
+            let lead = eq3_offset(path, &view);
+            first + ((s_f + lead) / f64::from(k.max(1))).floor() as usize
+        } else {
+            first
+        };
+        let target = target.min(self.gens.len());
+        let order = (target..self.gens.len()).chain(0..target);
+        for gi in order {
+            if !needs[gi] {
+                continue;
+            }
+            let c = self.gens[gi].k.min(cap);
+            if let Some(n) = self.candidate(gi, nc, c, false) {
+                return self.emit(ctx, gi, n, path, false, pkt);
+            }
+        }
+        None
+    }
+
+    fn on_acked(&mut self, _ctx: &mut SendCtx<'_>, info: &SentInfo) {
+        let Some(gi) = self.settle(info) else {
+            return;
+        };
+        let g = &mut self.gens[gi];
+        let n = info.tag.b;
+        if n < u64::from(g.k) {
+            let s = &mut g.src[n as usize];
+            if *s != Src::Acked {
+                *s = Src::Acked;
+                g.acked += 1;
+            }
+        } else {
+            g.acked += 1;
+        }
+    }
+
+    fn on_lost(&mut self, _ctx: &mut SendCtx<'_>, info: &SentInfo, _kind: LossKind) {
+        let Some(gi) = self.settle(info) else {
+            return;
+        };
+        let g = &mut self.gens[gi];
+        let n = info.tag.b;
+        if n < u64::from(g.k) {
+            let s = &mut g.src[n as usize];
+            if *s == Src::Sent {
+                *s = Src::Lost;
+            }
+        }
+    }
+
+    fn on_data_ack(&mut self, ctx: &mut SendCtx<'_>) {
+        self.drop_finished(ctx.data_ack);
+    }
+
+    fn on_head_stalled(&mut self, ctx: &mut SendCtx<'_>) {
+        let ack = ctx.data_ack;
+        if let Some(g) = self
+            .gens
+            .iter_mut()
+            .find(|g| g.start + g.len > ack && !g.decoded)
+        {
+            g.boost = g.boost.saturating_add(1).min(g.k);
+            g.satisfied_once = true;
+        }
+    }
+
+    fn on_feedback(&mut self, ctx: &mut SendCtx<'_>, frame: &Frame<'_>) -> Result<(), SchemeError> {
+        let Frame::Feedback(FeedbackFrame {
+            block,
+            count,
+            decoded,
+        }) = *frame
+        else {
+            return Err(SchemeError::Unexpected);
+        };
+        if block >= self.next_gen {
+            return Err(SchemeError::Unknown("feedback for a generation never sent"));
+        }
+        let k_full = self.cfg.generation_size as u64;
+        if count > k_full {
+            return Err(SchemeError::Invalid("rank above the generation size"));
+        }
+        if let Some(g) = self.gen_mut(block) {
+            if count > u64::from(g.k) {
+                return Err(SchemeError::Invalid("rank above the generation size"));
+            }
+            let sent = u64::from(g.next_src) + u64::from(g.next_seed - g.k);
+            if count > sent {
+                return Err(SchemeError::Invalid("rank above the packets sent"));
+            }
+            g.rank = g.rank.max(count as u32);
+            if decoded && !g.decoded {
+                g.decoded = true;
+                self.stats.generations_decoded += 1;
+            }
+        }
+        self.drop_finished(ctx.data_ack);
+        Ok(())
+    }
+
+    fn counters(&self) -> serde_json::Value {
+        serde_json::to_value(&self.stats).unwrap_or_default()
+    }
+}
+
+// ---------------------------------------------------------------------------- receiver
+
+#[derive(Debug)]
+struct RxGen {
+    len: u64,
+    dec: RlncDecoder,
+}
+
+/// Receiving half of `nc-mptcp`.
+#[derive(Debug)]
+pub struct NcReceiver {
+    g: usize,
+    seg: usize,
+    gens: BTreeMap<u64, RxGen>,
+    /// Decoded generations not yet below the in-order point.
+    done: BTreeSet<u64>,
+    stats: NcStats,
+}
+
+impl NcReceiver {
+    fn new(g: usize, seg: usize) -> Self {
+        NcReceiver {
+            g,
+            seg,
+            gens: BTreeMap::new(),
+            done: BTreeSet::new(),
+            stats: NcStats::default(),
+        }
+    }
+
+    fn on_symbol(
+        &mut self,
+        ctx: &mut RecvCtx<'_>,
+        from: FrameSource,
+        s: &SymbolFrame<'_>,
+    ) -> Result<(), SchemeError> {
+        let t = self.seg;
+        let full = (t * self.g) as u64;
+        if s.data.len() != t {
+            return Err(SchemeError::Invalid("segment of the wrong size"));
+        }
+        let Some(start) = s.block.checked_mul(full) else {
+            return Err(SchemeError::Unknown("generation beyond the stream"));
+        };
+        let len = match s.coding {
+            Coding::Plain | Coding::Coefficients(_) => full,
+            Coding::Seed(len) if len > 0 && len < full => len,
+            Coding::Seed(_) => return Err(SchemeError::Invalid("bad generation length")),
+        };
+        let Some(end) = start.checked_add(len) else {
+            return Err(SchemeError::Unknown("generation beyond the stream"));
+        };
+        let k = (len as usize).div_ceil(t);
+        if let Coding::Coefficients(c) = s.coding {
+            if c.len() != k {
+                return Err(SchemeError::Invalid(
+                    "coefficient count is not the generation size",
+                ));
+            }
+        }
+        if end <= ctx.recv_buf.contiguous_end() || self.done.contains(&s.block) {
+            self.stats.late_symbols += 1;
+            return Ok(());
+        }
+        if let Some(f) = ctx.recv_buf.final_size() {
+            if start >= f || len != full.min(f - start) {
+                return Err(SchemeError::Unknown("generation past the stream end"));
+            }
+        }
+        if end > ctx.recv_buf.max_data() {
+            return Err(SchemeError::Unknown("generation beyond the receive window"));
+        }
+        let rg = match self.gens.entry(s.block) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let Ok(c) = RlncConfig::new(k, t) else {
+                    return Err(SchemeError::Invalid("bad generation"));
+                };
+                e.insert(RxGen {
+                    len,
+                    dec: RlncDecoder::new(c),
+                })
+            }
+        };
+        if rg.len != len {
+            return Err(SchemeError::Invalid("generation length changed"));
+        }
+        let coding = match s.coding {
+            Coding::Coefficients(c) => rlnc::Coding::Explicit(c),
+            _ if (s.id as usize) < k => rlnc::Coding::Source(s.id),
+            _ => rlnc::Coding::Seeded(s.id),
+        };
+        let progress = rg
+            .dec
+            .push(coding, s.data)
+            .map_err(|_| SchemeError::Invalid("segment refused by the decoder"))?;
+        self.stats.symbols_received += 1;
+        if !progress.innovative {
+            self.stats.non_innovative += 1;
+        }
+        // Every source segment that became known goes to the receive buffer at once.
+        while let Some(i) = rg.dec.pop_decoded() {
+            let off = (i * t) as u64;
+            if off >= len {
+                continue;
+            }
+            let n = ((len - off) as usize).min(t);
+            if let Some(seg) = rg.dec.source_symbol(i) {
+                ctx.recv_buf.insert(start + off, &seg[..n]);
+            }
+        }
+        if progress.complete {
+            self.gens.remove(&s.block);
+            self.done.insert(s.block);
+            self.stats.generations_decoded += 1;
+            // The decoding-matrix status travels now, on the path that completed it.
+            ctx.request_ack(from.path);
+        }
+        let below = ctx.recv_buf.contiguous_end() / full;
+        self.done = self.done.split_off(&below);
+        self.gens = self.gens.split_off(&below);
+        Ok(())
+    }
+}
+
+impl SchemeReceiver for NcReceiver {
+    fn on_frame(
+        &mut self,
+        ctx: &mut RecvCtx<'_>,
+        from: FrameSource,
+        frame: &Frame<'_>,
+    ) -> Result<(), SchemeError> {
+        match frame {
+            Frame::Symbol(s) => self.on_symbol(ctx, from, s),
+            _ => Err(SchemeError::Unexpected),
+        }
+    }
+
+    fn write_feedback(&mut self, _now: Instant, _path: usize, pkt: &mut PacketWriter<'_>) {
+        // Oldest generations first: decoded ones above the in-order point, then the open ones
+        // with their rank r(D).
+        let mut items: Vec<(u64, u64, bool)> = Vec::new();
+        for &b in self.done.iter().take(MAX_FEEDBACK) {
+            items.push((b, 0, true));
+        }
+        for (&b, rg) in self.gens.iter().take(MAX_FEEDBACK) {
+            items.push((b, rg.dec.rank() as u64, false));
+        }
+        items.sort_unstable_by_key(|i| i.0);
+        for (block, count, decoded) in items.into_iter().take(MAX_FEEDBACK) {
+            let f = Frame::Feedback(FeedbackFrame {
+                block,
+                count,
+                decoded,
+            });
+            if pkt.push(&f).is_err() {
+                return;
+            }
+        }
+    }
+
+    fn counters(&self) -> serde_json::Value {
+        serde_json::to_value(&self.stats).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eq3_gives_the_fast_path_a_lead_and_the_slowest_none() {
+        // Path 0: 40 ms; path 1: 640 ms at 20 segments/s. Lead of path 0 = 20·0.6/2 = 6.
+        let p = [(0.04, 500.0, true), (0.64, 20.0, true)];
+        assert!((eq3_offset(0, &p) - 6.0).abs() < 1e-9);
+        assert_eq!(eq3_offset(1, &p), 0.0);
+        // An inactive slow path gives no lead.
+        let q = [(0.04, 500.0, true), (0.64, 20.0, false)];
+        assert_eq!(eq3_offset(0, &q), 0.0);
+    }
+
+    #[test]
+    fn theorem2_and_eq6_satisfy_theorem1() {
+        // Equal RTTs, p_r ∈ (0.01, 0.05), p_n^max = 0.01, |G| = 16.
+        let (g, r) = (16.0, 1.0);
+        let gr = theorem2_regular(g, r, 0.01, 0.05, 0.01);
+        // c = 1·0.99/(2·√(0.01·0.01)) = 49.5 ≥ 1: g = 16/(0.99 + √0.01/√0.01·0.99) = 8.0808.
+        assert!((gr - 16.0 / 1.98).abs() < 1e-9, "{gr}");
+        let c = eq6_coded(gr, r, 0.01, 0.01);
+        // Eq. 4 at the range ends used by Theorem 2 holds with equality.
+        assert!((c * 0.99 + gr * 0.99 - g).abs() < 1e-9);
+        // Eq. 5: |C| ≥ |C|p_n + |G'|p_r.
+        assert!(c >= c * 0.01 + gr * 0.01);
+        // c < 1 (tiny r): the p_r^max branch.
+        let small = theorem2_regular(g, 0.001, 0.01, 0.05, 0.01);
+        let expect = g / (0.99 + 0.001 * (0.05f64.sqrt() / 0.1) * 0.99);
+        assert!((small - expect).abs() < 1e-9);
+    }
+
+    #[test]
+    fn nc_subflow_is_the_fastest_with_hysteresis_and_eq10() {
+        let m = |rtt: f64, rate: f64| PathModel {
+            active: true,
+            rtt,
+            loss: 0.01,
+            loss_max: 0.02,
+            loss_min: 0.001,
+            rate,
+        };
+        let paths = [m(0.1, 100.0), m(0.1, 110.0)];
+        assert_eq!(choose_nc(&paths, None), Some(1));
+        // 10 % faster is not enough to take over from path 0.
+        assert_eq!(choose_nc(&paths, Some(0)), Some(0));
+        let paths = [m(0.1, 100.0), m(0.1, 130.0)];
+        assert_eq!(choose_nc(&paths, Some(0)), Some(1));
+        // Eq. 10: a 10 s NC path against a 0.1 s regular one (ratio 0.01) is refused.
+        let paths = [m(0.1, 100.0), m(10.0, 1000.0)];
+        assert_eq!(choose_nc(&paths, None), Some(0));
+        assert_eq!(choose_nc(&paths[..1], None), None);
+    }
+
+    #[test]
+    fn eq4_counts_expected_arrivals() {
+        assert!(eq4_holds([0.9, 0.9], 1));
+        assert!(!eq4_holds([0.9, 0.9], 2));
+        assert!(eq4_holds([], 0));
+        assert!(!eq4_holds([], 1));
+    }
+}
