@@ -27,9 +27,11 @@
 //! (retransmitted bytes per path, rejected frames, penalisations) the engine counts.
 
 mod arq;
+pub mod dfec;
 pub mod fmtcp;
 
 pub use arq::{ArqConfig, ArqReceiver, ArqSender, TcpConfig};
+pub use dfec::{DfecConfig, TcpIrConfig};
 pub use fmtcp::{CodingStats, FmtcpConfig};
 
 use crate::buffer::{RecvBuffer, SendBuffer};
@@ -426,7 +428,8 @@ impl Family for Schemes {
 pub type SchemeConfig = Choice<Schemes>;
 
 /// Every scheme selectable by name: one line per scheme.
-pub static SCHEMES: &[Entry<dyn SchemeFactory>] = &[arq::TCP, arq::MPTCP, fmtcp::ENTRY];
+pub static SCHEMES: &[Entry<dyn SchemeFactory>] =
+    &[arq::TCP, arq::MPTCP, fmtcp::ENTRY, dfec::DFEC, dfec::TCP_IR];
 
 #[cfg(test)]
 mod tests {
