@@ -150,7 +150,11 @@ fn a_dead_path_stalls_no_scheme() {
 /// about 330 per second from a stalled connection).
 #[test]
 fn a_connection_that_cannot_deliver_sends_few_probes() {
-    for scheme in [mptcp(), SchemeConfig::named("fmtcp").unwrap()] {
+    for scheme in [
+        mptcp(),
+        SchemeConfig::named("fmtcp").unwrap(),
+        SchemeConfig::named("dfec").unwrap(),
+    ] {
         let links = vec![
             link("a", 10_000_000, 10, 100, 0.0),
             link("b", 10_000_000, 30, 100, 0.0),
