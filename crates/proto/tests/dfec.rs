@@ -185,6 +185,29 @@ fn two_losses_in_a_block_fall_back_to_arq() {
     assert!(sender(&a)["residual_losses"].as_u64().unwrap() >= 2);
 }
 
+/// A lost packet that also carried an engine frame (here the stream end) is never covered by
+/// parity: were it rebuilt and marked recovered, the receiver would never learn the stream's
+/// end (before this rule such a transfer never finished). It is retransmitted by ARQ.
+#[test]
+fn packets_with_engine_frames_are_left_to_arq() {
+    for size in [3_000, 100_000] {
+        let d = data(size);
+        let mut a = Connection::new(dfec(DfecConfig::default()), 1).unwrap();
+        let mut b = Connection::new(dfec(DfecConfig::default()), 1).unwrap();
+        let mut dropped = false;
+        let (got, _) = run(&mut a, &mut b, &d, |_, p| {
+            let end = carries(p, |f| matches!(f, Frame::StreamEnd { .. }));
+            let first = end && !dropped;
+            dropped |= end;
+            first
+        });
+        assert!(dropped && got == d);
+        assert!(b.is_finished());
+        assert!(sender(&a)["unprotected"].as_u64().unwrap() >= 1);
+        assert!(a.stats().paths[0].retransmitted_bytes > 0);
+    }
+}
+
 fn datagram(path: u8, pn: u64, frames: &[Frame<'_>]) -> Vec<u8> {
     let mut buf = vec![0u8; 4096];
     let hdr = Header {

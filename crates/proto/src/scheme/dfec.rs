@@ -19,6 +19,11 @@
 //! so a parity always fits one datagram (with the default framing not at all: the datagram's
 //! slack holds the parity's extra 29 bytes; with AEAD protection by 12 bytes).
 //!
+//! **What a parity covers.** Only packets whose whole content the scheme wrote: a packet in
+//! which the engine put reliable frames of its own (stream end, message announcements:
+//! [`SendCtx::packet_carries_engine_frames`]) is left to ARQ, because marking it recovered would acknowledge
+//! those frames too although the receiver never saw them (counted as `unprotected`).
+//!
 //! **Repair (§III-B (i)).** The receiver keeps the units of the last [`RECV_KEEP`] packets of
 //! each path. A parity naming exactly one packet it lacks rebuilds that unit, inserts its
 //! bytes at their offset and calls [`RecvCtx::mark_recovered`]: the path acknowledges the
@@ -471,6 +476,8 @@ struct PathFec {
     ratio_sum: f64,
     residual_losses: u64,
     ratio_changes: u64,
+    /// Data packets left out of every block because they carried engine frames.
+    unprotected: u64,
 }
 
 impl PathFec {
@@ -641,6 +648,10 @@ impl SchemeSender for FecSender {
                 return Some(tag);
             }
         }
+        // Frames the engine wrote before us (stream end, message announcements, ...) cannot be
+        // rebuilt from parity, and a packet marked recovered counts as delivered whole: such a
+        // packet stays out of the block (ARQ alone protects it).
+        let foreign = ctx.packet_carries_engine_frames();
         // Data, shortened if needed so that the parity over it fits a datagram.
         let cap = pkt
             .remaining()
@@ -670,6 +681,14 @@ impl SchemeSender for FecSender {
             }
             return None;
         };
+        if foreign {
+            let st = &mut self.paths[path];
+            st.unprotected += 1;
+            st.data_packets += 1;
+            st.ratio_sum += st.ratio;
+            st.period_sent += 1;
+            return Some(tag);
+        }
         // The packet carries stream bytes [tag.a, tag.a + tag.b): they join the block.
         let len = tag.b as usize;
         self.scratch.resize(len, 0);
@@ -814,6 +833,7 @@ impl SchemeSender for FecSender {
                     "data_packets": p.data_packets,
                     "residual_losses": p.residual_losses,
                     "ratio_changes": p.ratio_changes,
+                    "unprotected": p.unprotected,
                     "reported_repaired": p.repaired,
                     "reported_failed": p.failed,
                 })

@@ -132,6 +132,7 @@ pub struct SendCtx<'a> {
     pub(crate) resent: &'a mut Vec<Resent>,
     pub(crate) block_clock: &'a mut BlockClock,
     pub(crate) first_sent: &'a mut RangeSet,
+    pub(crate) engine_frames: bool,
     pub(crate) messages: &'a TxMessages,
 }
 
@@ -177,6 +178,14 @@ impl SendCtx<'_> {
     /// reinjection waits for.
     pub fn window_limited(&self) -> bool {
         self.send_buf.end() >= self.max_data && self.next_unsent(self.max_data).is_none()
+    }
+
+    /// In [`SchemeSender::poll_packet`]: the engine already put reliable frames of its own
+    /// (stream end, message announcements) into this packet. Such a packet must not be
+    /// rebuilt and marked recovered by coding ([`RecvCtx::mark_recovered`] acknowledges the
+    /// whole packet, and the receiver would never see those frames).
+    pub fn packet_carries_engine_frames(&self) -> bool {
+        self.engine_frames
     }
 
     /// True if stream byte `offset` belongs to an abandoned message: do not send it again.
