@@ -164,6 +164,13 @@ set = { "flows.main.scheme" = "dfec" }
     return name, s
 
 
+THR3 = """
+[[variants]]
+name = "dfec-thr3"
+set = { "flows.main.scheme" = { name = "dfec", threshold_follows_block = false } }
+"""
+
+
 def video_app(rtt):
     return f'{{ name = "video", duration = "30s", deadline = "{DEADLINE[rtt]}" }}'
 
@@ -189,8 +196,10 @@ def main():
     files.append(single_path("bulk", bulk, ["tcp", "dfec", "tcp-ir"], LOSSES, 5))
     files.append(multipath("bulk", bulk, LOSSES, 5))
     for rtt in RTTS:
-        files.append(single_path("video", video_app(rtt), ["tcp", "dfec"], SHORT_LOSSES, 3, rtt_fixed=rtt))
-        files.append(multipath("video", video_app(rtt), SHORT_LOSSES, 3, rtt_fixed=rtt))
+        # Ablation (docs/experiments/dfec.md): dfec with the default duplicate-ACK threshold.
+        for f in (single_path("video", video_app(rtt), ["tcp", "dfec"], SHORT_LOSSES, 3, rtt_fixed=rtt),
+                  multipath("video", video_app(rtt), SHORT_LOSSES, 3, rtt_fixed=rtt)):
+            files.append((f[0], f[1] + THR3))
     web_default = '{ name = "web" }'
     files.append(single_path("web", web_default, ["tcp", "dfec", "tcp-ir"], SHORT_LOSSES, 3, extra_sweep=web_sweep()))
     files.append(multipath("web", web_default, SHORT_LOSSES, 3, extra_sweep=web_sweep()))
