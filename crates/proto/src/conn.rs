@@ -302,6 +302,7 @@ macro_rules! send_ctx {
             resent: &mut $s.resent,
             block_clock: &mut $s.sent_clock,
             first_sent: &mut $s.first_sent,
+            engine_frames: false,
             messages: &$s.tx_msgs,
         }
     };
@@ -1541,6 +1542,7 @@ impl Connection {
             }
             let tag = {
                 let mut ctx = send_ctx!(self, now);
+                ctx.engine_frames = with_end || ctrl > 0;
                 self.tx.poll_packet(&mut ctx, p, &mut w)
             };
             if tag.is_none() && !with_end && ctrl == 0 {

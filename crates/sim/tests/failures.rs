@@ -154,6 +154,7 @@ fn a_connection_that_cannot_deliver_sends_few_probes() {
         mptcp(),
         SchemeConfig::named("fmtcp").unwrap(),
         SchemeConfig::named("nc-mptcp").unwrap(),
+        SchemeConfig::named("dfec").unwrap(),
     ] {
         let links = vec![
             link("a", 10_000_000, 10, 100, 0.0),

@@ -27,10 +27,12 @@
 //! (retransmitted bytes per path, rejected frames, penalisations) the engine counts.
 
 mod arq;
+pub mod dfec;
 pub mod fmtcp;
 pub mod ncmptcp;
 
 pub use arq::{ArqConfig, ArqReceiver, ArqSender, TcpConfig};
+pub use dfec::{DfecConfig, TcpIrConfig};
 pub use fmtcp::{CodingStats, FmtcpConfig};
 pub use ncmptcp::NcMptcpConfig;
 
@@ -132,6 +134,7 @@ pub struct SendCtx<'a> {
     pub(crate) resent: &'a mut Vec<Resent>,
     pub(crate) block_clock: &'a mut BlockClock,
     pub(crate) first_sent: &'a mut RangeSet,
+    pub(crate) engine_frames: bool,
     pub(crate) messages: &'a TxMessages,
 }
 
@@ -177,6 +180,14 @@ impl SendCtx<'_> {
     /// reinjection waits for.
     pub fn window_limited(&self) -> bool {
         self.send_buf.end() >= self.max_data && self.next_unsent(self.max_data).is_none()
+    }
+
+    /// In [`SchemeSender::poll_packet`]: the engine already put reliable frames of its own
+    /// (stream end, message announcements) into this packet. Such a packet must not be
+    /// rebuilt and marked recovered by coding ([`RecvCtx::mark_recovered`] acknowledges the
+    /// whole packet, and the receiver would never see those frames).
+    pub fn packet_carries_engine_frames(&self) -> bool {
+        self.engine_frames
     }
 
     /// True if stream byte `offset` belongs to an abandoned message: do not send it again.
@@ -429,7 +440,7 @@ pub type SchemeConfig = Choice<Schemes>;
 
 /// Every scheme selectable by name: one line per scheme.
 pub static SCHEMES: &[Entry<dyn SchemeFactory>] =
-    &[arq::TCP, arq::MPTCP, fmtcp::ENTRY, ncmptcp::ENTRY];
+    &[arq::TCP, arq::MPTCP, fmtcp::ENTRY, ncmptcp::ENTRY, dfec::DFEC, dfec::TCP_IR];
 
 #[cfg(test)]
 mod tests {

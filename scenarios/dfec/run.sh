@@ -1,0 +1,20 @@
+#!/bin/sh
+# Runs every dFEC reproduction scenario and summarises it (docs/experiments/dfec.md).
+# usage: scenarios/dfec/run.sh OUTDIR: JSON results, tables and summaries go to OUTDIR; a
+# scenario whose JSON is already there is skipped (never overwritten).
+set -eu
+out=${1:?usage: run.sh OUTDIR}
+here=$(dirname "$0")
+bin=${TRIBUTARY:-target/release/tributary}
+mkdir -p "$out"
+for f in tcp-bulk mptcp-bulk tcp-web mptcp-web \
+         tcp-video-25ms tcp-video-100ms tcp-video-400ms \
+         mptcp-video-25ms mptcp-video-100ms mptcp-video-400ms; do
+    if [ -e "$out/$f.json" ]; then
+        echo "skip $f: $out/$f.json exists" >&2
+        continue
+    fi
+    nice -n 10 "$bin" run --jobs 1 "$here/$f.toml" --json "$out/$f.json" > "$out/$f.txt"
+    python3 "$here/summary.py" "$out/$f.json" > "$out/$f.md"
+    echo "done $f $(date -u +%H:%M:%S)" >&2
+done
