@@ -27,9 +27,11 @@
 //! (retransmitted bytes per path, rejected frames, penalisations) the engine counts.
 
 mod arq;
+pub mod cmt_sctp;
 pub mod fmtcp;
+pub mod hmtp;
 
-pub use arq::{ArqConfig, ArqReceiver, ArqSender, TcpConfig};
+pub use arq::{ArqConfig, ArqReceiver, ArqSender, RtxPolicy, TcpConfig};
 pub use fmtcp::{CodingStats, FmtcpConfig};
 
 use crate::buffer::{RecvBuffer, SendBuffer};
@@ -426,7 +428,13 @@ impl Family for Schemes {
 pub type SchemeConfig = Choice<Schemes>;
 
 /// Every scheme selectable by name: one line per scheme.
-pub static SCHEMES: &[Entry<dyn SchemeFactory>] = &[arq::TCP, arq::MPTCP, fmtcp::ENTRY];
+pub static SCHEMES: &[Entry<dyn SchemeFactory>] = &[
+    arq::TCP,
+    arq::MPTCP,
+    fmtcp::ENTRY,
+    cmt_sctp::ENTRY,
+    hmtp::ENTRY,
+];
 
 #[cfg(test)]
 mod tests {
