@@ -59,7 +59,9 @@ fn bulk(paths: Vec<Vec<usize>>, scheme: SchemeConfig, cc: CcConfig) -> FlowConfi
 }
 
 /// The issue's reference cases: one `tcp` bulk flow over a 10 Mbit/s, 100 ms RTT, loss-free
-/// link for 300 simulated seconds, and the same with `mptcp` (LIA) over two such links.
+/// link for 300 simulated seconds, and the same with `mptcp` (LIA) over two such links; and
+/// `hmtp` (k = 1000) over the two links, for the HMTP issue's per-packet cost target (≤ 3×
+/// `mptcp`).
 pub fn cases() -> Vec<BenchCase> {
     let sim = |links, flow| SimConfig {
         links,
@@ -88,6 +90,17 @@ pub fn cases() -> Vec<BenchCase> {
                 vec![clean_link("a"), clean_link("b")],
                 bulk(vec![vec![0], vec![1]], named("mptcp"), cc("lia")),
             ),
+        },
+        BenchCase {
+            name: "hmtp-2x10M-100ms-300s",
+            description: "hmtp (k = 1000, peeling + elimination, NewReno) bulk, 2 paths \
+                          10 Mbit/s 100 ms RTT, 300 s (receive buffer 3 MiB: two chunks)",
+            config: sim(vec![clean_link("a"), clean_link("b")], {
+                let mut f = bulk(vec![vec![0], vec![1]], named("hmtp"), cc("new-reno"));
+                f.conn.recv_buffer = 3 << 20;
+                f.conn.send_buffer = 4 << 20;
+                f
+            }),
         },
     ]
 }

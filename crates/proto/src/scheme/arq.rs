@@ -17,6 +17,13 @@
 //! RTO); and when the peer's cumulative acknowledgement stops moving for about two timeouts
 //! the engine asks for the head of the stream, which goes out again on the first path that
 //! can take it (with one path, the path's own retransmissions already do that).
+//!
+//! **Retransmission policy** ([`RtxPolicy`]): which path re-sends a segment a path lost.
+//! `tcp`/`mptcp` use [`RtxPolicy::Same`]; `cmt-sctp` selects any of the five policies of
+//! Iyengar, Amer & Stewart, "Retransmission Policies for Concurrent Multipath Transfer Using
+//! SCTP Multihoming", ICON 2004, §3. The choice is made when the loss is reported, i.e. after
+//! the engine has applied the loss's window reduction (fast retransmit) or the timeout's
+//! collapse to one packet, as SCTP does before it picks the retransmission's destination.
 
 use super::{
     Action, FrameSource, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver,
@@ -128,6 +135,68 @@ pub(crate) const MPTCP: Entry<dyn SchemeFactory> = Entry {
     make: |o| Ok(Arc::new(registry::from_options::<ArqConfig>(o)?)),
 };
 
+/// Where a lost segment is re-sent (Iyengar, Amer & Stewart, ICON 2004, §3). Only active
+/// paths ([`PathState::Active`]) are candidates; with none, the path that lost it. Ties are
+/// broken at random (the connection's seeded generator).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RtxPolicy {
+    /// RTX-SAME: on the path that lost it.
+    #[default]
+    Same,
+    /// RTX-ASAP: on the first path that has window space for it.
+    Asap,
+    /// RTX-CWND: on the path with the largest congestion window.
+    Cwnd,
+    /// RTX-SSTHRESH: on the path with the largest slow-start threshold.
+    Ssthresh,
+    /// RTX-LOSSRATE: on the path with the lowest loss rate (the engine's per-path estimate,
+    /// [`crate::path::PathView::loss_rate`]).
+    Lossrate,
+}
+
+impl RtxPolicy {
+    /// The path that re-sends a segment `lost_on` lost, or `None` for "whichever path has
+    /// space first" (RTX-ASAP).
+    pub fn choose(
+        self,
+        paths: &[crate::path::PathView],
+        lost_on: usize,
+        rng: &mut rand_chacha::ChaCha8Rng,
+    ) -> Option<usize> {
+        use rand_core::Rng;
+        // Larger is better for every policy; loss rate is negated.
+        let score = |v: &crate::path::PathView| -> f64 {
+            match self {
+                RtxPolicy::Cwnd => v.cwnd as f64,
+                RtxPolicy::Ssthresh => v.ssthresh as f64,
+                RtxPolicy::Lossrate => -v.loss_rate,
+                RtxPolicy::Same | RtxPolicy::Asap => 0.0,
+            }
+        };
+        match self {
+            RtxPolicy::Same => return Some(lost_on),
+            RtxPolicy::Asap => return None,
+            _ => {}
+        }
+        let best = paths
+            .iter()
+            .filter(|v| v.active)
+            .map(score)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let ties: Vec<usize> = paths
+            .iter()
+            .filter(|v| v.active && score(v) == best)
+            .map(|v| v.id)
+            .collect();
+        match ties.len() {
+            0 => Some(lost_on),
+            1 => Some(ties[0]),
+            n => Some(ties[(rng.next_u64() % n as u64) as usize]),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Seg {
     offset: u64,
@@ -145,9 +214,14 @@ struct Seg {
 pub struct ArqSender {
     name: &'static str,
     cfg: ArqConfig,
+    policy: RtxPolicy,
     segs: VecDeque<Seg>,
-    /// Per path: segments it lost, re-sent on it.
+    /// Per path: lost segments the policy gave it to re-send.
     retx: Vec<VecDeque<(u64, u32)>>,
+    /// RTX-ASAP: lost segments for whichever path has space first.
+    retx_any: VecDeque<(u64, u32)>,
+    /// Lost segments re-sent on another path than the one that lost them.
+    moved_retransmissions: u64,
     /// Segments of a timed-out path, offered to the other paths: (offset, length, from).
     failover: VecDeque<(u64, u32, usize)>,
     /// The stream's head after a stall, for the first path that can take it.
@@ -163,13 +237,22 @@ impl ArqSender {
         ArqSender {
             name,
             cfg,
+            policy: RtxPolicy::Same,
             segs: VecDeque::new(),
             retx: Vec::new(),
+            retx_any: VecDeque::new(),
+            moved_retransmissions: 0,
             failover: VecDeque::new(),
             head: VecDeque::new(),
             last_penalty: Vec::new(),
             reinjected_bytes: 0,
         }
+    }
+
+    /// The same sender with retransmission policy `policy` (default [`RtxPolicy::Same`]).
+    pub fn with_policy(mut self, policy: RtxPolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     fn ensure_paths(&mut self, n: usize) {
@@ -250,8 +333,13 @@ impl SchemeSender for ArqSender {
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag> {
         self.ensure_paths(ctx.paths.len());
-        // 1. Data this path lost goes back on this path.
+        // 1. Lost data the retransmission policy gave this path (RTX-SAME: what it lost),
+        //    then (RTX-ASAP) lost data for any path with space.
         if let Some(tag) = Self::serve_queue(&mut self.retx[path], ctx, pkt) {
+            ctx.count_retransmission(path, tag.b);
+            return Some(tag);
+        }
+        if let Some(tag) = Self::serve_queue(&mut self.retx_any, ctx, pkt) {
             ctx.count_retransmission(path, tag.b);
             return Some(tag);
         }
@@ -337,7 +425,20 @@ impl SchemeSender for ArqSender {
             return;
         }
         let len = tag.b as u32;
-        self.retx[path].push_back((tag.a, len));
+        match self.policy.choose(ctx.paths, path, ctx.rng) {
+            Some(p) if p < self.retx.len() => {
+                if p != path {
+                    self.moved_retransmissions += 1;
+                }
+                self.retx[p].push_back((tag.a, len));
+            }
+            Some(_) => self.retx[path].push_back((tag.a, len)),
+            None => self.retx_any.push_back((tag.a, len)),
+        }
+        if self.policy != RtxPolicy::Same {
+            // The policy already chose among the active paths.
+            return;
+        }
         if kind == LossKind::Timeout && self.cfg.failover && ctx.paths.len() > 1 {
             self.failover.push_back((tag.a, len, path));
         }
@@ -379,6 +480,12 @@ impl SchemeSender for ArqSender {
     }
 
     fn counters(&self) -> serde_json::Value {
+        if self.policy != RtxPolicy::Same {
+            return serde_json::json!({
+                "reinjected_bytes": self.reinjected_bytes,
+                "moved_retransmissions": self.moved_retransmissions,
+            });
+        }
         serde_json::json!({ "reinjected_bytes": self.reinjected_bytes })
     }
 }

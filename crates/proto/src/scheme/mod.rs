@@ -27,11 +27,13 @@
 //! (retransmitted bytes per path, rejected frames, penalisations) the engine counts.
 
 mod arq;
+pub mod cmt_sctp;
 pub mod dfec;
 pub mod fmtcp;
+pub mod hmtp;
 pub mod ncmptcp;
 
-pub use arq::{ArqConfig, ArqReceiver, ArqSender, TcpConfig};
+pub use arq::{ArqConfig, ArqReceiver, ArqSender, RtxPolicy, TcpConfig};
 pub use dfec::{DfecConfig, TcpIrConfig};
 pub use fmtcp::{CodingStats, FmtcpConfig};
 pub use ncmptcp::NcMptcpConfig;
@@ -439,8 +441,16 @@ impl Family for Schemes {
 pub type SchemeConfig = Choice<Schemes>;
 
 /// Every scheme selectable by name: one line per scheme.
-pub static SCHEMES: &[Entry<dyn SchemeFactory>] =
-    &[arq::TCP, arq::MPTCP, fmtcp::ENTRY, ncmptcp::ENTRY, dfec::DFEC, dfec::TCP_IR];
+pub static SCHEMES: &[Entry<dyn SchemeFactory>] = &[
+    arq::TCP,
+    arq::MPTCP,
+    fmtcp::ENTRY,
+    ncmptcp::ENTRY,
+    dfec::DFEC,
+    dfec::TCP_IR,
+    cmt_sctp::ENTRY,
+    hmtp::ENTRY,
+];
 
 #[cfg(test)]
 mod tests {
