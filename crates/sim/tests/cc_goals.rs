@@ -4,7 +4,8 @@
 //!    single-path TCP gets.
 //! 2. *Do no harm*: with both subflows through one bottleneck shared with one TCP, the
 //!    multipath flow takes no more than a TCP's share (we report the ratio, and bound it by
-//!    1.2 only where that is a property of the algorithm).
+//!    1.2 where that is a property of the algorithm; uncoupled and delay-based controllers
+//!    are checked against what their own model predicts instead).
 //! 3. *Balance congestion*: traffic moves off the more congested path.
 //!
 //! Each run is a fixed-seed simulation; the numbers are in docs/experiments/congestion.md.
@@ -110,8 +111,18 @@ fn goal1_improve_throughput() {
                     "ewtcp {g} vs {predicted}"
                 );
             }
-            // Fully coupled splits by loss rate only (equal here), not RTT: reported only.
-            "coupled" => {}
+            // Fully coupled (Kelly & Voice 2005; Han et al. 2006) keeps one TCP's window in
+            // total and, with equal loss rates, has no reason to prefer either path: that
+            // window spread over the two paths gets at least the long-RTT path's TCP and at
+            // most the short-RTT path's (±10 %, the noise tolerance above). It misses goal 1
+            // by design; the bound checks it is the window of one TCP, no more, no less.
+            "coupled" => {
+                let (lo, hi) = (tcp_a.min(tcp_b), tcp_a.max(tcp_b));
+                assert!(
+                    g >= 0.9 * lo && g <= 1.1 * hi,
+                    "coupled {g} outside one TCP window over both paths [{lo}, {hi}]"
+                );
+            }
             // Everything else meets the goal; LIA meets it with equality in theory, so the
             // tolerance is the run-to-run noise of two 120 s loss processes (10 %).
             _ => assert!(g >= 0.9 * best, "{}: {g} < 0.9 × {best}", name(cc)),
@@ -240,8 +251,42 @@ fn goal2_do_no_harm() {
             }
             // Congestive losses behind a full queue: OLIA's increase, gated, and halving.
             "mpveno" => assert!(r <= GOAL2_BOUND && rf <= GOAL2_BOUND, "{n}: {r} {rf}"),
-            // Vegas, Veno, wVegas: reported only (see docs/experiments/congestion.md).
-            _ => {}
+            // Delay-based against loss-based behind a drop-tail queue: Reno fills the queue
+            // Vegas tries to keep short, so Vegas gets less (Mo et al., INFOCOM 1999, §IV): two
+            // Vegas subflows together stay below one NewReno. Against Vegas itself each flow
+            // keeps α..β = 2..4 packets queued and gets a share proportional to them, so two
+            // subflows take between 2α/β = 1 and 2β/α = 4 Vegas shares. Under random loss
+            // without queueing there is no delay signal: Vegas is Reno-like per subflow (+1
+            // MSS per RTT, halving), two shares (±20 %).
+            "vegas" => {
+                assert!(r <= 1.0, "{n}: drop-tail vs NewReno {r}");
+                assert!((1.0..=4.0).contains(&rf), "{n}: drop-tail vs Vegas {rf}");
+                assert!((1.6..=2.4).contains(&rr), "{n}: random loss {rr}");
+            }
+            // Veno behind a full queue reads its losses as congestive (backlog N ≥ β) and is
+            // Reno: two subflows take two shares against NewReno and against Veno (±20 %).
+            // Under random loss without queueing it cuts to 4/5 instead of 1/2; an AIMD flow
+            // with decrease to b has a mean window √(a(1+b)/(2(1−b)p)), so one Veno gets
+            // √(4.5/1.5) = √3 NewRenos and two subflows 2√3 ≈ 3.46 (±15 %).
+            "veno" => {
+                assert!((1.6..=2.4).contains(&r), "{n}: drop-tail vs NewReno {r}");
+                assert!((1.6..=2.4).contains(&rf), "{n}: drop-tail vs Veno {rf}");
+                let model = 2.0 * 3f64.sqrt();
+                assert!(
+                    (rr / model - 1.0).abs() <= 0.15,
+                    "{n}: random loss {rr} vs {model}"
+                );
+            }
+            // wVegas is Vegas per subflow with coupled α (Cao et al.): against NewReno behind
+            // a drop-tail queue it loses as Vegas does (≤ 1), and under random loss without
+            // queueing it is two Reno-like subflows (two shares ±20 %). Against Vegas it takes
+            // 1.5×, which no model we have predicts (α_total = 10 against Vegas's 2..4 would
+            // give 2.5..5): reported in docs/experiments/congestion.md, not asserted.
+            "wvegas" => {
+                assert!(r <= 1.0, "{n}: drop-tail vs NewReno {r}");
+                assert!((1.6..=2.4).contains(&rr), "{n}: random loss {rr}");
+            }
+            _ => unreachable!("{n}: every controller has a requirement"),
         }
     }
 }
