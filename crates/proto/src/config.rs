@@ -86,7 +86,8 @@ pub enum TcpProfile {
     /// MSS²/cwnd per ACK in congestion avoidance, so ½ MSS per RTT with delayed ACKs); a
     /// packet that carried a retransmission is recovered only by the retransmission timer
     /// (RFC 6675 `NextSeg` never resends a segment twice); the timer restarts only when the
-    /// oldest outstanding packet is acknowledged (ns-3 restarts it when SND.UNA advances);
+    /// packet holding the oldest unacknowledged byte is acknowledged (ns-3 restarts it when
+    /// SND.UNA advances: acknowledgements of later packets and losses do not restart it);
     /// RTT samples are raw (ns-3's timestamp echo includes the delayed-ACK wait).
     Classic,
 }

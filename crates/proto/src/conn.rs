@@ -997,7 +997,13 @@ impl Connection {
         let mut newly_largest: Option<(u64, Instant)> = None;
         let mut any = false;
         self.paths[p].trim_front();
-        let oldest_before = self.paths[p].sent_base;
+        // Classic: the packet holding ns-3's SND.UNA (see `Path::classic_head`).
+        let head = if self.cfg.profile == TcpProfile::Classic {
+            self.paths[p].classic_head()
+        } else {
+            None
+        };
+        let mut head_acked = false;
         if a.largest >= self.paths[p].next_pn {
             // Numbers never sent: only the part below what was sent counts.
             self.stats.ack_ranges_ignored += 1;
@@ -1015,6 +1021,7 @@ impl Connection {
                     continue;
                 };
                 any = true;
+                head_acked |= head == Some(pn);
                 path.stats.packets_acked += 1;
                 path.stats.bytes_acked += u64::from(sp.size);
                 path.loss.on_acked(1);
@@ -1058,13 +1065,9 @@ impl Connection {
             }
         }
         path.trim_front();
-        // Classic (ns-3): the timer restarts only when the oldest outstanding packet is
-        // acknowledged (SND.UNA advances); otherwise on any newly acknowledged packet.
-        let restart = if classic {
-            any && (path.sent_base > oldest_before || path.sent.is_empty())
-        } else {
-            any
-        };
+        // Classic (ns-3): the timer restarts only when SND.UNA advances, i.e. the packet
+        // holding it is acknowledged; otherwise on any newly acknowledged packet.
+        let restart = if classic { head_acked } else { any };
         if any {
             path.consecutive_rtos = 0;
             path.probe_due = false;

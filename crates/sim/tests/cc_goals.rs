@@ -196,6 +196,21 @@ fn goal2_ratios(cc: &'static str, tcp_cc: &'static str, random_loss: bool) -> Ve
         .collect()
 }
 
+/// Seeds for the comparisons whose margin is below the spread of two seeds (Coupled's
+/// random-loss ratio against the 1.2 bound; wVegas against Vegas in goal 3).
+const SEEDS_NOISY: [u64; 6] = [1, 2, 3, 4, 5, 6];
+
+/// [`goal2_ratios`] over [`SEEDS_NOISY`].
+fn noisy_ratios(cc: &'static str, tcp_cc: &'static str, random_loss: bool) -> Vec<f64> {
+    SEEDS_NOISY
+        .iter()
+        .map(|&s| {
+            let (m, t) = goal2(cc, tcp_cc, random_loss, s);
+            m / t
+        })
+        .collect()
+}
+
 fn avg(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
@@ -243,8 +258,13 @@ fn goal2_do_no_harm() {
         match cc {
             // Two uncoupled loss-based subflows take about two TCPs' share: the test discriminates.
             "new-reno" | "cubic" => assert!(rf >= 1.8, "{n}: {rf}"),
-            // A fully coupled window is one TCP's (its per-path floor adds a little).
-            "coupled" => assert!(r <= GOAL2_BOUND && rr <= GOAL2_BOUND, "{n}: {r} {rr}"),
+            // A fully coupled window is one TCP's (its per-path floor adds a little). Under
+            // random loss its ratio sits just under the bound (1.19 over six seeds) and two
+            // seeds spread ±0.1 around it, so that mean is over SEEDS_NOISY.
+            "coupled" => {
+                let rr = avg(&noisy_ratios(cc, "new-reno", true));
+                assert!(r <= GOAL2_BOUND && rr <= GOAL2_BOUND, "{n}: {r} {rr}")
+            }
             "ewtcp" | "lia" | "olia" | "balia" => {
                 assert!(rr <= GOAL2_BOUND, "{n}: random loss {rr}");
                 assert!(r <= GOAL2_DROPTAIL_LINKED, "{n}: drop-tail {r}");
@@ -368,11 +388,20 @@ fn goal3_balance_congestion() {
             name(cc)
         );
     }
-    // wVegas moves some traffic, not as much: measured 73 % of Vegas's share with the
-    // 32-bit connection-id header, 90 % with the 64-bit one (wire version 2). The 4 bytes
-    // per packet moved uncoupled Vegas's share from 0.137 to 0.114 and wVegas's from 0.100
-    // to 0.103: with two seeds the Vegas baseline is that noisy, so only the direction is
-    // asserted.
-    let (s, base) = (share("wvegas"), share("vegas"));
+    // wVegas moves some traffic, not as much. Per seed Vegas's share on B ranges 0.106–0.144
+    // (ack-delay-corrected RTT samples, wire version 3), wider than the difference: over
+    // seeds 1–2 wVegas measured 0.124 against Vegas's 0.114, over six seeds 0.105 against
+    // 0.122 (86 %). So only the direction is asserted, on means over SEEDS_NOISY.
+    let noisy_share = |cc: &'static str| {
+        let v: Vec<f64> = SEEDS_NOISY
+            .iter()
+            .map(|&seed| {
+                let (a, b, _) = goal3(cc, seed);
+                b / (a + b)
+            })
+            .collect();
+        avg(&v)
+    };
+    let (s, base) = (noisy_share("wvegas"), noisy_share("vegas"));
     assert!(s < base, "wvegas: share on B {s} vs Vegas {base}");
 }

@@ -356,6 +356,25 @@ impl Path {
         }
     }
 
+    /// The packet that holds ns-3's SND.UNA (the oldest unacknowledged stream byte), for the
+    /// classic profile's timer rule: the oldest outstanding packet that carried a
+    /// retransmission if there is one (it carries data older than anything sent after the
+    /// original), else the oldest outstanding packet. O(packets in flight); classic only.
+    pub(crate) fn classic_head(&self) -> Option<u64> {
+        let mut oldest = None;
+        for (i, sp) in self.sent.iter().enumerate() {
+            if sp.state != SentState::Outstanding {
+                continue;
+            }
+            let pn = self.sent_base + i as u64;
+            if sp.flags & SENT_RETRANSMISSION != 0 {
+                return Some(pn);
+            }
+            oldest.get_or_insert(pn);
+        }
+        oldest
+    }
+
     /// The acknowledgement of packet `pn` (the largest newly acknowledged) ends the round
     /// if `pn` was sent after the round began.
     pub(crate) fn on_round_ack(&mut self, pn: u64) {
