@@ -11,5 +11,9 @@ if ! pkg-config --exists $mods; then
   echo "ns-3 development files not found: run scripts/install-ns3.sh first" >&2
   exit 1
 fi
+if [[ "$out/tcp-grid" -nt "$here/tcp-grid.cc" && "$out/tcp-grid" -nt "$0" ]]; then
+  echo "$out/tcp-grid"
+  exit 0
+fi
 g++ -O2 -std=c++17 -o "$out/tcp-grid" "$here/tcp-grid.cc" $(pkg-config --cflags --libs $mods)
 echo "$out/tcp-grid"
