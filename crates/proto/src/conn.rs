@@ -1135,10 +1135,7 @@ impl Connection {
         let mut congestion = false;
         path.trim_front();
         let mut pn = path.loss_scan.max(path.sent_base);
-        loop {
-            let Some(&sp) = path.sent.get((pn - path.sent_base) as usize) else {
-                break;
-            };
+        while let Some(&sp) = path.sent.get((pn - path.sent_base) as usize) {
             let by_count = pn + thr <= largest;
             let by_time = pn < largest && time_lost_before.is_some_and(|t| sp.time_sent <= t);
             if sp.state == SentState::Outstanding && !by_count && !by_time {
