@@ -30,6 +30,8 @@ struct Net {
     drop: Box<dyn FnMut(&[u8]) -> bool>,
     /// (time, size) of every datagram `a` sent carrying stream data.
     data_sends: Vec<(Instant, usize)>,
+    /// (time, stream offset) of every DATA frame `a` sent.
+    data_offsets: Vec<(Instant, u64)>,
     read: u64,
 }
 
@@ -55,6 +57,7 @@ impl Net {
             queue: BinaryHeap::new(),
             drop: Box::new(|_| false),
             data_sends: Vec::new(),
+            data_offsets: Vec::new(),
             read: 0,
         }
     }
@@ -63,8 +66,9 @@ impl Net {
         let mut buf = vec![0u8; 4096];
         while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
             let d = buf[..t.len].to_vec();
-            if data_of(&d).is_some() {
+            if let Some((offset, _)) = data_of(&d) {
                 self.data_sends.push((self.now, t.len));
+                self.data_offsets.push((self.now, offset));
             }
             let mut at = self.now;
             if let Some(r) = self.rate {
@@ -400,4 +404,60 @@ fn classic_recovers_a_lost_retransmission_by_the_timer() {
             "{profile:?}: {rtos} timeouts, done at {done:?}"
         );
     }
+}
+
+/// The `classic` timer restarts only when SND.UNA advances (ns-3): once the retransmission of
+/// the oldest segment is lost, acknowledgements of later packets do not push the timeout back,
+/// so it fires at most one RTO (min 1 s here) after that retransmission left. (A timer
+/// restarted by every acknowledgement would wait until the later packets stop coming.)
+#[test]
+fn classic_timer_restarts_only_when_snd_una_advances() {
+    let cfg = ConnectionConfig {
+        min_rto: Duration::from_secs(1),
+        ..tcp(TcpProfile::Classic)
+    };
+    let mut net = Net::new(cfg, Duration::from_millis(25));
+    let target = 30 * 1400u64;
+    let mut drops = 0;
+    net.drop = Box::new(move |d| {
+        let hit = data_of(d).is_some_and(|(o, l)| o <= target && target < o + l as u64);
+        let drop = hit && drops < 2;
+        drops += u32::from(drop);
+        drop
+    });
+    // Run until the timer fires, noting when.
+    net.a.write(&vec![0u8; 8 << 20]);
+    let mut fired = None;
+    for ms in 1..20_000u64 {
+        net.run(Instant::ZERO + Duration::from_millis(ms));
+        net.a.write(&vec![0u8; 1 << 20]);
+        if net.a.stats().paths[0].rto_count > 0 {
+            fired = Some(net.now);
+            break;
+        }
+    }
+    let fired = fired.expect("the lost retransmission must be recovered by the timer");
+    let sends: Vec<Instant> = net
+        .data_offsets
+        .iter()
+        .filter(|&&(_, o)| o <= target && target < o + 1400)
+        .map(|&(t, _)| t)
+        .collect();
+    assert!(
+        sends.len() >= 2,
+        "the segment was sent {} times",
+        sends.len()
+    );
+    let retransmitted = sends[1];
+    // Data kept flowing after the retransmission (so a restart-on-every-ACK timer would
+    // have been pushed back past the bound).
+    assert!(net
+        .data_sends
+        .iter()
+        .any(|&(t, _)| t > retransmitted + Duration::from_millis(500)));
+    let rto = Duration::from_secs(1) + Duration::from_millis(60);
+    assert!(
+        fired <= retransmitted + rto,
+        "timer fired at {fired:?}, retransmission left at {retransmitted:?}"
+    );
 }
