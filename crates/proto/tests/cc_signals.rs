@@ -16,6 +16,11 @@ use tributary_proto::scheme::SchemeConfig;
 use tributary_proto::wire::{parse_packet, Frame, FrameIter};
 use tributary_proto::{Connection, ConnectionConfig, Duration, Instant, TcpProfile};
 
+/// A datagram in flight: (arrival, sequence, towards `b`, bytes).
+type InFlight = Reverse<(Instant, u64, bool, Vec<u8>)>;
+/// Decides whether an `a → b` datagram is dropped.
+type DropFn = Box<dyn FnMut(&[u8]) -> bool>;
+
 /// A one-path network: one-way `delay`, a bottleneck of `rate` bytes/s (100 Mbit/s unless
 /// a test changes it; unbounded queue) from `a` to `b`; `drop` decides the fate of each `a → b` datagram.
 struct Net {
@@ -26,8 +31,8 @@ struct Net {
     rate: Option<u64>,
     busy_until: Instant,
     seq: u64,
-    queue: BinaryHeap<Reverse<(Instant, u64, bool, Vec<u8>)>>,
-    drop: Box<dyn FnMut(&[u8]) -> bool>,
+    queue: BinaryHeap<InFlight>,
+    drop: DropFn,
     /// (time, size) of every datagram `a` sent carrying stream data.
     data_sends: Vec<(Instant, usize)>,
     /// (time, stream offset) of every DATA frame `a` sent.
