@@ -502,6 +502,9 @@ fn flow_config(
         metric_block: f.metric_block.map_or(Ok(d.metric_block), |x| {
             usize_size(x.0, &format!("{at}.metric_block"))
         })?,
+        profile: f.profile.unwrap_or(d.profile),
+        pacing: f.pacing.unwrap_or(d.pacing),
+        tail_loss_probe: f.tail_loss_probe.unwrap_or(d.tail_loss_probe),
         ..d
     };
     let n = match kind {

@@ -139,6 +139,12 @@ pub struct FlowSpec {
     #[serde(default)]
     pub metric_block: Option<Size>,
     #[serde(default)]
+    pub profile: Option<tributary_proto::TcpProfile>,
+    #[serde(default)]
+    pub pacing: Option<bool>,
+    #[serde(default)]
+    pub tail_loss_probe: Option<bool>,
+    #[serde(default)]
     pub app: Option<toml::Value>,
     #[serde(default)]
     pub trace: Option<String>,

@@ -52,6 +52,44 @@ pub struct ConnectionConfig {
     pub metric_block: usize,
     /// Seed of the connection's deterministic generator.
     pub seed: u64,
+    /// Which TCP behaviour the engine models (see [`TcpProfile`]).
+    pub profile: TcpProfile,
+    /// Pace every path's data packets at `N · cwnd / SRTT` (RFC 9002 §7.7; N = 2 in slow
+    /// start, 1.25 after). Off by default: the papers' TCPs (ns-2/ns-3, Linux of their time
+    /// without `fq`) sent window bursts. A controller that provides its own rate
+    /// ([`crate::cc::CongestionControl::pacing_rate`], e.g. BBR) is paced at that rate
+    /// whatever this says.
+    pub pacing: bool,
+    /// Tail-loss probe (RFC 8985 §7, RACK-TLP): when an ack-eliciting packet is outstanding
+    /// and nothing is acknowledged for a probe timeout (2·SRTT, plus `max_ack_delay` when a
+    /// single packet is in flight), send one probe packet beyond the window (new data if the
+    /// scheme has some, else a PING); while on, a packet sent more than 9/8·max(SRTT, latest
+    /// RTT) before one acknowledged is declared lost (RFC 9002 §6.1.2, the time threshold the
+    /// probe's acknowledgement needs). Off by default (neither Linux of the papers' time nor
+    /// ns-2/ns-3 NewReno had it).
+    pub tail_loss_probe: bool,
+}
+
+/// The TCP behaviour the engine models where legitimate implementations differ.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TcpProfile {
+    /// Linux-like (the default): windows grow by the bytes acknowledged (appropriate byte
+    /// counting, RFC 3465, as Linux's `tcp_cong_avoid_ai`), a lost retransmission is detected
+    /// like any other loss (every packet has a fresh number, as QUIC or Linux RACK), the
+    /// retransmission timer restarts on every acknowledgement of new packets, and RTT samples
+    /// have the peer's ACK delay subtracted (RFC 9000 §13.2.5, RFC 9002 §5.3).
+    #[default]
+    Linux,
+    /// ns-2/ns-3 NewReno (`TcpNewReno` of ns-3.37): growth counted per ACK — at most one MSS
+    /// acknowledged per ACK counts (RFC 3465 with L = 1 SMSS; one MSS per ACK in slow start,
+    /// MSS²/cwnd per ACK in congestion avoidance, so ½ MSS per RTT with delayed ACKs); a
+    /// packet that carried a retransmission is recovered only by the retransmission timer
+    /// (RFC 6675 `NextSeg` never resends a segment twice); the timer restarts only when the
+    /// packet holding the oldest unacknowledged byte is acknowledged (ns-3 restarts it when
+    /// SND.UNA advances: acknowledgements of later packets and losses do not restart it);
+    /// RTT samples are raw (ns-3's timestamp echo includes the delayed-ACK wait).
+    Classic,
 }
 
 impl Default for ConnectionConfig {
@@ -76,6 +114,9 @@ impl Default for ConnectionConfig {
             max_paths: 8,
             metric_block: 32 * 1024,
             seed: 0,
+            profile: TcpProfile::Linux,
+            pacing: false,
+            tail_loss_probe: false,
         }
     }
 }

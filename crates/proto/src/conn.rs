@@ -8,10 +8,11 @@
 
 use crate::buffer::{RecvBuffer, SendBuffer};
 use crate::cc::{AckEvent, CongestionControl, Window};
-use crate::config::{ConfigError, ConnectionConfig};
+use crate::config::{ConfigError, ConnectionConfig, TcpProfile};
 use crate::message::{MessageId, MessageOptions, RxMessages, RxOutcome, TxMessages, WriteError};
 use crate::path::{
-    Path, PathState, PathStats, PathView, RttEstimator, SentState, SENT_CONTROL, SENT_STREAM_END,
+    Path, PathState, PathStats, PathView, RttEstimator, SentState, SENT_CONTROL,
+    SENT_RETRANSMISSION, SENT_STREAM_END,
 };
 use crate::protect::{ProtectError, Protection};
 use crate::ranges::RangeSet;
@@ -253,6 +254,8 @@ pub struct Connection {
     ctrl_pending: VecDeque<Ctrl>,
     /// Control frames in flight, by (path, packet number).
     ctrl_in_flight: HashMap<(usize, u64), Vec<Ctrl>>,
+    /// Earliest time a path held back by pacing may send again (cleared by each send attempt).
+    pacing_wake: Option<Instant>,
     tracer: Option<Box<dyn Tracer>>,
     /// Losses to report to the tracer: (path, pn, size, kind); filled only when tracing.
     traced_losses: Vec<(usize, u64, u32, LossKind)>,
@@ -358,6 +361,7 @@ impl Connection {
             first_sent: RangeSet::new(),
             ctrl_pending: VecDeque::new(),
             ctrl_in_flight: HashMap::new(),
+            pacing_wake: None,
             tracer: None,
             traced_losses: Vec::new(),
             cfg,
@@ -790,7 +794,7 @@ impl Connection {
         while self.paths.len() <= p {
             self.add_path();
         }
-        let fresh = self.paths[p].on_received(hdr.pn);
+        let fresh = self.paths[p].on_received(hdr.pn, now);
         let newest = fresh && self.paths[p].largest_received == Some(hdr.pn);
         self.last_rx_path = p;
         if fresh {
@@ -1035,6 +1039,14 @@ impl Connection {
         }
         let mut newly_largest: Option<(u64, Instant)> = None;
         let mut any = false;
+        self.paths[p].trim_front();
+        // Classic: the packet holding ns-3's SND.UNA (see `Path::classic_head`).
+        let head = if self.cfg.profile == TcpProfile::Classic {
+            self.paths[p].classic_head()
+        } else {
+            None
+        };
+        let mut head_acked = false;
         if a.largest >= self.paths[p].next_pn {
             // Numbers never sent: only the part below what was sent counts.
             self.stats.ack_ranges_ignored += 1;
@@ -1052,6 +1064,7 @@ impl Connection {
                     continue;
                 };
                 any = true;
+                head_acked |= head == Some(pn);
                 path.stats.packets_acked += 1;
                 path.stats.bytes_acked += u64::from(sp.size);
                 path.loss.on_acked(1);
@@ -1075,39 +1088,68 @@ impl Connection {
                 }
             }
         }
+        let classic = self.cfg.profile == TcpProfile::Classic;
+        let max_ack_delay = self.cfg.max_ack_delay;
         let path = &mut self.paths[p];
         let largest = a.largest.min(path.next_pn.saturating_sub(1));
         path.largest_acked = Some(path.largest_acked.map_or(largest, |l| l.max(largest)));
         let mut rtt_sample = None;
         if let Some((pn, sent)) = newly_largest {
+            path.on_round_ack(pn);
             if pn == a.largest {
-                let sample = now - sent;
-                path.rtt.update(sample);
-                rtt_sample = Some(sample);
+                // RFC 9002 §5.3: the peer's ack delay, capped at max_ack_delay (both ends
+                // share the configuration), comes off the sample; classic keeps it raw.
+                let delay = if classic {
+                    Duration::ZERO
+                } else {
+                    Duration::from_micros(a.ack_delay.min(1 << 40)).min(max_ack_delay)
+                };
+                rtt_sample = Some(path.rtt.update_with_delay(now - sent, delay));
             }
         }
+        path.trim_front();
+        // Classic (ns-3): the timer restarts only when SND.UNA advances, i.e. the packet
+        // holding it is acknowledged; otherwise on any newly acknowledged packet.
+        let restart = if classic { head_acked } else { any };
         if any {
-            path.rtt.reset_backoff();
             path.consecutive_rtos = 0;
             path.probe_due = false;
+            path.tlp_sent = false;
+        }
+        if restart {
+            path.rtt.reset_backoff();
             path.rto_deadline = (path.packets_in_flight > 0).then(|| now + path.rtt.rto());
         }
-        path.trim_front();
         self.sync_view(p);
         if any && matches!(self.paths[p].state, PathState::Suspect | PathState::Failed) {
             self.set_path_state(now, p, PathState::Active);
         }
         // Window growth, then loss detection (RFC 9002 order).
         if cc_bytes > 0 {
+            let old = self.views[p].cwnd;
+            let limited = self.views[p].cwnd_limited;
+            // Classic: at most one MSS per ACK counts (RFC 3465 with L = 1 SMSS): ns-3
+            // NewReno's per-ACK growth.
+            let bytes_acked = if classic {
+                cc_bytes.min(self.paths[p].mss)
+            } else {
+                cc_bytes
+            };
             let ev = AckEvent {
                 now,
-                bytes_acked: cc_bytes,
+                bytes_acked,
                 rtt_sample,
             };
-            let w = self.cc.on_ack(p, &ev, &self.views);
+            let mut w = self.cc.on_ack(p, &ev, &self.views);
+            if !limited {
+                // RFC 7661: a window that did not limit sending is not validated by this
+                // ACK, so it may not grow (it may shrink).
+                w.cwnd = w.cwnd.min(old);
+            }
             self.apply_window(p, w);
         }
         self.detect_losses(now, p);
+        self.arm_tlp(now, p);
         self.apply_actions(now);
         if any {
             self.trace_metrics(now, p);
@@ -1120,16 +1162,38 @@ impl Connection {
             return;
         };
         let thr = path.loss_threshold;
+        let classic = self.cfg.profile == TcpProfile::Classic;
+        // RACK-TLP's companion (RFC 9002 §6.1.2): with the probe on, a packet sent 9/8 of
+        // an RTT before one that was acknowledged is lost too.
+        let time_lost_before = if self.cfg.tail_loss_probe {
+            let rtt = path.rtt.srtt().unwrap_or(Duration::ZERO);
+            let rtt = rtt.max(path.rtt.latest().unwrap_or(Duration::ZERO));
+            let delay = Duration::from_nanos(rtt.as_nanos() / 8 * 9).max(Duration::from_millis(1));
+            Some(Instant::from_nanos(
+                now.as_nanos().saturating_sub(delay.as_nanos()),
+            ))
+        } else {
+            None
+        };
         let mut congestion = false;
-        loop {
-            path.trim_front();
-            let pn = path.sent_base;
-            if path.sent.is_empty() || pn + thr > largest {
+        path.trim_front();
+        let mut pn = path.loss_scan.max(path.sent_base);
+        while let Some(&sp) = path.sent.get((pn - path.sent_base) as usize) {
+            let by_count = pn + thr <= largest;
+            let by_time = pn < largest && time_lost_before.is_some_and(|t| sp.time_sent <= t);
+            if sp.state == SentState::Outstanding && !by_count && !by_time {
                 break;
             }
-            let Some(sp) = path.settle(pn, SentState::Lost) else {
-                break;
+            pn += 1;
+            // Classic (ns-3 with RFC 6675 NextSeg): a retransmission is never declared lost
+            // by the threshold; only the retransmission timer recovers it.
+            if classic && sp.flags & SENT_RETRANSMISSION != 0 {
+                continue;
+            }
+            let Some(sp) = path.settle(pn - 1, SentState::Lost) else {
+                continue;
             };
+            let pn = pn - 1;
             path.stats.packets_lost += 1;
             path.loss.on_lost();
             if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
@@ -1151,6 +1215,8 @@ impl Connection {
                     .push((p, pn, sp.size, LossKind::Threshold));
             }
         }
+        path.loss_scan = pn;
+        path.trim_front();
         self.sync_view(p);
         if congestion {
             let path = &mut self.paths[p];
@@ -1215,6 +1281,8 @@ impl Connection {
         }
         path.trim_front();
         path.rto_deadline = None;
+        path.tlp_deadline = None;
+        path.tlp_due = false;
         self.sync_view(p);
         let w = self.cc.on_timeout(p, now, &self.views);
         let path = &mut self.paths[p];
@@ -1295,6 +1363,14 @@ impl Connection {
             if self.paths[p].rto_deadline.is_some_and(|t| t <= now) {
                 self.on_rto(now, p);
             }
+            if self.paths[p].tlp_deadline.is_some_and(|t| t <= now) {
+                let path = &mut self.paths[p];
+                path.tlp_deadline = None;
+                if path.packets_in_flight > 0 {
+                    path.tlp_due = true;
+                    path.tlp_sent = true;
+                }
+            }
             let path = &mut self.paths[p];
             if path.ack_deadline.is_some_and(|t| t <= now) {
                 path.ack_deadline = None;
@@ -1340,9 +1416,13 @@ impl Connection {
             self.rx.poll_timeout(),
             self.tx_msgs.next_deadline(),
             self.head_deadline(),
+            self.pacing_wake,
         ];
         for p in &self.paths {
-            for d in [p.rto_deadline, p.ack_deadline].into_iter().flatten() {
+            for d in [p.rto_deadline, p.ack_deadline, p.tlp_deadline]
+                .into_iter()
+                .flatten()
+            {
                 t = Some(t.map_or(d, |x| x.min(d)));
             }
         }
@@ -1400,11 +1480,16 @@ impl Connection {
             let mut w =
                 PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer).ok()?;
             let max_data = self.recv_buf.max_data();
+            // RFC 9000 §13.2.5: time since the largest acknowledged packet arrived.
+            let ack_delay = self.paths[p]
+                .largest_received_at
+                .map_or(0, |t| now.saturating_since(t).as_nanos() / 1000);
             let ok = w
                 .push_ack(
                     p as u8,
                     &self.paths[p].received,
                     self.cfg.max_ack_ranges,
+                    ack_delay,
                     self.recv_buf.contiguous_end(),
                     max_data,
                 )
@@ -1489,16 +1574,32 @@ impl Connection {
         // New data goes on active paths; only when none is left does the scheme use the
         // suspect ones (a single path after a timeout: its retransmission is its probe).
         self.candidates.clear();
+        self.pacing_wake = None;
         let any_active = self.any_active();
-        for p in &self.paths {
+        for i in 0..self.paths.len() {
+            let p = &self.paths[i];
             let usable = match p.state {
                 PathState::Active => true,
                 PathState::Closed => false,
                 _ => !any_active,
             };
-            if usable && p.bytes_in_flight < p.cwnd {
-                self.candidates.push(p.id);
+            if !usable {
+                continue;
             }
+            // A tail-loss probe may exceed the window and is not paced (RFC 8985 §7.3).
+            if p.tlp_due {
+                self.candidates.push(i);
+                continue;
+            }
+            if p.bytes_in_flight >= p.cwnd {
+                continue;
+            }
+            if p.next_send > now && self.pacing_rate(i).is_some() {
+                let t = p.next_send;
+                self.pacing_wake = Some(self.pacing_wake.map_or(t, |w| w.min(t)));
+                continue;
+            }
+            self.candidates.push(i);
         }
         if self.candidates.is_empty() {
             return None;
@@ -1540,6 +1641,7 @@ impl Connection {
                 }
                 ctrl += 1;
             }
+            let resent_before = self.resent.get(p).map_or(0, |r| r.packets);
             let tag = {
                 let mut ctx = send_ctx!(self, now);
                 ctx.engine_frames = with_end || ctrl > 0;
@@ -1548,6 +1650,7 @@ impl Connection {
             if tag.is_none() && !with_end && ctrl == 0 {
                 continue;
             }
+            let resent = self.resent.get(p).map_or(0, |r| r.packets) > resent_before;
             self.paths[p].stats.payload_bytes_sent += w.payload_len() as u64;
             let len = w.finish();
             let path = &mut self.paths[p];
@@ -1562,8 +1665,14 @@ impl Connection {
                 let sent: Vec<Ctrl> = self.ctrl_pending.drain(..ctrl).collect();
                 self.ctrl_in_flight.insert((p, pn), sent);
             }
+            if resent {
+                flags |= SENT_RETRANSMISSION;
+            }
             path.on_sent(pn, now, len, true, tag, flags);
+            path.tlp_due = false;
             self.views[p] = self.paths[p].view();
+            self.pace(now, p, len);
+            self.arm_tlp(now, p);
             self.cc.on_packet_sent(p, now, len as u64, &self.views);
             self.sched.on_sent(p);
             if self.head_since.is_none() {
@@ -1576,8 +1685,74 @@ impl Connection {
         self.candidates = cands;
         if result.is_some() {
             self.persist = None;
+            return result;
         }
-        result
+        // A tail-loss probe with no data to carry: a PING, whose acknowledgement lets the
+        // time threshold declare the tail lost.
+        let probe = self.paths.iter().position(|p| p.tlp_due)?;
+        self.paths[probe].tlp_due = false;
+        let t = self.send_ping(now, probe, buf);
+        if t.is_some() {
+            self.persist = None;
+        }
+        t
+    }
+
+    /// The pacing rate of path `p` in bytes per second, if it is paced: the controller's
+    /// ([`CongestionControl::pacing_rate`]), else with `pacing` on RFC 9002 §7.7's
+    /// `N · cwnd / SRTT` — N = 2 in slow start, 1.25 after (Linux's
+    /// `tcp_pacing_ss_ratio`/RFC 9002's suggestion) — once an RTT was measured.
+    fn pacing_rate(&self, p: usize) -> Option<u64> {
+        if let Some(r) = self.cc.pacing_rate(p, &self.views) {
+            return (r > 0).then_some(r);
+        }
+        if !self.cfg.pacing {
+            return None;
+        }
+        let path = &self.paths[p];
+        let srtt = path.rtt.srtt()?.as_nanos().max(1);
+        let n = if path.cwnd < path.ssthresh { 2.0 } else { 1.25 };
+        let rate = n * path.cwnd as f64 * 1e9 / srtt as f64;
+        Some((rate as u64).max(1))
+    }
+
+    /// After a data packet of `len` bytes on path `p`: the next may leave `len / rate` later
+    /// (no credit is kept for time the path spent idle: at most one packet leaves at once).
+    fn pace(&mut self, now: Instant, p: usize, len: usize) {
+        let Some(rate) = self.pacing_rate(p) else {
+            return;
+        };
+        let gap = Duration::from_nanos((len as u128 * 1_000_000_000 / u128::from(rate)) as u64);
+        let path = &mut self.paths[p];
+        path.next_send = path.next_send.max(now) + gap;
+    }
+
+    /// Arms path `p`'s tail-loss probe (RFC 8985 §7.2): with packets in flight, an RTT
+    /// measured and no probe sent since the last acknowledgement, PTO = 2·SRTT, plus
+    /// `max_ack_delay` when a single packet is in flight (the receiver may delay its ACK),
+    /// and never later than the retransmission timer.
+    fn arm_tlp(&mut self, now: Instant, p: usize) {
+        if !self.cfg.tail_loss_probe {
+            return;
+        }
+        let delay = self.cfg.max_ack_delay;
+        let path = &mut self.paths[p];
+        let Some(srtt) = path.rtt.srtt() else {
+            return;
+        };
+        if path.packets_in_flight == 0 || path.tlp_sent {
+            path.tlp_deadline = None;
+            return;
+        }
+        let mut pto = srtt.saturating_mul(2);
+        if path.packets_in_flight == 1 {
+            pto = pto + delay;
+        }
+        let mut at = now + pto;
+        if let Some(rto) = path.rto_deadline {
+            at = at.min(rto);
+        }
+        path.tlp_deadline = Some(at);
     }
 
     fn best_path(&self) -> Option<usize> {

@@ -37,7 +37,7 @@ pub mod time;
 pub mod trace;
 pub mod wire;
 
-pub use config::{ConfigError, ConnectionConfig};
+pub use config::{ConfigError, ConnectionConfig, TcpProfile};
 pub use conn::{Connection, ConnectionStats, DatagramError, Event, Received, Transmit};
 pub use message::{MessageId, MessageOptions, WriteError};
 pub use time::{Duration, Instant};

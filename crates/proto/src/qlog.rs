@@ -147,8 +147,10 @@ fn frame_list(frames: &[u8]) -> String {
             ),
             Frame::Ack(a) => write!(
                 out,
-                "{{\"frame_type\":\"ack\",\"path_id\":{},\"largest\":{}}}",
-                a.path, a.largest
+                "{{\"frame_type\":\"ack\",\"path_id\":{},\"largest\":{},\"ack_delay\":{}}}",
+                a.path,
+                a.largest,
+                a.ack_delay as f64 / 1000.0
             ),
             Frame::Ping => write!(out, "{{\"frame_type\":\"ping\"}}"),
             Frame::Padding(n) => write!(out, "{{\"frame_type\":\"padding\",\"length\":{n}}}"),

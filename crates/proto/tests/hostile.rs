@@ -41,11 +41,11 @@ fn typed_errors_for_each_kind_of_bad_datagram() {
     ));
     // An ACK (path 0, largest 5) for packets never sent: the numbers are ignored and
     // counted, the datagram is accepted (its other contents would be used).
-    let ack = [0x02, 0x00, 0x05, 0x00, 0x00, 0x00, 0x40, 0x64];
+    let ack = [0x02, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x40, 0x64];
     assert!(a.handle_datagram(now, &wrap(1, 0, 0, &ack)).is_ok());
     assert_eq!(a.stats().ack_ranges_ignored, 1);
     // An ACK for a path this end never opened: ignored and counted.
-    let ack = [0x02, 0x07, 0x00, 0x00, 0x00, 0x00, 0x40, 0x64];
+    let ack = [0x02, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40, 0x64];
     assert!(a.handle_datagram(now, &wrap(1, 0, 1, &ack)).is_ok());
     assert_eq!(a.stats().acks_ignored, 1);
     // A packet number far above the largest received: dropped.
@@ -77,7 +77,7 @@ fn forged_packet_numbers_do_not_stall_a_transfer() {
     }
     // An ACK to the sender naming numbers far above anything sent, with a bogus data ack.
     let ack = [
-        0x02, 0x00, 0x80, 0x10, 0x00, 0x00, 0x00, 0x00, 0x80, 0x10, 0x00, 0x00, 0x00,
+        0x02, 0x00, 0x80, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x10, 0x00, 0x00, 0x00,
     ];
     let _ = a.handle_datagram(now, &wrap(1, 0, 0, &ack));
     let data: Vec<u8> = (0..500_000u32).map(|i| (i % 253) as u8).collect();

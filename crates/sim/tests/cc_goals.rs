@@ -4,7 +4,8 @@
 //!    single-path TCP gets.
 //! 2. *Do no harm*: with both subflows through one bottleneck shared with one TCP, the
 //!    multipath flow takes no more than a TCP's share (we report the ratio, and bound it by
-//!    1.2 only where that is a property of the algorithm).
+//!    1.2 where that is a property of the algorithm; uncoupled and delay-based controllers
+//!    are checked against what their own model predicts instead).
 //! 3. *Balance congestion*: traffic moves off the more congested path.
 //!
 //! Each run is a fixed-seed simulation; the numbers are in docs/experiments/congestion.md.
@@ -110,8 +111,18 @@ fn goal1_improve_throughput() {
                     "ewtcp {g} vs {predicted}"
                 );
             }
-            // Fully coupled splits by loss rate only (equal here), not RTT: reported only.
-            "coupled" => {}
+            // Fully coupled (Kelly & Voice 2005; Han et al. 2006) keeps one TCP's window in
+            // total and, with equal loss rates, has no reason to prefer either path: that
+            // window spread over the two paths gets at least the long-RTT path's TCP and at
+            // most the short-RTT path's (±10 %, the noise tolerance above). It misses goal 1
+            // by design; the bound checks it is the window of one TCP, no more, no less.
+            "coupled" => {
+                let (lo, hi) = (tcp_a.min(tcp_b), tcp_a.max(tcp_b));
+                assert!(
+                    g >= 0.9 * lo && g <= 1.1 * hi,
+                    "coupled {g} outside one TCP window over both paths [{lo}, {hi}]"
+                );
+            }
             // Everything else meets the goal; LIA meets it with equality in theory, so the
             // tolerance is the run-to-run noise of two 120 s loss processes (10 %).
             _ => assert!(g >= 0.9 * best, "{}: {g} < 0.9 × {best}", name(cc)),
@@ -185,6 +196,21 @@ fn goal2_ratios(cc: &'static str, tcp_cc: &'static str, random_loss: bool) -> Ve
         .collect()
 }
 
+/// Seeds for the comparisons whose margin is below the spread of two seeds (Coupled's
+/// random-loss ratio against the 1.2 bound; wVegas against Vegas in goal 3).
+const SEEDS_NOISY: [u64; 6] = [1, 2, 3, 4, 5, 6];
+
+/// [`goal2_ratios`] over [`SEEDS_NOISY`].
+fn noisy_ratios(cc: &'static str, tcp_cc: &'static str, random_loss: bool) -> Vec<f64> {
+    SEEDS_NOISY
+        .iter()
+        .map(|&s| {
+            let (m, t) = goal2(cc, tcp_cc, random_loss, s);
+            m / t
+        })
+        .collect()
+}
+
 fn avg(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
@@ -232,16 +258,55 @@ fn goal2_do_no_harm() {
         match cc {
             // Two uncoupled loss-based subflows take about two TCPs' share: the test discriminates.
             "new-reno" | "cubic" => assert!(rf >= 1.8, "{n}: {rf}"),
-            // A fully coupled window is one TCP's (its per-path floor adds a little).
-            "coupled" => assert!(r <= GOAL2_BOUND && rr <= GOAL2_BOUND, "{n}: {r} {rr}"),
+            // A fully coupled window is one TCP's (its per-path floor adds a little). Under
+            // random loss its ratio sits just under the bound (1.19 over six seeds) and two
+            // seeds spread ±0.1 around it, so that mean is over SEEDS_NOISY.
+            "coupled" => {
+                let rr = avg(&noisy_ratios(cc, "new-reno", true));
+                assert!(r <= GOAL2_BOUND && rr <= GOAL2_BOUND, "{n}: {r} {rr}")
+            }
             "ewtcp" | "lia" | "olia" | "balia" => {
                 assert!(rr <= GOAL2_BOUND, "{n}: random loss {rr}");
                 assert!(r <= GOAL2_DROPTAIL_LINKED, "{n}: drop-tail {r}");
             }
             // Congestive losses behind a full queue: OLIA's increase, gated, and halving.
             "mpveno" => assert!(r <= GOAL2_BOUND && rf <= GOAL2_BOUND, "{n}: {r} {rf}"),
-            // Vegas, Veno, wVegas: reported only (see docs/experiments/congestion.md).
-            _ => {}
+            // Delay-based against loss-based behind a drop-tail queue: Reno fills the queue
+            // Vegas tries to keep short, so Vegas gets less (Mo et al., INFOCOM 1999, §IV): two
+            // Vegas subflows together stay below one NewReno. Against Vegas itself each flow
+            // keeps α..β = 2..4 packets queued and gets a share proportional to them, so two
+            // subflows take between 2α/β = 1 and 2β/α = 4 Vegas shares. Under random loss
+            // without queueing there is no delay signal: Vegas is Reno-like per subflow (+1
+            // MSS per RTT, halving), two shares (±20 %).
+            "vegas" => {
+                assert!(r <= 1.0, "{n}: drop-tail vs NewReno {r}");
+                assert!((1.0..=4.0).contains(&rf), "{n}: drop-tail vs Vegas {rf}");
+                assert!((1.6..=2.4).contains(&rr), "{n}: random loss {rr}");
+            }
+            // Veno behind a full queue reads its losses as congestive (backlog N ≥ β) and is
+            // Reno: two subflows take two shares against NewReno and against Veno (±20 %).
+            // Under random loss without queueing it cuts to 4/5 instead of 1/2; an AIMD flow
+            // with decrease to b has a mean window √(a(1+b)/(2(1−b)p)), so one Veno gets
+            // √(4.5/1.5) = √3 NewRenos and two subflows 2√3 ≈ 3.46 (±15 %).
+            "veno" => {
+                assert!((1.6..=2.4).contains(&r), "{n}: drop-tail vs NewReno {r}");
+                assert!((1.6..=2.4).contains(&rf), "{n}: drop-tail vs Veno {rf}");
+                let model = 2.0 * 3f64.sqrt();
+                assert!(
+                    (rr / model - 1.0).abs() <= 0.15,
+                    "{n}: random loss {rr} vs {model}"
+                );
+            }
+            // wVegas is Vegas per subflow with coupled α (Cao et al.): against NewReno behind
+            // a drop-tail queue it loses as Vegas does (≤ 1), and under random loss without
+            // queueing it is two Reno-like subflows (two shares ±20 %). Against Vegas it takes
+            // 1.5×, which no model we have predicts (α_total = 10 against Vegas's 2..4 would
+            // give 2.5..5): reported in docs/experiments/congestion.md, not asserted.
+            "wvegas" => {
+                assert!(r <= 1.0, "{n}: drop-tail vs NewReno {r}");
+                assert!((1.6..=2.4).contains(&rr), "{n}: random loss {rr}");
+            }
+            _ => unreachable!("{n}: every controller has a requirement"),
         }
     }
 }
@@ -323,11 +388,20 @@ fn goal3_balance_congestion() {
             name(cc)
         );
     }
-    // wVegas moves some traffic, not as much: measured 73 % of Vegas's share with the
-    // 32-bit connection-id header, 90 % with the 64-bit one (wire version 2). The 4 bytes
-    // per packet moved uncoupled Vegas's share from 0.137 to 0.114 and wVegas's from 0.100
-    // to 0.103: with two seeds the Vegas baseline is that noisy, so only the direction is
-    // asserted.
-    let (s, base) = (share("wvegas"), share("vegas"));
+    // wVegas moves some traffic, not as much. Per seed Vegas's share on B ranges 0.106–0.144
+    // (ack-delay-corrected RTT samples, wire version 3), wider than the difference: over
+    // seeds 1–2 wVegas measured 0.124 against Vegas's 0.114, over six seeds 0.105 against
+    // 0.122 (86 %). So only the direction is asserted, on means over SEEDS_NOISY.
+    let noisy_share = |cc: &'static str| {
+        let v: Vec<f64> = SEEDS_NOISY
+            .iter()
+            .map(|&seed| {
+                let (a, b, _) = goal3(cc, seed);
+                b / (a + b)
+            })
+            .collect();
+        avg(&v)
+    };
+    let (s, base) = (noisy_share("wvegas"), noisy_share("vegas"));
     assert!(s < base, "wvegas: share on B {s} vs Vegas {base}");
 }

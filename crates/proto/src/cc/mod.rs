@@ -47,13 +47,19 @@ pub struct Window {
 }
 
 /// What one ACK acknowledged on one path (only packets sent outside recovery count).
+///
+/// The engine calls [`CongestionControl::on_ack`] for every such ACK, and then keeps the
+/// window from growing unless the path was window-limited ([`PathView::cwnd_limited`],
+/// RFC 7661 / Linux `tcp_is_cwnd_limited`): a window may shrink on any ACK (delay-based
+/// controllers), but grows only when it was what held the sender back.
 #[derive(Debug, Clone, Copy)]
 pub struct AckEvent {
     /// When the ACK arrived.
     pub now: Instant,
     /// Bytes newly acknowledged and eligible for window growth.
     pub bytes_acked: u64,
-    /// RTT sample taken from this ACK, if any.
+    /// RTT sample taken from this ACK, if any, less the peer's ack delay (RFC 9002 §5.3;
+    /// raw under the `classic` profile).
     pub rtt_sample: Option<Duration>,
 }
 
@@ -88,6 +94,14 @@ pub trait CongestionControl: Send + std::fmt::Debug {
 
     /// A packet of `bytes` was sent on `path`.
     fn on_packet_sent(&mut self, _path: usize, _now: Instant, _bytes: u64, _paths: &[PathView]) {}
+
+    /// The rate (bytes per second) at which the engine must pace `path`'s data packets, if
+    /// this controller sets one (a rate-based controller such as BBR); `None` (the default)
+    /// leaves pacing to the configuration (`ConnectionConfig::pacing`: `N · cwnd / SRTT`,
+    /// RFC 9002 §7.7). Asked before every data packet of the path; 0 means "do not pace".
+    fn pacing_rate(&self, _path: usize, _paths: &[PathView]) -> Option<u64> {
+        None
+    }
 }
 
 /// How a controller is configured and built: the object a [`CcConfig`] holds.

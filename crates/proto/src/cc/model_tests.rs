@@ -102,6 +102,7 @@ fn run(
             in_recovery: false,
             oldest_unacked_sent: None,
             loss_threshold: 3,
+            cwnd_limited: true,
         })
         .collect();
     let mut now = Instant::ZERO;

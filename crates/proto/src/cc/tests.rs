@@ -19,6 +19,7 @@ fn view(id: usize, cwnd: u64, ssthresh: u64, rtt_ms: u64) -> PathView {
         in_recovery: false,
         oldest_unacked_sent: None,
         loss_threshold: 3,
+        cwnd_limited: true,
     }
 }
 

@@ -69,6 +69,11 @@ pub struct PathView {
     pub oldest_unacked_sent: Option<Instant>,
     /// Loss-detection packet threshold.
     pub loss_threshold: u64,
+    /// The window limited sending during this round trip or the previous one (RFC 7661's
+    /// "cwnd-limited", the rule of Linux `tcp_is_cwnd_limited`: in slow start, cwnd is below
+    /// twice the largest flight; after it, the largest flight left no room for a full
+    /// packet). The engine lets a window grow only then.
+    pub cwnd_limited: bool,
 }
 
 impl PathView {
@@ -92,6 +97,7 @@ impl PathView {
             in_recovery: false,
             oldest_unacked_sent: None,
             loss_threshold: 3,
+            cwnd_limited: true,
         }
     }
 
@@ -195,6 +201,9 @@ pub(crate) struct SentPacket {
 pub(crate) const SENT_STREAM_END: u8 = 1;
 /// The packet carries reliable control frames (MESSAGE, ABANDON) kept by the connection.
 pub(crate) const SENT_CONTROL: u8 = 2;
+/// The scheme counted a retransmission in the packet
+/// ([`SendCtx::count_retransmission`](crate::scheme::SendCtx::count_retransmission)).
+pub(crate) const SENT_RETRANSMISSION: u8 = 4;
 
 impl SentPacket {
     /// What the scheme is told about this packet (number `pn` on `path`).
@@ -236,7 +245,25 @@ pub struct Path {
     pub(crate) loss_threshold: u64,
     pub(crate) loss: LossEstimator,
     pub(crate) stats: PathStats,
+    /// First packet number sent in the current round trip: its acknowledgement ends it.
+    pub(crate) round_end: u64,
+    /// Largest bytes in flight after a send, this round and the one before.
+    pub(crate) round_max_flight: u64,
+    pub(crate) prev_round_max_flight: u64,
+    /// Packets below this number were examined by loss detection (settled, or kept for the
+    /// retransmission timer by the classic profile).
+    pub(crate) loss_scan: u64,
+    /// Pacing: earliest time the next data packet may leave.
+    pub(crate) next_send: Instant,
+    /// Tail-loss probe: when the probe timeout expires.
+    pub(crate) tlp_deadline: Option<Instant>,
+    /// A tail-loss probe is owed.
+    pub(crate) tlp_due: bool,
+    /// A probe was sent and nothing new was acknowledged since (one probe per tail).
+    pub(crate) tlp_sent: bool,
     // --- receiving side ---
+    /// When the largest packet number received arrived (for the ACK's ack delay).
+    pub(crate) largest_received_at: Option<Instant>,
     pub(crate) received: RangeSet,
     /// Packet numbers below this are no longer tracked (settled per the sender, or pruned).
     pub(crate) rx_floor: u64,
@@ -270,6 +297,15 @@ impl Path {
             loss_threshold: thr,
             loss: LossEstimator::new(100),
             stats: PathStats::default(),
+            round_end: 0,
+            round_max_flight: 0,
+            prev_round_max_flight: 0,
+            loss_scan: 0,
+            next_send: Instant::ZERO,
+            tlp_deadline: None,
+            tlp_due: false,
+            tlp_sent: false,
+            largest_received_at: None,
             received: RangeSet::new(),
             rx_floor: 0,
             floor_due: false,
@@ -300,6 +336,52 @@ impl Path {
             in_recovery: matches!((self.recovery_start, oldest), (Some(r), Some(t)) if t <= r),
             oldest_unacked_sent: oldest,
             loss_threshold: self.loss_threshold,
+            cwnd_limited: self.cwnd_limited(),
+        }
+    }
+
+    /// RFC 7661 / Linux `tcp_is_cwnd_limited`: in slow start the window counts as limiting
+    /// while it is below twice the largest flight of this round trip or the previous one
+    /// (slow start may double it); after slow start, while that flight left no room for
+    /// another full packet.
+    pub(crate) fn cwnd_limited(&self) -> bool {
+        let flight = self
+            .round_max_flight
+            .max(self.prev_round_max_flight)
+            .max(self.bytes_in_flight);
+        if self.cwnd < self.ssthresh {
+            self.cwnd < 2 * flight
+        } else {
+            flight + self.mss > self.cwnd
+        }
+    }
+
+    /// The packet that holds ns-3's SND.UNA (the oldest unacknowledged stream byte), for the
+    /// classic profile's timer rule: the oldest outstanding packet that carried a
+    /// retransmission if there is one (it carries data older than anything sent after the
+    /// original), else the oldest outstanding packet. O(packets in flight); classic only.
+    pub(crate) fn classic_head(&self) -> Option<u64> {
+        let mut oldest = None;
+        for (i, sp) in self.sent.iter().enumerate() {
+            if sp.state != SentState::Outstanding {
+                continue;
+            }
+            let pn = self.sent_base + i as u64;
+            if sp.flags & SENT_RETRANSMISSION != 0 {
+                return Some(pn);
+            }
+            oldest.get_or_insert(pn);
+        }
+        oldest
+    }
+
+    /// The acknowledgement of packet `pn` (the largest newly acknowledged) ends the round
+    /// if `pn` was sent after the round began.
+    pub(crate) fn on_round_ack(&mut self, pn: u64) {
+        if pn >= self.round_end {
+            self.prev_round_max_flight = self.round_max_flight;
+            self.round_max_flight = self.bytes_in_flight;
+            self.round_end = self.next_pn;
         }
     }
 
@@ -341,6 +423,7 @@ impl Path {
         self.push_sent(pn, now, size as u32, tag, flags, SentState::Outstanding);
         self.bytes_in_flight += size as u64;
         self.packets_in_flight += 1;
+        self.round_max_flight = self.round_max_flight.max(self.bytes_in_flight);
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
@@ -403,14 +486,17 @@ impl Path {
 
     /// Records a received packet number; returns false for a duplicate (or one too old to
     /// tell, below the tracked window).
-    pub(crate) fn on_received(&mut self, pn: u64) -> bool {
+    pub(crate) fn on_received(&mut self, pn: u64, now: Instant) -> bool {
         self.stats.packets_received += 1;
         if pn < self.rx_floor || self.received.contains(pn) {
             self.stats.duplicates_received += 1;
             return false;
         }
         self.received.insert(pn..pn + 1);
-        self.largest_received = Some(self.largest_received.map_or(pn, |l| l.max(pn)));
+        if self.largest_received.is_none_or(|l| pn > l) {
+            self.largest_received = Some(pn);
+            self.largest_received_at = Some(now);
+        }
         true
     }
 

@@ -35,8 +35,27 @@ impl RttEstimator {
 
     /// Feeds one RTT measurement.
     pub fn update(&mut self, r: Duration) {
-        self.latest = Some(r);
-        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        self.update_with_delay(r, Duration::ZERO);
+    }
+
+    /// Feeds one RTT measurement `latest` whose ACK the peer held for `ack_delay` (already
+    /// capped at `max_ack_delay` by the caller). RFC 9002 §5.3: the minimum RTT takes the raw
+    /// sample; the smoothed RTT and its variation take `latest − ack_delay` if that is not
+    /// below the minimum RTT, else the raw sample. Returns the sample used for smoothing.
+    pub fn update_with_delay(&mut self, latest: Duration, ack_delay: Duration) -> Duration {
+        self.latest = Some(latest);
+        let min = self.min_rtt.map_or(latest, |m| m.min(latest));
+        self.min_rtt = Some(min);
+        let r = if latest >= min + ack_delay {
+            latest - ack_delay
+        } else {
+            latest
+        };
+        self.smooth(r);
+        r
+    }
+
+    fn smooth(&mut self, r: Duration) {
         match self.srtt {
             None => {
                 // §2.2: SRTT <- R, RTTVAR <- R/2.
@@ -132,5 +151,21 @@ mod tests {
         let mut f = RttEstimator::new(ms(1000), ms(200), ms(60_000));
         f.update(ms(1));
         assert_eq!(f.rto(), ms(200));
+    }
+
+    /// RFC 9002 §5.3: the ack delay comes off the smoothed RTT, not off the minimum, and
+    /// never takes a sample below the minimum RTT.
+    #[test]
+    fn ack_delay_is_subtracted_down_to_the_minimum() {
+        let ms = Duration::from_millis;
+        let mut e = RttEstimator::new(ms(1000), ms(200), ms(60_000));
+        assert_eq!(e.update_with_delay(ms(50), ms(0)), ms(50));
+        // 70 ms raw, 20 ms of it the peer's delay: 50 ms is smoothed, 70 ms is the latest.
+        assert_eq!(e.update_with_delay(ms(70), ms(20)), ms(50));
+        assert_eq!(e.srtt(), Some(ms(50)));
+        assert_eq!(e.latest(), Some(ms(70)));
+        assert_eq!(e.min_rtt(), Some(ms(50)));
+        // A delay that would take the sample below the minimum is not subtracted.
+        assert_eq!(e.update_with_delay(ms(60), ms(40)), ms(60));
     }
 }

@@ -149,6 +149,7 @@ mod tests {
             in_recovery: false,
             oldest_unacked_sent: None,
             loss_threshold: 3,
+            cwnd_limited: true,
         }
     }
 

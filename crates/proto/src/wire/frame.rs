@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | 0x00 | PADDING | (a run of zero bytes) |
 //! | 0x01 | PING | — |
-//! | 0x02 | ACK | path, largest, first range, range count, (gap, length)*, data ack, max data |
+//! | 0x02 | ACK | path, largest, ack delay (µs), first range, range count, (gap, length)*, data ack, max data |
 //! | 0x03 | DATA | offset, length, bytes |
 //! | 0x04 | STREAM_END | final size |
 //! | 0x05 | CLOSE | code |
@@ -108,6 +108,9 @@ pub struct AckFrame<'a> {
     pub path: u8,
     /// Largest packet number acknowledged.
     pub largest: u64,
+    /// Microseconds the receiver held the ACK after receiving `largest` (RFC 9000 §13.2.5,
+    /// unscaled): the sender subtracts it (capped at `max_ack_delay`) from its RTT sample.
+    pub ack_delay: u64,
     /// Connection-level cumulative acknowledgement: every stream byte below is received.
     pub data_ack: u64,
     /// Flow-control limit: the sender may not send stream bytes at or beyond this offset.
@@ -222,6 +225,7 @@ impl Frame<'_> {
             Frame::Ack(a) => {
                 1 + 1
                     + varint_len(check_varint(a.largest)?)
+                    + varint_len(check_varint(a.ack_delay)?)
                     + varint_len(a.first_range)
                     + varint_len(a.range_count)
                     + a.encoded_ranges.len()
@@ -272,6 +276,7 @@ impl Frame<'_> {
                 w.u8(ACK);
                 w.u8(a.path);
                 w.varint(a.largest);
+                w.varint(a.ack_delay);
                 w.varint(a.first_range);
                 w.varint(a.range_count);
                 w.bytes(a.encoded_ranges);
@@ -358,6 +363,7 @@ pub(crate) fn encode_ack(
     path: u8,
     ranges: &RangeSet,
     max_ranges: usize,
+    ack_delay: u64,
     data_ack: u64,
     max_data: u64,
 ) -> Result<Option<usize>, WireError> {
@@ -365,6 +371,7 @@ pub(crate) fn encode_ack(
         return Ok(None);
     };
     let largest = check_varint(first.end - 1)?;
+    check_varint(ack_delay)?;
     check_varint(data_ack)?;
     check_varint(max_data)?;
     let first_range = first.end - 1 - first.start;
@@ -372,6 +379,7 @@ pub(crate) fn encode_ack(
     let rest = || ranges.iter().rev().skip(1).take(count);
     let mut need = 2
         + varint_len(largest)
+        + varint_len(ack_delay)
         + varint_len(first_range)
         + varint_len(count as u64)
         + varint_len(data_ack)
@@ -388,6 +396,7 @@ pub(crate) fn encode_ack(
     w.u8(ACK);
     w.u8(path);
     w.varint(largest);
+    w.varint(ack_delay);
     w.varint(first_range);
     w.varint(count as u64);
     let mut prev_start = first.start;
@@ -434,6 +443,8 @@ impl<'a> FrameIter<'a> {
             ACK => {
                 let path = r.u8("ack path")?;
                 let largest = r.varint("ack largest")?;
+                // Any value is well-formed: the sender caps what it uses at max_ack_delay.
+                let ack_delay = r.varint("ack delay")?;
                 let first_range = r.varint("ack first range")?;
                 if first_range > largest {
                     return Err(WireError::Invalid {
@@ -466,6 +477,7 @@ impl<'a> FrameIter<'a> {
                 Frame::Ack(AckFrame {
                     path,
                     largest,
+                    ack_delay,
                     data_ack,
                     max_data,
                     first_range,

@@ -14,8 +14,9 @@ use crate::ranges::RangeSet;
 
 /// First byte of every datagram ('T').
 pub const MAGIC: u8 = 0x54;
-/// The only version spoken (2: 64-bit connection ids; version 1 had 32-bit ones).
-pub const VERSION: u8 = 2;
+/// The only version spoken (3: ACK frames carry an ack delay; 2 had none; 1 had 32-bit
+/// connection ids).
+pub const VERSION: u8 = 3;
 /// Length of the CRC-32 trailer.
 pub const CHECKSUM_LEN: usize = 4;
 /// Longest possible header.
@@ -234,13 +235,16 @@ impl<'a> PacketWriter<'a> {
         0
     }
 
-    /// Appends an ACK frame for the highest `max_ranges` ranges of `ranges`. Returns `false`
-    /// (writing nothing) if `ranges` is empty or the frame does not fit.
+    /// Appends an ACK frame for the highest `max_ranges` ranges of `ranges`, with
+    /// `ack_delay` microseconds since the largest was received. Returns `false` (writing
+    /// nothing) if `ranges` is empty or the frame does not fit.
+    #[allow(clippy::too_many_arguments)]
     pub fn push_ack(
         &mut self,
         path: u8,
         ranges: &RangeSet,
         max_ranges: usize,
+        ack_delay: u64,
         data_ack: u64,
         max_data: u64,
     ) -> Result<bool, WireError> {
@@ -251,6 +255,7 @@ impl<'a> PacketWriter<'a> {
             path,
             ranges,
             max_ranges,
+            ack_delay,
             data_ack,
             max_data,
         )? {

@@ -20,7 +20,7 @@ fn literal_ping_packet() {
     assert!(w.is_ack_eliciting());
     let n = w.finish();
     let bytes = [
-        0x54, 0x02, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x01, 0x05, 0x01,
+        0x54, 0x03, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x01, 0x05, 0x01,
     ];
     let crc = crc32fast::hash(&bytes);
     let mut expected = bytes.to_vec();
@@ -95,7 +95,7 @@ fn ack_ranges_round_trip_and_reject_underflow() {
     set.insert(10..20);
     let mut buf = [0u8; 128];
     let mut w = PacketWriter::new(&mut buf, 128, header()).unwrap();
-    assert!(w.push_ack(1, &set, 16, 1234, 99_999).unwrap());
+    assert!(w.push_ack(1, &set, 16, 25_000, 1234, 99_999).unwrap());
     let n = w.finish();
     let (_, body) = parse_packet(&buf[..n]).unwrap();
     let Frame::Ack(a) = FrameIter::new(body).next().unwrap().unwrap() else {
@@ -103,19 +103,44 @@ fn ack_ranges_round_trip_and_reject_underflow() {
     };
     assert_eq!(a.ranges().collect::<Vec<_>>(), vec![10..20, 5..6, 0..3]);
     assert_eq!(
-        (a.path, a.largest, a.data_ack, a.max_data),
-        (1, 19, 1234, 99_999)
+        (a.path, a.largest, a.ack_delay, a.data_ack, a.max_data),
+        (1, 19, 25_000, 1234, 99_999)
     );
 
     // An ACK whose first range reaches below zero.
-    let bad = [0x02, 0x00, 0x01, 0x05, 0x00, 0x00, 0x00];
+    let bad = [0x02, 0x00, 0x01, 0x00, 0x05, 0x00, 0x00, 0x00];
     assert!(matches!(
         FrameIter::new(&bad).next().unwrap(),
         Err(WireError::Invalid { .. })
     ));
     // A gap that reaches below zero.
-    let bad = [0x02, 0x00, 0x03, 0x00, 0x01, 0x03, 0x00, 0x00, 0x00];
+    let bad = [0x02, 0x00, 0x03, 0x00, 0x00, 0x01, 0x03, 0x00, 0x00, 0x00];
     assert!(FrameIter::new(&bad).next().unwrap().is_err());
+}
+
+#[test]
+fn ack_delay_is_parsed_whatever_its_value_and_truncation_is_an_error() {
+    // path 0, largest 4, ack delay = the largest varint (8 bytes: 0xff ...), first range 0,
+    // no more ranges, data ack 0, max data 0: well-formed (the sender caps the delay).
+    let mut ok = vec![0x02, 0x00, 0x04];
+    ok.extend_from_slice(&[0xff; 8]);
+    ok.extend_from_slice(&[0x00, 0x00, 0x00, 0x00]);
+    let Some(Ok(Frame::Ack(a))) = FrameIter::new(&ok).next() else {
+        panic!("a maximal ack delay must parse");
+    };
+    assert_eq!((a.largest, a.ack_delay), (4, VARINT_MAX));
+    assert_eq!(a.ranges().collect::<Vec<_>>(), vec![4..5]);
+    // Cut inside the delay, and right after it: errors naming the field, no panic.
+    for cut in [4, 11] {
+        let err = FrameIter::new(&ok[..cut]).next().unwrap().unwrap_err();
+        assert!(matches!(err, WireError::Truncated(_)), "{cut}: {err:?}");
+    }
+    // A delay too large for a varint cannot be written.
+    let mut set = RangeSet::new();
+    set.insert(0..1);
+    let mut buf = [0u8; 128];
+    let mut w = PacketWriter::new(&mut buf, 128, header()).unwrap();
+    assert!(w.push_ack(0, &set, 4, VARINT_MAX + 1, 0, 0).is_err());
 }
 
 fn arb_frame() -> impl Strategy<Value = (u8, u64, u64, Vec<u8>, u32)> {
@@ -199,18 +224,19 @@ proptest! {
     }
 
     #[test]
-    fn ack_round_trip(starts in proptest::collection::vec((0u64..10_000, 1u64..50), 1..40)) {
+    fn ack_round_trip(starts in proptest::collection::vec((0u64..10_000, 1u64..50), 1..40), delay in 0u64..=VARINT_MAX) {
         let mut set = RangeSet::new();
         for (s, l) in starts { set.insert(s..s + l); }
         let mut buf = vec![0u8; 2048];
         let mut w = PacketWriter::new(&mut buf, 2048, header()).unwrap();
-        prop_assert!(w.push_ack(0, &set, 64, 0, 0).unwrap());
+        prop_assert!(w.push_ack(0, &set, 64, delay, 0, 0).unwrap());
         let n = w.finish();
         let (_, body) = parse_packet(&buf[..n]).unwrap();
         let Some(Ok(Frame::Ack(a))) = FrameIter::new(body).next() else { panic!() };
         let got: Vec<_> = a.ranges().collect();
         let want: Vec<_> = set.iter().rev().collect();
         prop_assert_eq!(got, want);
+        prop_assert_eq!(a.ack_delay, delay);
     }
 
     #[test]

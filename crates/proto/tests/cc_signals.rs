@@ -1,0 +1,468 @@
+//! Honest congestion signals and the TCP profiles, each checked against the rule it
+//! implements on a one-path network with delay (and, where it matters, a bottleneck rate):
+//! window growth only when window-limited (RFC 7661), the ACK's ack delay subtracted from RTT
+//! samples (RFC 9002 §5.3), pacing (RFC 9002 §7.7) and the controller's pacing hook, the
+//! tail-loss probe (RFC 8985 §7), and the `classic` profile's per-ACK growth and
+//! timer-recovered lost retransmissions (ns-3 NewReno). Each test also runs the case the rule
+//! changes without it, so it fails if the rule is missing.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use tributary_proto::cc::{AckEvent, CcConfig, CcFactory, CongestionControl, NewReno, Window};
+use tributary_proto::path::PathView;
+use tributary_proto::registry::{Factory, Options};
+use tributary_proto::scheme::SchemeConfig;
+use tributary_proto::wire::{parse_packet, Frame, FrameIter};
+use tributary_proto::{Connection, ConnectionConfig, Duration, Instant, TcpProfile};
+
+/// A datagram in flight: (arrival, sequence, towards `b`, bytes).
+type InFlight = Reverse<(Instant, u64, bool, Vec<u8>)>;
+/// Decides whether an `a → b` datagram is dropped.
+type DropFn = Box<dyn FnMut(&[u8]) -> bool>;
+
+/// A one-path network: one-way `delay`, a bottleneck of `rate` bytes/s (100 Mbit/s unless
+/// a test changes it; unbounded queue) from `a` to `b`; `drop` decides the fate of each `a → b` datagram.
+struct Net {
+    a: Connection,
+    b: Connection,
+    now: Instant,
+    delay: Duration,
+    rate: Option<u64>,
+    busy_until: Instant,
+    seq: u64,
+    queue: BinaryHeap<InFlight>,
+    drop: DropFn,
+    /// (time, size) of every datagram `a` sent carrying stream data.
+    data_sends: Vec<(Instant, usize)>,
+    /// (time, stream offset) of every DATA frame `a` sent.
+    data_offsets: Vec<(Instant, u64)>,
+    read: u64,
+}
+
+/// Stream offset and length of the DATA frame in a datagram, if any.
+fn data_of(d: &[u8]) -> Option<(u64, usize)> {
+    let (_, body) = parse_packet(d).ok()?;
+    FrameIter::new(body).find_map(|f| match f {
+        Ok(Frame::Data { offset, data }) => Some((offset, data.len())),
+        _ => None,
+    })
+}
+
+impl Net {
+    fn new(cfg: ConnectionConfig, delay: Duration) -> Net {
+        Net {
+            a: Connection::new(cfg.clone(), 1).unwrap(),
+            b: Connection::new(cfg, 1).unwrap(),
+            now: Instant::ZERO,
+            delay,
+            rate: Some(12_500_000),
+            busy_until: Instant::ZERO,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            drop: Box::new(|_| false),
+            data_sends: Vec::new(),
+            data_offsets: Vec::new(),
+            read: 0,
+        }
+    }
+
+    fn pump(&mut self) {
+        let mut buf = vec![0u8; 4096];
+        while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
+            let d = buf[..t.len].to_vec();
+            if let Some((offset, _)) = data_of(&d) {
+                self.data_sends.push((self.now, t.len));
+                self.data_offsets.push((self.now, offset));
+            }
+            let mut at = self.now;
+            if let Some(r) = self.rate {
+                let start = self.busy_until.max(self.now);
+                self.busy_until = start + Duration::from_nanos(t.len as u64 * 1_000_000_000 / r);
+                at = self.busy_until;
+            }
+            if !(self.drop)(&d) {
+                self.seq += 1;
+                self.queue
+                    .push(Reverse((at + self.delay, self.seq, true, d)));
+            }
+        }
+        while let Some(t) = self.b.poll_transmit(self.now, &mut buf) {
+            self.seq += 1;
+            let d = buf[..t.len].to_vec();
+            self.queue
+                .push(Reverse((self.now + self.delay, self.seq, false, d)));
+        }
+        self.read += self.b.read_with(u64::MAX, |_| {});
+    }
+
+    /// Runs until `until` or until `b` read everything and `a` saw it acknowledged.
+    fn run(&mut self, until: Instant) {
+        loop {
+            self.pump();
+            if self.b.is_finished() && self.a.is_all_acked() {
+                return;
+            }
+            let mut next = self.queue.peek().map(|Reverse(e)| e.0);
+            for t in [self.a.poll_timeout(), self.b.poll_timeout()]
+                .into_iter()
+                .flatten()
+            {
+                next = Some(next.map_or(t, |n: Instant| n.min(t)));
+            }
+            let Some(next) = next else { return };
+            if next > until {
+                self.now = until;
+                return;
+            }
+            self.now = self.now.max(next);
+            while self.queue.peek().is_some_and(|Reverse(e)| e.0 <= self.now) {
+                let Reverse((_, _, to_b, d)) = self.queue.pop().unwrap();
+                let c = if to_b { &mut self.b } else { &mut self.a };
+                let _ = c.handle_datagram(self.now, &d);
+            }
+            for c in [&mut self.a, &mut self.b] {
+                if c.poll_timeout().is_some_and(|t| t <= self.now) {
+                    c.handle_timeout(self.now);
+                }
+            }
+        }
+    }
+
+    /// Writes `n` bytes, closes, and runs to completion (at most `limit`); returns the time.
+    fn transfer(&mut self, n: usize, limit: Duration) -> Instant {
+        let data = vec![7u8; n];
+        let mut off = 0;
+        let end = self.now + limit;
+        while off < n && self.now < end {
+            off += self.a.write(&data[off..]);
+            if off == n {
+                self.a.close();
+            }
+            let step = self.now + Duration::from_millis(1);
+            self.run(step.min(end));
+        }
+        self.run(end);
+        assert!(
+            self.b.is_finished() && self.a.is_all_acked(),
+            "transfer of {n} bytes not done by {:?}",
+            self.now
+        );
+        assert_eq!(self.read, n as u64);
+        self.now
+    }
+}
+
+fn tcp(profile: TcpProfile) -> ConnectionConfig {
+    ConnectionConfig {
+        scheme: SchemeConfig::named("tcp").unwrap(),
+        profile,
+        ..ConnectionConfig::default()
+    }
+}
+
+/// RFC 7661 / Linux `tcp_is_cwnd_limited`: a sender held back by the peer's receive window
+/// (32 KiB here) never fills its congestion window, so that window must not grow past what
+/// slow start may need (twice the largest flight). Before the rule it grew by every byte
+/// acknowledged (to about the size of the transfer).
+#[test]
+fn window_grows_only_when_it_limits_sending() {
+    let cfg = ConnectionConfig {
+        recv_buffer: 32 * 1024,
+        ..tcp(TcpProfile::Linux)
+    };
+    let mut net = Net::new(cfg, Duration::from_millis(20));
+    net.transfer(4 << 20, Duration::from_secs(60));
+    let p = net.a.path(0).unwrap();
+    let bound = 2 * (32 * 1024 + p.mss) + 2 * p.mss;
+    assert!(
+        p.cwnd <= bound,
+        "cwnd {} grew beyond twice the receive-window-limited flight ({bound})",
+        p.cwnd
+    );
+    assert!(
+        !p.cwnd_limited,
+        "the receive window, not cwnd, limited this path"
+    );
+}
+
+/// RFC 9000 §13.2.5 / RFC 9002 §5.3: lone packets wait `max_ack_delay` (25 ms) for their
+/// ACK; the ACK says so and the sender's smoothed RTT is the path's 20 ms, not 45 ms. (A
+/// first burst, acknowledged at once every second packet, gives the minimum RTT below which
+/// RFC 9002 never lets a delay take a sample.) The `classic` profile keeps raw samples
+/// (ns-3's timestamps include the delay).
+#[test]
+fn ack_delay_is_subtracted_from_rtt_samples() {
+    for (profile, want_ms) in [(TcpProfile::Linux, 20.0), (TcpProfile::Classic, 45.0)] {
+        let mut net = Net::new(tcp(profile), Duration::from_millis(10));
+        // Pure delay: every packet's RTT is exactly 20 ms. (With serialisation the minimum
+        // would include the burst's larger packets, and RFC 9002 refuses a subtraction that
+        // takes a sample below the minimum.)
+        net.rate = None;
+        net.a.write(&[1u8; 10 * 1400]);
+        net.run(Instant::ZERO + Duration::from_millis(200));
+        for _ in 0..40 {
+            net.a.write(&[1u8; 500]);
+            let t = net.now + Duration::from_millis(200);
+            net.run(t);
+        }
+        let srtt = net.a.path(0).unwrap().srtt.unwrap().as_secs_f64() * 1e3;
+        assert!(
+            (srtt - want_ms).abs() < 1.0,
+            "{profile:?}: srtt {srtt:.2} ms, want {want_ms} ms"
+        );
+    }
+}
+
+/// Data packets sent on path 0 at the same instant once an RTT was measured (after the
+/// first 200 ms, well past the first sample).
+fn bursts(net: &Net) -> usize {
+    let s = &net.data_sends;
+    s.windows(2)
+        .filter(|w| w[0].0 > Instant::ZERO + Duration::from_millis(200) && w[0].0 == w[1].0)
+        .count()
+}
+
+/// RFC 9002 §7.7: with pacing on, no two data packets leave at once after the first RTT
+/// sample, and consecutive ones are at least `size / (2·cwnd/SRTT)` apart. Without pacing the
+/// same transfer sends window bursts.
+#[test]
+fn pacing_spaces_data_packets() {
+    let run = |pacing| {
+        let cfg = ConnectionConfig {
+            pacing,
+            ..tcp(TcpProfile::Linux)
+        };
+        let mut net = Net::new(cfg, Duration::from_millis(50));
+        net.rate = Some(5_000_000);
+        net.transfer(3 << 20, Duration::from_secs(60));
+        net
+    };
+    let unpaced = run(false);
+    assert!(
+        bursts(&unpaced) > 100,
+        "unpaced: {} bursts",
+        bursts(&unpaced)
+    );
+    let paced = run(true);
+    assert_eq!(bursts(&paced), 0, "paced data packets left together");
+}
+
+/// A controller that sets its own pacing rate (as BBR will) while `pacing` is off.
+#[derive(Debug, Default)]
+struct FixedRate(NewReno);
+
+const FIXED_RATE: u64 = 1_000_000;
+
+impl CongestionControl for FixedRate {
+    fn name(&self) -> &'static str {
+        "fixed-rate"
+    }
+    fn on_ack(&mut self, path: usize, ack: &AckEvent, paths: &[PathView]) -> Window {
+        self.0.on_ack(path, ack, paths)
+    }
+    fn on_congestion_event(&mut self, path: usize, now: Instant, paths: &[PathView]) -> Window {
+        self.0.on_congestion_event(path, now, paths)
+    }
+    fn pacing_rate(&self, _path: usize, _paths: &[PathView]) -> Option<u64> {
+        Some(FIXED_RATE)
+    }
+}
+
+#[derive(Debug)]
+struct FixedRateFactory;
+
+impl Factory for FixedRateFactory {
+    fn options(&self) -> Options {
+        Options::new()
+    }
+}
+
+impl CcFactory for FixedRateFactory {
+    fn build(&self) -> Box<dyn CongestionControl> {
+        Box::<FixedRate>::default()
+    }
+}
+
+/// The controller's rate hook drives pacing: every data packet leaves at least
+/// `size / rate` after the previous one, and the transfer takes about `bytes / rate`.
+#[test]
+fn controller_pacing_rate_drives_pacing() {
+    let cfg = ConnectionConfig {
+        cc: CcConfig::custom("fixed-rate", Arc::new(FixedRateFactory)),
+        ..tcp(TcpProfile::Linux)
+    };
+    assert!(!cfg.pacing);
+    let mut net = Net::new(cfg, Duration::from_millis(10));
+    let n = 1 << 20;
+    let done = net.transfer(n, Duration::from_secs(60));
+    for w in net.data_sends.windows(2) {
+        let gap = w[1].0.saturating_since(w[0].0).as_nanos();
+        let want = w[0].1 as u64 * 1_000_000_000 / FIXED_RATE;
+        assert!(gap >= want, "gap {gap} ns < {want} ns");
+    }
+    let secs = done.saturating_since(Instant::ZERO).as_secs_f64();
+    let model = n as f64 * 1.04 / FIXED_RATE as f64; // stream bytes plus ~4 % headers
+    assert!(
+        (secs - model).abs() < 0.1 * model,
+        "took {secs:.3} s, paced model {model:.3} s"
+    );
+}
+
+/// RFC 8985 §7: the last data packet of a transfer is lost. With the probe, the loss is
+/// repaired within one RTT plus a delayed ACK (the last acknowledgement before the probe
+/// timer starts), the probe timeout 2·SRTT + max_ack_delay (one packet in flight), and two
+/// RTTs (the probe's ACK, then the retransmission's) after that packet left; without it,
+/// only the retransmission timer (min_rto = 1 s here) repairs it.
+#[test]
+fn tail_loss_probe_repairs_a_tail_loss_before_the_timer() {
+    let n = 40 * 1400;
+    let run = |tlp| {
+        let cfg = ConnectionConfig {
+            tail_loss_probe: tlp,
+            min_rto: Duration::from_secs(1),
+            ..tcp(TcpProfile::Linux)
+        };
+        let mut net = Net::new(cfg, Duration::from_millis(25));
+        let mut dropped = false;
+        net.drop = Box::new(move |d| {
+            let last = data_of(d).is_some_and(|(o, l)| o + l as u64 == n as u64);
+            let drop = last && !dropped;
+            dropped |= drop;
+            drop
+        });
+        let done = net.transfer(n, Duration::from_secs(30));
+        let last_send = net.data_sends.iter().rev().nth(1).unwrap().0;
+        let srtt = net.a.path(0).unwrap().srtt.unwrap();
+        (
+            done.saturating_since(last_send),
+            net.a.stats().paths[0].rto_count,
+            srtt,
+        )
+    };
+    let (with, rtos, srtt) = run(true);
+    let rtt = Duration::from_millis(50);
+    let delay = Duration::from_millis(25);
+    let bound = rtt.saturating_mul(3) + srtt.saturating_mul(2) + delay.saturating_mul(2);
+    assert!(
+        with <= bound + Duration::from_millis(10),
+        "with TLP: {with}, bound {bound}"
+    );
+    assert_eq!(rtos, 0);
+    let (without, rtos, _) = run(false);
+    assert!(without >= Duration::from_secs(1), "without TLP: {without}");
+    assert_eq!(rtos, 1);
+}
+
+/// The `classic` profile counts growth per ACK (ns-3 NewReno): in slow start with delayed
+/// ACKs (b = 2) each ACK adds one MSS, so the window grows by (1 + 1/b) = 1.5× per RTT
+/// instead of 2× (Linux's byte counting). After 5 RTTs from 10 packets: 10·1.5⁵ ≈ 76 packets
+/// against 10·2⁵ = 320.
+#[test]
+fn classic_grows_per_ack() {
+    for (profile, factor) in [(TcpProfile::Linux, 2.0f64), (TcpProfile::Classic, 1.5)] {
+        let cfg = ConnectionConfig {
+            recv_buffer: 64 << 20,
+            send_buffer: 64 << 20,
+            ..tcp(profile)
+        };
+        let mut net = Net::new(cfg, Duration::from_millis(50));
+        // 1 Gbit/s: serialisation delays the rounds by a few milliseconds only.
+        net.rate = Some(125_000_000);
+        net.a.write(&vec![0u8; 32 << 20]);
+        // Five round trips of 100 ms and a little: the fifth round's ACKs have arrived.
+        net.run(Instant::ZERO + Duration::from_millis(510));
+        let p = net.a.path(0).unwrap();
+        let packets = p.cwnd as f64 / p.mss as f64;
+        let model = 10.0 * factor.powi(5);
+        assert!(
+            (packets - model).abs() < 0.15 * model,
+            "{profile:?}: {packets:.1} packets after 5 RTTs, model {model:.1}"
+        );
+    }
+}
+
+/// The `classic` profile recovers a lost retransmission by the retransmission timer (ns-3:
+/// RFC 6675's NextSeg never resends a segment twice); `linux` detects it like any loss (its
+/// new packet number is overtaken by later ones).
+#[test]
+fn classic_recovers_a_lost_retransmission_by_the_timer() {
+    for (profile, want_rto) in [(TcpProfile::Linux, false), (TcpProfile::Classic, true)] {
+        let cfg = ConnectionConfig {
+            min_rto: Duration::from_secs(1),
+            ..tcp(profile)
+        };
+        let mut net = Net::new(cfg, Duration::from_millis(25));
+        let target = 30 * 1400u64;
+        let mut drops = 0;
+        net.drop = Box::new(move |d| {
+            let hit = data_of(d).is_some_and(|(o, l)| o <= target && target < o + l as u64);
+            let drop = hit && drops < 2;
+            drops += u32::from(drop);
+            drop
+        });
+        let done = net.transfer(2 << 20, Duration::from_secs(60));
+        let rtos = net.a.stats().paths[0].rto_count;
+        assert_eq!(
+            rtos > 0,
+            want_rto,
+            "{profile:?}: {rtos} timeouts, done at {done:?}"
+        );
+    }
+}
+
+/// The `classic` timer restarts only when SND.UNA advances (ns-3): once the retransmission of
+/// the oldest segment is lost, acknowledgements of later packets do not push the timeout back,
+/// so it fires at most one RTO (min 1 s here) after that retransmission left. (A timer
+/// restarted by every acknowledgement would wait until the later packets stop coming.)
+#[test]
+fn classic_timer_restarts_only_when_snd_una_advances() {
+    let cfg = ConnectionConfig {
+        min_rto: Duration::from_secs(1),
+        ..tcp(TcpProfile::Classic)
+    };
+    let mut net = Net::new(cfg, Duration::from_millis(25));
+    let target = 30 * 1400u64;
+    let mut drops = 0;
+    net.drop = Box::new(move |d| {
+        let hit = data_of(d).is_some_and(|(o, l)| o <= target && target < o + l as u64);
+        let drop = hit && drops < 2;
+        drops += u32::from(drop);
+        drop
+    });
+    // Run until the timer fires, noting when.
+    net.a.write(&vec![0u8; 8 << 20]);
+    let mut fired = None;
+    for ms in 1..20_000u64 {
+        net.run(Instant::ZERO + Duration::from_millis(ms));
+        net.a.write(&vec![0u8; 1 << 20]);
+        if net.a.stats().paths[0].rto_count > 0 {
+            fired = Some(net.now);
+            break;
+        }
+    }
+    let fired = fired.expect("the lost retransmission must be recovered by the timer");
+    let sends: Vec<Instant> = net
+        .data_offsets
+        .iter()
+        .filter(|&&(_, o)| o <= target && target < o + 1400)
+        .map(|&(t, _)| t)
+        .collect();
+    assert!(
+        sends.len() >= 2,
+        "the segment was sent {} times",
+        sends.len()
+    );
+    let retransmitted = sends[1];
+    // Data kept flowing after the retransmission (so a restart-on-every-ACK timer would
+    // have been pushed back past the bound).
+    assert!(net
+        .data_sends
+        .iter()
+        .any(|&(t, _)| t > retransmitted + Duration::from_millis(500)));
+    let rto = Duration::from_secs(1) + Duration::from_millis(60);
+    assert!(
+        fired <= retransmitted + rto,
+        "timer fired at {fired:?}, retransmission left at {retransmitted:?}"
+    );
+}
