@@ -15,7 +15,7 @@ use crate::path::{
 };
 use crate::protect::{ProtectError, Protection};
 use crate::ranges::RangeSet;
-use crate::sched::Scheduler;
+use crate::sched::{SchedContext, Scheduler};
 use crate::scheme::{
     Action, BlockClock, FrameSource, LossKind, RecvCtx, Resent, SchemeReceiver, SchemeSender,
     SendCtx, SentInfo,
@@ -299,6 +299,7 @@ macro_rules! send_ctx {
             block_clock: &mut $s.sent_clock,
             first_sent: &mut $s.first_sent,
             messages: &$s.tx_msgs,
+            redundant: $s.sched.redundant(),
         }
     };
 }
@@ -1462,6 +1463,20 @@ impl Connection {
         }
         let mut cands = std::mem::take(&mut self.candidates);
         self.sched.rank(&self.views, &mut cands);
+        {
+            let sent_to = self
+                .first_sent
+                .max_end()
+                .unwrap_or(0)
+                .max(self.peer_data_ack);
+            let ctx = SchedContext::new(
+                now,
+                &self.views,
+                self.send_buf.end().saturating_sub(sent_to),
+                self.peer_max_data.saturating_sub(self.peer_data_ack),
+            );
+            self.sched.hold_back(&ctx, &mut cands);
+        }
         let mut result = None;
         for &p in &cands {
             let pn = self.paths[p].next_pn;

@@ -131,6 +131,9 @@ pub struct SendCtx<'a> {
     pub(crate) block_clock: &'a mut BlockClock,
     pub(crate) first_sent: &'a mut RangeSet,
     pub(crate) messages: &'a TxMessages,
+    /// The scheduler asks for every packet on every path (`sched::Redundant`); schemes that
+    /// replicate data honour it, others may ignore it.
+    pub redundant: bool,
 }
 
 impl SendCtx<'_> {
