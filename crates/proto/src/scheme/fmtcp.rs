@@ -69,8 +69,9 @@
 //! block, so what the slow path delivers later is merely redundant (`late_symbols`); the
 //! symbols sent so are counted as `repair_symbols`. It never displaces Eq. 4 or Algorithm 1:
 //! it only uses capacity they would leave idle. With `penalize` (on by default), as MPTCP
-//! penalises the path holding the blocking segment, each slower path (larger EDT) with
-//! symbols of a repaired block in flight has its window reduced, at most once per its RTT:
+//! penalises the path holding the blocking segment, the path expected to deliver last (largest
+//! EDT, larger than the repairing path's) among those with symbols of the oldest repaired block
+//! in flight has its window reduced, at most once per its RTT:
 //! otherwise an unpenalised slow path keeps a large window, and a coupled controller (LIA)
 //! then leaves the fast path almost no increase (measured: the fast path stuck at 1 MSS).
 //!
@@ -933,9 +934,10 @@ impl FmtcpSender {
         out
     }
 
-    /// Penalisation after a repair (module docs): every path slower than `path` (larger EDT)
-    /// with symbols of a repaired block in flight has its window reduced, at most once per its
-    /// RTT, as `mptcp` penalises the path holding the blocking segment.
+    /// Penalisation after a repair (module docs): of the paths holding symbols of the first
+    /// repaired block (the oldest undecoded one, which holds the window), the one expected to
+    /// deliver last (largest EDT, if larger than `path`'s) has its window reduced, at most once
+    /// per its RTT, as `mptcp` penalises the path holding the segment at the window's edge.
     fn penalize_slower(&mut self, ctx: &mut SendCtx<'_>, path: usize, items: &[(u64, u32)]) {
         if !self.cfg.penalize {
             return;
@@ -943,31 +945,40 @@ impl FmtcpSender {
         let Some(me) = self.est.get(path).map(|e| e.edt) else {
             return;
         };
+        let (Some(&(index, _)), Some(first)) =
+            (items.first(), self.blocks.front().map(|b| b.index))
+        else {
+            return;
+        };
+        let Some(b) = index
+            .checked_sub(first)
+            .and_then(|i| self.blocks.get(i as usize))
+        else {
+            return;
+        };
+        let mut worst: Option<(usize, f64)> = None;
+        for (g, &n) in b.in_flight.iter().enumerate() {
+            let Some(e) = self.est.get(g) else {
+                continue;
+            };
+            if n > 0 && g != path && e.edt > me && worst.is_none_or(|(_, w)| e.edt > w) {
+                worst = Some((g, e.edt));
+            }
+        }
+        let Some((g, _)) = worst else {
+            return;
+        };
+        if g >= ctx.paths.len() {
+            return;
+        }
         if self.last_penalty.len() < ctx.paths.len() {
             self.last_penalty.resize(ctx.paths.len(), None);
         }
-        for &(index, _) in items {
-            let Some(first) = self.blocks.front().map(|b| b.index) else {
-                return;
-            };
-            let Some(b) = index
-                .checked_sub(first)
-                .and_then(|i| self.blocks.get(i as usize))
-            else {
-                continue;
-            };
-            for (g, &n) in b.in_flight.iter().enumerate() {
-                let slower = self.est.get(g).is_some_and(|e| e.edt > me);
-                if n == 0 || g == path || !slower || g >= ctx.paths.len() {
-                    continue;
-                }
-                let rtt = ctx.paths[g].rtt_or_rto();
-                if self.last_penalty[g].is_none_or(|t| ctx.now >= t + rtt) {
-                    self.last_penalty[g] = Some(ctx.now);
-                    self.stats.penalizations += 1;
-                    ctx.request(Action::Penalize { path: g });
-                }
-            }
+        let rtt = ctx.paths[g].rtt_or_rto();
+        if self.last_penalty[g].is_none_or(|t| ctx.now >= t + rtt) {
+            self.last_penalty[g] = Some(ctx.now);
+            self.stats.penalizations += 1;
+            ctx.request(Action::Penalize { path: g });
         }
     }
 
