@@ -34,10 +34,10 @@ fn payload(r: &FlowResult) -> Vec<u64> {
     r.paths.iter().map(|p| p.payload_bytes_sent).collect()
 }
 
-/// `redundant` over two identical paths: each path carries (nearly) every segment, so the
-/// payload sent is about twice the bytes delivered (overhead ≈ 1, the rule's definition;
-/// a copy is skipped only when the other path's acknowledgement came first), while min-RTT
-/// sends each byte about once.
+/// `redundant` over two identical paths: by the rule's definition each path carries (nearly)
+/// every segment, so each path's payload is at least 90 % of the bytes delivered (a copy is
+/// skipped only when the other path's acknowledgement came first), while under min-RTT the
+/// paths share the data and neither carries 90 % of it.
 #[test]
 fn redundant_sends_every_segment_on_every_path() {
     let links = || {
@@ -49,25 +49,30 @@ fn redundant_sends_every_segment_on_every_path() {
     let bytes = 2_000_000;
     let red = run_with(links(), "redundant", 1 << 20, bytes, 1);
     let min = run_with(links(), "min-rtt", 1 << 20, bytes, 1);
-    let (ro, mo) = (red.overhead.unwrap(), min.overhead.unwrap());
-    eprintln!(
-        "redundant {ro:.3} {:?}, min-rtt {mo:.3} {:?}",
-        payload(&red),
+    eprintln!("redundant {:?}, min-rtt {:?}", payload(&red), payload(&min));
+    let most = bytes * 9 / 10;
+    assert!(
+        payload(&red).iter().all(|&p| p >= most),
+        "{:?}",
+        payload(&red)
+    );
+    assert!(
+        payload(&min).iter().all(|&p| p < most),
+        "{:?}",
         payload(&min)
     );
-    assert!(ro > 0.8, "redundant overhead {ro}");
-    assert!(mo < 0.1, "min-rtt overhead {mo}");
     assert!(red.scheme.sender["redundant_bytes"].as_u64().unwrap() > bytes * 8 / 10);
 }
 
-/// A fast path (20 Mbit/s, 10 ms) and a slow one (2 Mbit/s, 200 ms) with a 64 KiB receive
-/// buffer: min-RTT fills the slow path whenever the fast one is full, BLEST and ECF hold it
-/// back when waiting for the fast path is better, so they put markedly less on it.
+/// A fast path (20 Mbit/s, 10 ms one-way, 1 % loss, so its window is often full) and a slow
+/// one (2 Mbit/s, 200 ms) with a 64 KiB receive buffer: min-RTT fills the slow path whenever
+/// the fast one is full, BLEST and ECF hold it back when waiting for the fast path is better,
+/// so they put markedly less on it, and (both papers' claim for such paths) finish no later.
 #[test]
 fn blest_and_ecf_keep_data_off_a_slow_path() {
     let links = || {
         vec![
-            link("fast", 20_000_000, 10, 100, 0.0),
+            link("fast", 20_000_000, 10, 100, 0.01),
             link("slow", 2_000_000, 200, 100, 0.0),
         ]
     };
