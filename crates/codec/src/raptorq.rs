@@ -95,7 +95,10 @@ impl RaptorqConfig {
 pub struct RaptorqEncoder {
     config: RaptorqConfig,
     data: Vec<u8>,
-    inner: SourceBlockEncoder,
+    /// The intermediate symbols (RFC 6330 §5.3.3), computed on the first repair symbol:
+    /// the source symbols are the data itself (systematic code), so a block sent without
+    /// repair never pays for them.
+    inner: std::sync::OnceLock<SourceBlockEncoder>,
 }
 
 impl RaptorqEncoder {
@@ -103,12 +106,16 @@ impl RaptorqEncoder {
     /// symbols are served from it without another copy.
     pub fn new(config: RaptorqConfig, data: Vec<u8>) -> Result<Self> {
         check_len(config.block_bytes(), data.len())?;
-        let inner = SourceBlockEncoder::new(0, &config.oti(), &data);
         Ok(Self {
             config,
             data,
-            inner,
+            inner: std::sync::OnceLock::new(),
         })
+    }
+
+    fn inner(&self) -> &SourceBlockEncoder {
+        self.inner
+            .get_or_init(|| SourceBlockEncoder::new(0, &self.config.oti(), &self.data))
     }
 
     /// The configuration.
@@ -133,7 +140,7 @@ impl RaptorqEncoder {
             let i = esi as usize;
             out.copy_from_slice(&self.data[i * t..(i + 1) * t]);
         } else {
-            let packet = self.inner.repair_packets(esi - k, 1);
+            let packet = self.inner().repair_packets(esi - k, 1);
             out.copy_from_slice(packet[0].data());
         }
         Ok(())
@@ -165,7 +172,7 @@ impl RaptorqEncoder {
         }
         self.config
             .check_esi(u32::try_from(u64::from(first_esi) + n - 1).unwrap_or(u32::MAX))?;
-        let packets = self.inner.repair_packets(first_esi - k, n as u32);
+        let packets = self.inner().repair_packets(first_esi - k, n as u32);
         for (dst, p) in out.chunks_exact_mut(t).zip(&packets) {
             dst.copy_from_slice(p.data());
         }

@@ -16,7 +16,7 @@ use crate::path::{
 };
 use crate::protect::{ProtectError, Protection};
 use crate::ranges::RangeSet;
-use crate::sched::Scheduler;
+use crate::sched::{SchedContext, Scheduler};
 use crate::scheme::{
     Action, BlockClock, FrameSource, LossKind, RecvCtx, Resent, SchemeReceiver, SchemeSender,
     SendCtx, SentInfo,
@@ -307,6 +307,7 @@ macro_rules! send_ctx {
             first_sent: &mut $s.first_sent,
             engine_frames: false,
             messages: &$s.tx_msgs,
+            redundant: $s.sched.redundant(),
         }
     };
 }
@@ -1606,6 +1607,20 @@ impl Connection {
         }
         let mut cands = std::mem::take(&mut self.candidates);
         self.sched.rank(&self.views, &mut cands);
+        {
+            let sent_to = self
+                .first_sent
+                .max_end()
+                .unwrap_or(0)
+                .max(self.peer_data_ack);
+            let ctx = SchedContext::new(
+                now,
+                &self.views,
+                self.send_buf.end().saturating_sub(sent_to),
+                self.peer_max_data.saturating_sub(self.peer_data_ack),
+            );
+            self.sched.hold_back(&ctx, &mut cands);
+        }
         let mut result = None;
         for &p in &cands {
             let pn = self.paths[p].next_pn;

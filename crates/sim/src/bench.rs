@@ -58,10 +58,49 @@ fn bulk(paths: Vec<Vec<usize>>, scheme: SchemeConfig, cc: CcConfig) -> FlowConfi
     }
 }
 
+/// Eight heterogeneous paths for the fmtcp/mptcp cost comparison (issue 14): 50 down to
+/// 10 Mbit/s, one-way delays 5-100 ms, Bernoulli loss 0-1 %, queues of one BDP.
+fn eight_paths() -> Vec<LinkConfig> {
+    let spec: [(u64, u64, f64); 8] = [
+        (50, 5, 0.0),
+        (40, 10, 0.001),
+        (30, 15, 0.002),
+        (25, 25, 0.005),
+        (20, 35, 0.0),
+        (15, 50, 0.01),
+        (10, 75, 0.002),
+        (10, 100, 0.005),
+    ];
+    spec.iter()
+        .enumerate()
+        .map(|(i, &(mbps, ms, loss))| {
+            let rate = mbps * 1_000_000;
+            let bdp = (rate * 2 * ms / 1000 / 8 / 1500).max(20);
+            let mut fwd = LinkParams::new(rate, Duration::from_millis(ms), bdp);
+            if loss > 0.0 {
+                fwd.loss = crate::link::LossModel::Bernoulli { p: loss };
+            }
+            LinkConfig {
+                name: format!("p{i}"),
+                forward: fwd,
+                reverse: LinkParams::new(rate, Duration::from_millis(ms), bdp),
+            }
+        })
+        .collect()
+}
+
+fn bulk_4mib(scheme: SchemeConfig) -> FlowConfig {
+    let mut f = bulk((0..8).map(|i| vec![i]).collect(), scheme, cc("lia"));
+    f.conn.recv_buffer = 4 << 20;
+    f.conn.send_buffer = 8 << 20;
+    f
+}
+
 /// The issue's reference cases: one `tcp` bulk flow over a 10 Mbit/s, 100 ms RTT, loss-free
 /// link for 300 simulated seconds, and the same with `mptcp` (LIA) over two such links; and
 /// `hmtp` (k = 1000) over the two links, for the HMTP issue's per-packet cost target (≤ 3×
-/// `mptcp`).
+/// `mptcp`); and issue 14's cost comparison, `mptcp` and `fmtcp` (LIA) over eight
+/// heterogeneous paths with a 4 MiB receive buffer for 10 simulated seconds.
 pub fn cases() -> Vec<BenchCase> {
     let sim = |links, flow| SimConfig {
         links,
@@ -101,6 +140,23 @@ pub fn cases() -> Vec<BenchCase> {
                 f.conn.send_buffer = 4 << 20;
                 f
             }),
+        },
+        BenchCase {
+            name: "mptcp-8paths-4MiB-10s",
+            description: "mptcp (LIA) bulk, 8 paths 10-50 Mbit/s 10-200 ms RTT 0-1 % loss, \
+                          4 MiB buffer, 10 s",
+            config: SimConfig {
+                duration: Duration::from_secs(10),
+                ..sim(eight_paths(), bulk_4mib(named("mptcp")))
+            },
+        },
+        BenchCase {
+            name: "fmtcp-8paths-4MiB-10s",
+            description: "fmtcp (LIA) bulk, the same 8 paths, 4 MiB buffer, 10 s",
+            config: SimConfig {
+                duration: Duration::from_secs(10),
+                ..sim(eight_paths(), bulk_4mib(named("fmtcp")))
+            },
         },
     ]
 }

@@ -252,3 +252,25 @@ fn lost_per_block_histogram() {
     assert!(total <= c.blocks && total + 4 >= c.blocks, "{c:?}");
     assert!(c.lost_per_block.iter().skip(1).sum::<u64>() > 0, "{c:?}");
 }
+
+/// The coding overhead of a flow cut off by the end of the run (issue 14: it used to be
+/// negative, down to −10 %, because the source symbols of blocks opened inside a large
+/// receive window but not yet sent were counted). Now it covers the finished blocks only,
+/// for which at least k symbols were sent each, so it is never negative; the engine's generic
+/// `overhead` (payload sent / delivered − 1) is never negative either.
+#[test]
+fn coding_overhead_of_an_unfinished_flow_is_not_negative() {
+    let r = run_flow(two_paths(0.01, 100), fmtcp(), 4 << 20, 5, 1, None);
+    assert!(r.completion_s.is_none(), "the bulk flow must be cut off");
+    let s: CodingStats = serde_json::from_value(r.scheme.sender.clone()).unwrap();
+    let old = s.symbols_sent as f64 / s.source_symbols as f64 - 1.0;
+    eprintln!(
+        "old {old:.3}, new {:.3}, generic {:?}",
+        s.overhead(),
+        r.overhead
+    );
+    assert!(old < 0.0, "the case must show the old failure ({old})");
+    assert!(s.finished_source_symbols > 0);
+    assert!(s.overhead() >= 0.0, "{}", s.overhead());
+    assert!(r.overhead.unwrap() >= 0.0);
+}

@@ -4,12 +4,53 @@
 //! offers each in turn to the scheme until one yields a packet. Scheme-specific allocators
 //! (FMTCP's expected-arrival-time allocation, for example) decide *what* goes in the packet
 //! inside the scheme; the scheduler only orders the paths.
+//!
+//! Two generic hooks go beyond ordering: [`Scheduler::hold_back`] may remove candidates, so a
+//! scheduler can *wait* for a better path whose window is full (BLEST, ECF), and
+//! [`Scheduler::redundant`] asks the scheme to carry every packet on every path (the
+//! `redundant` scheduler; ARQ schemes honour it, see `scheme::arq`).
 
 use crate::path::PathView;
 use crate::registry::{self, Choice, Entry, Factory, Family, Options};
-use crate::time::Duration;
+use crate::time::{Duration, Instant};
 use std::marker::PhantomData;
 use std::sync::Arc;
+
+mod blest;
+mod ecf;
+mod redundant;
+
+pub use blest::Blest;
+pub use ecf::Ecf;
+pub use redundant::Redundant;
+
+/// What a scheduler may know about the connection besides its paths.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct SchedContext<'a> {
+    /// Current time.
+    pub now: Instant,
+    /// Every path (the candidates are indices into it).
+    pub paths: &'a [PathView],
+    /// Stream bytes written by the application and never sent yet (the send queue ECF calls
+    /// k), whether or not the receive window lets them go now.
+    pub unsent_bytes: u64,
+    /// The connection-level send window: the peer's flow-control limit minus its cumulative
+    /// acknowledgement, bytes (BLEST's MPTCP_SW).
+    pub send_window: u64,
+}
+
+impl<'a> SchedContext<'a> {
+    /// A context for tests and other drivers.
+    pub fn new(now: Instant, paths: &'a [PathView], unsent_bytes: u64, send_window: u64) -> Self {
+        SchedContext {
+            now,
+            paths,
+            unsent_bytes,
+            send_window,
+        }
+    }
+}
 
 /// Orders candidate paths by preference.
 pub trait Scheduler: Send + std::fmt::Debug {
@@ -17,8 +58,26 @@ pub trait Scheduler: Send + std::fmt::Debug {
     fn name(&self) -> &'static str;
     /// Sorts `candidates` (path ids with window space) best first.
     fn rank(&mut self, paths: &[PathView], candidates: &mut [usize]);
+    /// Called after [`Scheduler::rank`]: removes the candidates that should not send now
+    /// (the connection then sends nothing until its next input if none is left). Default:
+    /// keep all.
+    fn hold_back(&mut self, _ctx: &SchedContext<'_>, _candidates: &mut Vec<usize>) {}
     /// A packet was sent on `path`.
     fn on_sent(&mut self, _path: usize) {}
+    /// True if the scheme should send every packet on every path (see [`Redundant`]).
+    fn redundant(&self) -> bool {
+        false
+    }
+}
+
+/// The path with the lowest smoothed RTT among the active paths (ties: lower index), the
+/// "fastest path" of BLEST and ECF. Paths without an RTT sample are not considered.
+pub(crate) fn fastest(paths: &[PathView]) -> Option<usize> {
+    paths
+        .iter()
+        .filter(|p| p.active && p.srtt.is_some())
+        .min_by_key(|p| (p.srtt, p.id))
+        .map(|p| p.id)
 }
 
 /// Lowest smoothed RTT first (the Linux MPTCP default). Paths without a sample yet sort
@@ -124,14 +183,17 @@ pub static SCHEDULERS: &[Entry<dyn SchedulerFactory>] = &[
         options: &[],
         make: plain::<RoundRobin>,
     },
+    redundant::ENTRY,
+    blest::ENTRY,
+    ecf::ENTRY,
 ];
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::time::Duration;
 
-    fn v(id: usize, rtt: Option<u64>) -> PathView {
+    pub(crate) fn v(id: usize, rtt: Option<u64>) -> PathView {
         PathView {
             id,
             active: true,

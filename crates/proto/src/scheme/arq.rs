@@ -24,6 +24,10 @@
 //! SCTP Multihoming", ICON 2004, §3. The choice is made when the loss is reported, i.e. after
 //! the engine has applied the loss's window reduction (fast retransmit) or the timeout's
 //! collapse to one packet, as SCTP does before it picks the retransmission's destination.
+//!
+//! Under the `redundant` scheduler ([`SendCtx::redundant`]) every path also carries a copy of
+//! each segment the other paths sent, oldest unacknowledged first, before any new data
+//! (counted as `redundant_bytes`).
 
 use super::{
     Action, FrameSource, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver,
@@ -207,6 +211,8 @@ struct Seg {
     acked: bool,
     /// Bit per path it was opportunistically reinjected on.
     reinjected: u32,
+    /// Bit per path that carried a redundant copy (`redundant` scheduler).
+    copied: u32,
 }
 
 /// Sending half of `tcp`/`mptcp`.
@@ -229,6 +235,11 @@ pub struct ArqSender {
     last_penalty: Vec<Option<Instant>>,
     /// Stream bytes sent on another path than the one that first carried them.
     reinjected_bytes: u64,
+    /// Per path: stream offset below which it has carried or skipped every segment
+    /// (`redundant` scheduler).
+    copy_cursor: Vec<u64>,
+    /// Stream bytes sent as redundant copies (`redundant` scheduler).
+    redundant_bytes: u64,
 }
 
 impl ArqSender {
@@ -246,6 +257,8 @@ impl ArqSender {
             head: VecDeque::new(),
             last_penalty: Vec::new(),
             reinjected_bytes: 0,
+            copy_cursor: Vec::new(),
+            redundant_bytes: 0,
         }
     }
 
@@ -259,6 +272,7 @@ impl ArqSender {
         if self.retx.len() < n {
             self.retx.resize_with(n, VecDeque::new);
             self.last_penalty.resize(n, None);
+            self.copy_cursor.resize(n, 0);
         }
     }
 
@@ -298,6 +312,41 @@ impl ArqSender {
             },
             n as u32,
         ))
+    }
+
+    /// Redundant scheduling (`sched::Redundant`): the oldest segment not yet acknowledged
+    /// that `path` has neither sent first nor copied. Segments skipped here (acknowledged,
+    /// first sent on `path`, copied) never need this path again, so a cursor moves past them.
+    fn redundant_copy(
+        &mut self,
+        ctx: &mut SendCtx<'_>,
+        path: usize,
+        pkt: &mut PacketWriter<'_>,
+    ) -> Option<PacketTag> {
+        let bit = 1u32 << (path % 32);
+        let from = self.copy_cursor[path].max(ctx.data_ack);
+        let mut i = self
+            .segs
+            .partition_point(|s| s.offset + u64::from(s.len) <= from);
+        while let Some(&s) = self.segs.get(i) {
+            let end = s.offset + u64::from(s.len);
+            if s.acked
+                || usize::from(s.path) == path
+                || s.copied & bit != 0
+                || ctx.is_abandoned(s.offset)
+            {
+                self.copy_cursor[path] = end;
+                i += 1;
+                continue;
+            }
+            let (tag, _) = Self::emit(ctx, pkt, s.offset, s.len)?;
+            self.segs[i].copied |= bit;
+            self.copy_cursor[path] = end;
+            ctx.count_retransmission(path, tag.b);
+            self.redundant_bytes += tag.b;
+            return Some(tag);
+        }
+        None
     }
 
     fn serve_queue(
@@ -359,6 +408,12 @@ impl SchemeSender for ArqSender {
                 return Some(tag);
             }
         }
+        // 3b. Redundant scheduling: copies of what the other paths sent, oldest first.
+        if ctx.redundant && ctx.paths.len() > 1 {
+            if let Some(tag) = self.redundant_copy(ctx, path, pkt) {
+                return Some(tag);
+            }
+        }
         // 4. New data, within the receive window (most urgent message first).
         if let Some(r) = ctx.next_unsent(ctx.max_data) {
             let len = (r.end - r.start).min(u64::from(u32::MAX)) as u32;
@@ -369,6 +424,7 @@ impl SchemeSender for ArqSender {
                 path: path as u8,
                 acked: false,
                 reinjected: 0,
+                copied: 0,
             };
             if self.segs.back().is_none_or(|s| s.offset < tag.a) {
                 self.segs.push_back(seg);
@@ -483,10 +539,14 @@ impl SchemeSender for ArqSender {
         if self.policy != RtxPolicy::Same {
             return serde_json::json!({
                 "reinjected_bytes": self.reinjected_bytes,
+                "redundant_bytes": self.redundant_bytes,
                 "moved_retransmissions": self.moved_retransmissions,
             });
         }
-        serde_json::json!({ "reinjected_bytes": self.reinjected_bytes })
+        serde_json::json!({
+            "reinjected_bytes": self.reinjected_bytes,
+            "redundant_bytes": self.redundant_bytes,
+        })
     }
 }
 

@@ -46,9 +46,37 @@
 //! ACK clock: the n-th virtual packet of a path with s free packets in a window of c packets
 //! has EAT = EDT for n < s (Eq. 10, first case), else EDT + max(RT − τ, 0) + (n − s)·RT/c
 //! (Eq. 10's second case for the first one, then one window per response time), so a fast
-//! path absorbs as many packets as it can deliver before the slower path's EDT, no more. With `allocation = false` the scheme is the
+//! path absorbs as many packets as it can deliver before the slower path's EDT, no more.
+//! These virtual packets are counted in closed form per path and filled into the blocks in
+//! bulk at their mean arrival probability ([`allocate_with`]), and each block's δ_b is cached
+//! until its counts change or a path's loss estimate drifts by more than 10 % (+0.001), so a
+//! packet costs O(paths + blocks) instead of rebuilding every block's distribution and
+//! stepping through every virtual packet (docs/performance.md). With `allocation = false` the scheme is the
 //! paper's greedy baseline (Fig. 14): f_p takes symbols of the first block that is not
 //! δ-complete.
+//!
+//! **Opportunistic repair (not in the paper; `repair`, off by default: the default is the
+//! paper's scheme).** Algorithm 1 counts a
+//! symbol on a slow path as arriving, so once every block inside the receive window is
+//! δ-complete the fast paths fall silent and the window waits for the slow path's symbols:
+//! with a small buffer, throughput drops to about one window per slow one-way delay
+//! (docs/experiments/stress.md: 64 KiB, 300 ms slow path, fmtcp 2.9 Mbit/s against mptcp's
+//! 5.1, a third of its traffic on the slow path). MPTCP handles the same case with
+//! opportunistic reinjection (Raiciu et al., NSDI 2012, §4.2), which `mptcp` has; this is its
+//! coded counterpart. When a path has window space, Algorithm 1 gives it nothing and no new
+//! block can be opened (flow control, or the stream's end), the path sends symbols for the
+//! oldest undecoded blocks (the first 4) whose δ_b, counting only the symbols in flight on
+//! paths with EDT no later than its own, is still ≥ δ̂. Any symbol helps a fountain-coded
+//! block, so what the slow path delivers later is merely redundant (`late_symbols`); the
+//! symbols sent so are counted as `repair_symbols`. It never displaces Eq. 4 or Algorithm 1:
+//! it only uses capacity they would leave idle. It costs a little where the paper's scheme is
+//! already ahead (§III head-of-line case, 64 KiB, 5 % loss: 1.68 against 1.77 Mbit/s; see
+//! docs/experiments/stress.md). With `penalize` (on by default, acts only with `repair`), as MPTCP
+//! penalises the path holding the blocking segment, the path expected to deliver last (largest
+//! EDT, larger than the repairing path's) among those with symbols of the oldest repaired block
+//! in flight has its window reduced, at most once per its RTT:
+//! otherwise an unpenalised slow path keeps a large window, and a coupled controller (LIA)
+//! then leaves the fast path almost no increase (measured: the fast path stuck at 1 MSS).
 //!
 //! **Estimators.** p_f = the path's loss-rate estimate ([`PathView::loss_rate`]: EWMA of packet
 //! outcomes over about 100 packets, starting at 0), capped at 0.95 in Eqs. 8–10 and 4.
@@ -67,7 +95,7 @@
 //! counted by the engine (`ConnectionStats::frames_rejected`).
 
 use super::{
-    FrameSource, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver,
+    Action, FrameSource, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver,
     SchemeSender, SendCtx, SentInfo,
 };
 use crate::config::ConnectionConfig;
@@ -89,6 +117,8 @@ const SYMBOL_HEADER: usize = 12;
 const MAX_LOSS: f64 = 0.95;
 /// Bound on virtual packets per allocation (Algorithm 1 ends far earlier in practice).
 const MAX_VIRTUAL_PACKETS: usize = 4096;
+/// Opportunistic repair looks at this many blocks from the head of the window.
+const REPAIR_BLOCKS: usize = 4;
 
 /// The fountain code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -114,6 +144,11 @@ pub struct FmtcpConfig {
     pub delta: f64,
     /// Algorithm 1 (expected-arrival-time allocation); false = greedy first pending block.
     pub allocation: bool,
+    /// Opportunistic repair when the flow-control window blocks (not in the paper; module
+    /// docs).
+    pub repair: bool,
+    /// With `repair`: reduce the window of slower paths holding symbols of a repaired block.
+    pub penalize: bool,
     /// LT: robust soliton constant c.
     pub lt_c: f64,
     /// LT: robust soliton δ.
@@ -130,6 +165,8 @@ impl Default for FmtcpConfig {
             code: Code::Raptorq,
             delta: 0.05,
             allocation: true,
+            repair: false,
+            penalize: true,
             lt_c: 0.1,
             lt_delta: 0.05,
             lt_overhead: 0.25,
@@ -256,6 +293,16 @@ pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
             doc: "Algorithm 1 allocation (false: greedy first pending block)",
         },
         OptionDoc {
+            key: "repair",
+            doc: "opportunistic repair of the window's head blocks from faster paths when \
+                  flow control blocks (not in the paper)",
+        },
+        OptionDoc {
+            key: "penalize",
+            doc: "with repair: reduce the window of slower paths holding symbols of a \
+                  repaired block (as mptcp's penalisation)",
+        },
+        OptionDoc {
             key: "lt_c",
             doc: "LT robust soliton c",
         },
@@ -344,6 +391,14 @@ impl Arrivals {
             }
         }
     }
+    /// Symbols missing (`need`).
+    pub fn need(&self) -> usize {
+        self.prob.len() - 1
+    }
+    /// True if nothing is in flight yet (no symbol added).
+    pub fn is_fresh(&self) -> bool {
+        self.prob[0] == 1.0
+    }
     /// δ_b: probability that fewer than `need` arrive.
     pub fn failure(&self) -> f64 {
         let n = self.prob.len() - 1;
@@ -415,67 +470,215 @@ impl PathEstimate {
     }
 }
 
+/// Number of virtual packets path `pe` is expected to deliver strictly before time `e`
+/// (Eq. 10 as generalised in the module docs), at most `cap`.
+pub fn packets_before(pe: &PathEstimate, e: f64, cap: u64) -> u64 {
+    if pe.edt >= e || e.is_nan() {
+        return 0;
+    }
+    let a = (pe.rt - pe.tau).max(0.0);
+    if pe.edt + a >= e {
+        return pe.space.min(cap);
+    }
+    // eat(space + m) = edt + a + m·rt/c < e  ⇔  m < x: ⌈x⌉ such m, then nudged so that the
+    // count agrees with `eat` itself at the boundary (rounding).
+    let step = pe.rt / pe.cwnd.max(1) as f64;
+    let x = (e - pe.edt - a) / step;
+    if !(step > 0.0 && x.is_finite()) {
+        return cap;
+    }
+    let mut n = pe
+        .space
+        .saturating_add(x.ceil().max(0.0).min(cap as f64) as u64);
+    while n > pe.space && pe.eat(n - 1) >= e {
+        n -= 1;
+    }
+    while n < cap && pe.eat(n) < e {
+        n += 1;
+    }
+    n.min(cap)
+}
+
+/// Symbols of arrival probability `q` a block with distribution `a` still needs to become
+/// δ-complete (0 if it is), at most `cap`.
+pub fn fill_count(a: &Arrivals, q: f64, delta_hat: f64, cap: usize) -> usize {
+    if a.failure() < delta_hat {
+        return 0;
+    }
+    let mut b = a.clone();
+    let mut n = 0;
+    while n < cap && b.failure() >= delta_hat {
+        b.add(q);
+        n += 1;
+    }
+    n
+}
+
+/// Memo of [`fill_count`] for blocks with nothing in flight (keyed by missing symbols and the
+/// quantised arrival probability): such blocks are all alike.
+#[derive(Debug, Default)]
+pub struct FillMemo(HashMap<(usize, u64), usize>);
+
+/// The pending blocks as [`allocate_with`] reads them, in stream order.
+pub trait BlockView {
+    /// Number of pending blocks.
+    fn len(&self) -> usize;
+    /// True if there is none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Arrival distribution of block `i`.
+    fn get(&mut self, i: usize) -> &Arrivals;
+    /// [`fill_count`] of block `i` at arrival probability `q` (implementations may memoise).
+    fn fill(&mut self, i: usize, q: f64, delta_hat: f64, cap: usize) -> usize {
+        fill_count(self.get(i), q, delta_hat, cap)
+    }
+}
+
+impl BlockView for &[Arrivals] {
+    fn len(&self) -> usize {
+        <[Arrivals]>::len(self)
+    }
+    fn get(&mut self, i: usize) -> &Arrivals {
+        &self[i]
+    }
+}
+
+/// Arrival probabilities are quantised to this step in the bulk part of Algorithm 1.
+const Q_STEP: f64 = 1.0 / 4096.0;
+
 /// Algorithm 1 (AllocatePacket): symbols per pending block for the packet of path `fp`.
 ///
-/// `blocks` are the pending blocks in stream order with their arrival distributions; they are
-/// updated virtually as symbols are assigned (callers pass copies). Returns `(block index,
-/// symbols)` for `fp`'s packet of `per_packet` symbols at most, empty if the faster paths are
-/// expected to complete every pending block first. With `allocate = false`, `fp` is simply
-/// filled from the first blocks that are not δ-complete (the greedy baseline of §V-B).
+/// `blocks` are the pending blocks in stream order with their arrival distributions (not
+/// modified). Returns `(block index, symbols)` for `fp`'s packet of `per_packet` symbols at
+/// most, empty if the faster paths are expected to complete every pending block first. With
+/// `allocate = false`, `fp` is simply filled from the first blocks that are not δ-complete
+/// (the greedy baseline of §V-B).
 pub fn allocate_packet(
     fp: usize,
     paths: &[PathEstimate],
-    blocks: &mut [Arrivals],
+    blocks: &[Arrivals],
     per_packet: usize,
     delta_hat: f64,
     allocate: bool,
 ) -> Vec<(usize, usize)> {
-    let mut virtual_sent = vec![0u64; paths.len()];
-    for _ in 0..MAX_VIRTUAL_PACKETS {
-        // Line 2: f ← argmin EAT (ties go to fp, then to the lower index).
-        let f = if allocate {
-            let mut best = fp;
-            let mut best_eat = paths[fp].eat(virtual_sent[fp]);
-            for (g, pe) in paths.iter().enumerate() {
-                if !pe.active || g == fp {
+    let mut memo = FillMemo::default();
+    allocate_with(
+        fp,
+        paths,
+        &mut { blocks },
+        per_packet,
+        delta_hat,
+        allocate,
+        &mut memo,
+    )
+}
+
+/// [`allocate_packet`] over any [`BlockView`], with a memo for blocks with nothing in flight.
+///
+/// Algorithm 1 hands virtual packets, one at a time, to the path with the smallest EAT until
+/// `fp` is that path. `fp`'s own EAT stays eat_fp(0) all along, so the virtual packets are
+/// exactly, for every other active path g, its packets with EAT below eat_fp(0) (ties go to
+/// `fp`): [`packets_before`] counts them in closed form (V in all). They fill the pending
+/// blocks in stream order, each block up to δ-completeness. The one simplification against
+/// the packet-by-packet loop: these V virtual packets are counted with their mean arrival
+/// probability q̄ (weighted by each path's count, quantised to 1/4096) instead of in EAT
+/// order with each path's own; a sum of Bernoulli variables with a common mean is more spread
+/// with equal probabilities than with unequal ones, so q̄ errs towards more symbols, never
+/// fewer. `fp`'s packet then continues where they stopped, with its own probability. Cost:
+/// O(paths + blocks walked) instead of O(V · (paths + blocks)).
+pub fn allocate_with(
+    fp: usize,
+    paths: &[PathEstimate],
+    blocks: &mut impl BlockView,
+    per_packet: usize,
+    delta_hat: f64,
+    allocate: bool,
+    memo: &mut FillMemo,
+) -> Vec<(usize, usize)> {
+    const CAP: usize = MAX_VIRTUAL_PACKETS * 16;
+    let mut first = 0;
+    let mut carry: Option<Arrivals> = None;
+    if allocate {
+        let e = paths[fp].eat(0);
+        let (mut v, mut qsum) = (0u64, 0.0);
+        for (g, pe) in paths.iter().enumerate() {
+            if g == fp || !pe.active {
+                continue;
+            }
+            let k = packets_before(pe, e, MAX_VIRTUAL_PACKETS as u64);
+            v += k;
+            qsum += k as f64 * (1.0 - pe.loss);
+        }
+        if v >= MAX_VIRTUAL_PACKETS as u64 {
+            // As the packet-by-packet loop, which gives up after this many virtual packets.
+            return Vec::new();
+        }
+        if v > 0 {
+            let qbar = ((qsum / v as f64 / Q_STEP).round() * Q_STEP).clamp(Q_STEP, 1.0);
+            let mut r = v as usize * per_packet;
+            let mut landed = false;
+            for i in 0..blocks.len() {
+                let a = blocks.get(i);
+                if a.failure() < delta_hat {
                     continue;
                 }
-                let e = pe.eat(virtual_sent[g]);
-                if e < best_eat {
-                    best = g;
-                    best_eat = e;
+                let m = if a.is_fresh() {
+                    let key = (a.need(), qbar.to_bits());
+                    *memo
+                        .0
+                        .entry(key)
+                        .or_insert_with(|| fill_count(a, qbar, delta_hat, CAP))
+                } else {
+                    blocks.fill(i, qbar, delta_hat, CAP)
+                };
+                if m <= r {
+                    r -= m;
+                    continue;
                 }
-            }
-            best
-        } else {
-            fp
-        };
-        // Lines 3–13: fill one packet from the first blocks that are not δ-complete.
-        let q = 1.0 - paths[f].loss;
-        let mut v: Vec<(usize, usize)> = Vec::new();
-        let mut s = 0;
-        for (i, b) in blocks.iter_mut().enumerate() {
-            if s >= per_packet {
+                let mut b = blocks.get(i).clone();
+                for _ in 0..r {
+                    b.add(qbar);
+                }
+                carry = Some(b);
+                first = i;
+                landed = true;
                 break;
             }
-            let mut vi = 0;
-            while s < per_packet && b.failure() >= delta_hat {
-                b.add(q);
-                vi += 1;
-                s += 1;
-            }
-            if vi > 0 {
-                v.push((i, vi));
+            if !landed {
+                return Vec::new();
             }
         }
-        // Line 15: until f = fp.
-        if f == fp || v.is_empty() {
-            return if f == fp { v } else { Vec::new() };
-        }
-        // Line 14: the chosen path's EAT advances.
-        virtual_sent[f] += 1;
     }
-    Vec::new()
+    // Lines 3–13 for fp: fill one packet from the first blocks that are not δ-complete.
+    let q = 1.0 - paths[fp].loss;
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    let mut s = 0;
+    for i in first..blocks.len() {
+        if s >= per_packet {
+            break;
+        }
+        let mut b = match carry.take() {
+            Some(b) => b,
+            None => {
+                let a = blocks.get(i);
+                if a.failure() < delta_hat {
+                    continue;
+                }
+                a.clone()
+            }
+        };
+        let mut vi = 0;
+        while s < per_packet && b.failure() >= delta_hat {
+            b.add(q);
+            vi += 1;
+            s += 1;
+        }
+        if vi > 0 {
+            out.push((i, vi));
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------- sender
@@ -504,6 +707,11 @@ struct TxBlock {
     lost_unreplaced: u64,
     /// Packets carrying symbols of this block that a path reported lost (Fig. 6).
     lost_packets: u64,
+    /// Cached arrival distribution (δ_b): dropped when the block's counts change, and for
+    /// every block when a path's loss estimate drifts (`FmtcpSender::loss_ref`).
+    arr: Option<Arrivals>,
+    /// Memo of [`fill_count`] on `arr`: (quantised q bits, count); dropped with `arr`.
+    fill: Option<(u64, usize)>,
 }
 
 impl TxBlock {
@@ -529,8 +737,46 @@ impl TxBlock {
         a
     }
 
+    /// The cached arrival distribution, rebuilt if it was dropped.
+    fn cached(&mut self, paths: &[PathEstimate]) -> &Arrivals {
+        if self.arr.is_none() {
+            self.arr = Some(self.arrivals(paths));
+            self.fill = None;
+        }
+        self.arr.get_or_insert_with(|| Arrivals::new(0))
+    }
+
     fn in_flight_total(&self) -> u64 {
         self.in_flight.iter().sum()
+    }
+}
+
+/// The sender's pending blocks from `skip` on, as Algorithm 1 reads them: distributions
+/// (re)built on first access, [`fill_count`] memoised per block.
+struct SenderBlocks<'a> {
+    blocks: &'a mut VecDeque<TxBlock>,
+    est: &'a [PathEstimate],
+    skip: usize,
+}
+
+impl BlockView for SenderBlocks<'_> {
+    fn len(&self) -> usize {
+        self.blocks.len() - self.skip
+    }
+    fn get(&mut self, i: usize) -> &Arrivals {
+        let est = self.est;
+        self.blocks[self.skip + i].cached(est)
+    }
+    fn fill(&mut self, i: usize, q: f64, delta_hat: f64, cap: usize) -> usize {
+        let b = &mut self.blocks[self.skip + i];
+        if let Some((bits, n)) = b.fill {
+            if bits == q.to_bits() {
+                return n;
+            }
+        }
+        let n = fill_count(b.cached(self.est), q, delta_hat, cap);
+        b.fill = Some((q.to_bits(), n));
+        n
     }
 }
 
@@ -546,7 +792,23 @@ pub struct FmtcpSender {
     scratch: Vec<u8>,
     block_buf: Vec<u8>,
     stats: CodingStats,
+    /// Loss estimates the cached distributions were computed with.
+    loss_ref: Vec<f64>,
+    /// The first `complete` blocks are δ-complete with a valid cache (Algorithm 1 skips
+    /// them); lowered when a block's counts change.
+    complete: usize,
+    /// Per path: when it was last penalised.
+    last_penalty: Vec<Option<Instant>>,
+    /// Path estimates of the current call (reused buffer).
+    est: Vec<PathEstimate>,
+    memo: FillMemo,
 }
+
+/// A cached δ_b is recomputed when a path's loss estimate moved by more than this fraction
+/// of the value it was computed with (plus [`DRIFT_ABS`]).
+const DRIFT_REL: f64 = 0.1;
+/// Absolute part of the drift tolerance.
+const DRIFT_ABS: f64 = 0.001;
 
 impl FmtcpSender {
     fn new(cfg: FmtcpConfig, geo: Geometry) -> Self {
@@ -560,6 +822,35 @@ impl FmtcpSender {
             scratch: vec![0; geo.symbol],
             block_buf: Vec::new(),
             stats: CodingStats::default(),
+            loss_ref: Vec::new(),
+            complete: 0,
+            last_penalty: Vec::new(),
+            est: Vec::new(),
+            memo: FillMemo::default(),
+        }
+    }
+
+    /// Path estimates for this call; drops every cached δ_b if a loss estimate drifted.
+    fn estimates(&mut self, ctx: &SendCtx<'_>) {
+        self.est.clear();
+        self.est.extend(
+            ctx.paths
+                .iter()
+                .map(|v| PathEstimate::from_view(v, ctx.now)),
+        );
+        let drift = self.loss_ref.len() != self.est.len()
+            || self
+                .est
+                .iter()
+                .zip(&self.loss_ref)
+                .any(|(e, &r)| (e.loss - r).abs() > DRIFT_REL * r + DRIFT_ABS);
+        if drift {
+            self.loss_ref.clear();
+            self.loss_ref.extend(self.est.iter().map(|e| e.loss));
+            for b in &mut self.blocks {
+                b.arr = None;
+            }
+            self.complete = 0;
         }
     }
 
@@ -570,7 +861,10 @@ impl FmtcpSender {
 
     fn block_mut(&mut self, index: u64) -> Option<&mut TxBlock> {
         let first = self.blocks.front()?.index;
-        self.blocks.get_mut(index.checked_sub(first)? as usize)
+        let pos = index.checked_sub(first)? as usize;
+        // Callers change the block's counts: it leaves the complete prefix.
+        self.complete = self.complete.min(pos);
+        self.blocks.get_mut(pos)
     }
 
     /// Drops the finished blocks at the front (acknowledged up to `ack` or reported decoded)
@@ -582,8 +876,112 @@ impl FmtcpSender {
             .is_some_and(|b| b.start + b.len <= ack || b.decoded)
         {
             if let Some(b) = self.blocks.pop_front() {
+                self.complete = self.complete.saturating_sub(1);
                 self.stats.record_block_losses(b.lost_packets);
+                self.stats.finished_source_symbols += b.len.div_ceil(self.geo.symbol as u64);
+                self.stats.finished_symbols_sent += b.sent;
             }
+        }
+    }
+
+    /// True if no new block can be opened: the next one does not fit below the peer's
+    /// flow-control limit, or the stream ended and every block is open.
+    fn window_blocked(&self, ctx: &SendCtx<'_>) -> bool {
+        let b = self.geo.block;
+        let start = self.next_block * b;
+        let mut end = start + b;
+        if let Some(f) = ctx.final_size {
+            if start >= f {
+                return true;
+            }
+            end = end.min(f);
+        }
+        end > ctx.max_data
+    }
+
+    /// Opportunistic repair (module docs): symbols for the oldest undecoded blocks whose
+    /// δ_b, counting only the symbols in flight on paths expected to deliver no later than
+    /// `path` (EDT_g ≤ EDT_path), is still at least δ̂.
+    fn repair_plan(&self, path: usize) -> Vec<(usize, usize)> {
+        let Some(me) = self.est.get(path) else {
+            return Vec::new();
+        };
+        let q = 1.0 - me.loss;
+        let pp = self.geo.per_packet;
+        let mut out = Vec::new();
+        let mut s = 0;
+        for (i, b) in self.blocks.iter().enumerate().take(REPAIR_BLOCKS) {
+            if b.decoded {
+                continue;
+            }
+            let mut a = Arrivals::new(b.need() as usize);
+            for (g, &n) in b.in_flight.iter().enumerate() {
+                match self.est.get(g) {
+                    Some(e) if e.edt <= me.edt => a.add_many(n, 1.0 - e.loss),
+                    _ => {}
+                }
+            }
+            let mut vi = 0;
+            while s < pp && a.failure() >= self.cfg.delta {
+                a.add(q);
+                vi += 1;
+                s += 1;
+            }
+            if vi > 0 {
+                out.push((i, vi));
+            }
+            if s >= pp {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Penalisation after a repair (module docs): of the paths holding symbols of the first
+    /// repaired block (the oldest undecoded one, which holds the window), the one expected to
+    /// deliver last (largest EDT, if larger than `path`'s) has its window reduced, at most once
+    /// per its RTT, as `mptcp` penalises the path holding the segment at the window's edge.
+    fn penalize_slower(&mut self, ctx: &mut SendCtx<'_>, path: usize, items: &[(u64, u32)]) {
+        if !self.cfg.penalize {
+            return;
+        }
+        let Some(me) = self.est.get(path).map(|e| e.edt) else {
+            return;
+        };
+        let (Some(&(index, _)), Some(first)) =
+            (items.first(), self.blocks.front().map(|b| b.index))
+        else {
+            return;
+        };
+        let Some(b) = index
+            .checked_sub(first)
+            .and_then(|i| self.blocks.get(i as usize))
+        else {
+            return;
+        };
+        let mut worst: Option<(usize, f64)> = None;
+        for (g, &n) in b.in_flight.iter().enumerate() {
+            let Some(e) = self.est.get(g) else {
+                continue;
+            };
+            if n > 0 && g != path && e.edt > me && worst.is_none_or(|(_, w)| e.edt > w) {
+                worst = Some((g, e.edt));
+            }
+        }
+        let Some((g, _)) = worst else {
+            return;
+        };
+        if g >= ctx.paths.len() {
+            return;
+        }
+        if self.last_penalty.len() < ctx.paths.len() {
+            self.last_penalty.resize(ctx.paths.len(), None);
+        }
+        let rtt = ctx.paths[g].rtt_or_rto();
+        if self.last_penalty[g].is_none_or(|t| ctx.now >= t + rtt) {
+            self.last_penalty[g] = Some(ctx.now);
+            self.stats.penalizations += 1;
+            ctx.request(Action::Penalize { path: g });
         }
     }
 
@@ -652,6 +1050,8 @@ impl FmtcpSender {
                 in_flight: vec![0; ctx.paths.len()],
                 lost_unreplaced: 0,
                 lost_packets: 0,
+                arr: None,
+                fill: None,
             });
             self.next_block += 1;
         }
@@ -705,6 +1105,8 @@ impl FmtcpSender {
         }
         b.next_id += 1;
         b.sent += 1;
+        b.arr = None;
+        self.complete = self.complete.min(bi);
         if b.in_flight.len() <= path {
             b.in_flight.resize(path + 1, 0);
         }
@@ -722,6 +1124,7 @@ impl FmtcpSender {
                 if let Some(f) = b.in_flight.get_mut(path) {
                     *f = f.saturating_sub(n);
                 }
+                b.arr = None;
                 if lost {
                     b.lost_unreplaced += n;
                     b.lost_packets += 1;
@@ -748,20 +1151,38 @@ impl SchemeSender for FmtcpSender {
         if self.blocks.is_empty() || path >= ctx.paths.len() {
             return None;
         }
-        let est: Vec<PathEstimate> = ctx
-            .paths
-            .iter()
-            .map(|v| PathEstimate::from_view(v, ctx.now))
-            .collect();
-        let mut arr: Vec<Arrivals> = self.blocks.iter().map(|b| b.arrivals(&est)).collect();
-        let alloc = allocate_packet(
+        self.estimates(ctx);
+        let est = &self.est;
+        let delta = self.cfg.delta;
+        while let Some(b) = self.blocks.get_mut(self.complete) {
+            if b.cached(est).failure() >= delta {
+                break;
+            }
+            self.complete += 1;
+        }
+        let skip = self.complete;
+        let mut view = SenderBlocks {
+            blocks: &mut self.blocks,
+            est,
+            skip,
+        };
+        let mut alloc = allocate_with(
             path,
-            &est,
-            &mut arr,
+            est,
+            &mut view,
             self.geo.per_packet,
-            self.cfg.delta,
+            delta,
             self.cfg.allocation,
+            &mut self.memo,
         );
+        for a in &mut alloc {
+            a.0 += skip;
+        }
+        let mut repair = false;
+        if alloc.is_empty() && self.cfg.repair && self.window_blocked(ctx) {
+            alloc = self.repair_plan(path);
+            repair = !alloc.is_empty();
+        }
         let mut items: Vec<(u64, u32)> = Vec::new();
         'outer: for (bi, n) in alloc {
             for _ in 0..n {
@@ -779,6 +1200,10 @@ impl SchemeSender for FmtcpSender {
             return None;
         }
         let n: u32 = items.iter().map(|&(_, c)| c).sum();
+        if repair {
+            self.stats.repair_symbols += u64::from(n);
+            self.penalize_slower(ctx, path, &items);
+        }
         let id = self.next_record;
         self.next_record += 1;
         self.records.insert(id, items);
@@ -823,9 +1248,13 @@ impl SchemeSender for FmtcpSender {
             if count > b.sent {
                 return Err(SchemeError::Invalid("more symbols reported than sent"));
             }
-            b.reported = b.reported.max(count);
+            if count > b.reported {
+                b.reported = count;
+                b.arr = None;
+            }
             if decoded && !b.decoded {
                 b.decoded = true;
+                b.arr = None;
                 self.stats.blocks_decoded += 1;
             }
         }
@@ -1011,14 +1440,27 @@ pub struct CodingStats {
     pub blocks_decoded: u64,
     /// Source symbols of the blocks opened (Σ k_b).
     pub source_symbols: u64,
-    /// Symbols sent. Coding overhead = symbols_sent / source_symbols − 1.
+    /// Symbols sent (all blocks, also those still open).
     pub symbols_sent: u64,
+    /// Source symbols of the blocks finished (decoded or acknowledged) at the sender.
+    #[serde(default)]
+    pub finished_source_symbols: u64,
+    /// Symbols sent for the blocks finished at the sender. Coding overhead =
+    /// finished_symbols_sent / finished_source_symbols − 1 (see [`CodingStats::overhead`]).
+    #[serde(default)]
+    pub finished_symbols_sent: u64,
     /// Symbols sent in place of symbols a path reported lost.
     pub replacement_symbols: u64,
     /// Symbols appended beyond k̂ by the Eq. 4 estimate (the l_b of Eq. 7).
     pub appended_symbols: u64,
     /// Symbols that arrived for blocks already decoded (receiver).
     pub late_symbols: u64,
+    /// Symbols sent by opportunistic repair (sender; `repair` option).
+    #[serde(default)]
+    pub repair_symbols: u64,
+    /// Window reductions asked for slower paths after a repair (sender; `penalize`).
+    #[serde(default)]
+    pub penalizations: u64,
     /// Histogram of lost packets per finished block (sender): entry x counts the blocks
     /// for which x packets carrying their symbols were reported lost while the block was
     /// held (opened → acknowledged or reported decoded). Blocks unfinished at the end of a
@@ -1037,9 +1479,13 @@ impl CodingStats {
         self.blocks_decoded += receiver.blocks_decoded;
         self.source_symbols += sender.source_symbols;
         self.symbols_sent += sender.symbols_sent;
+        self.finished_source_symbols += sender.finished_source_symbols;
+        self.finished_symbols_sent += sender.finished_symbols_sent;
         self.replacement_symbols += sender.replacement_symbols;
         self.appended_symbols += sender.appended_symbols;
         self.late_symbols += receiver.late_symbols;
+        self.repair_symbols += sender.repair_symbols;
+        self.penalizations += sender.penalizations;
         for (x, &n) in sender.lost_per_block.iter().enumerate() {
             self.record_block_losses_n(x, n);
         }
@@ -1055,12 +1501,16 @@ impl CodingStats {
         }
         self.lost_per_block[lost] += n;
     }
-    /// Coding overhead: symbols sent per source symbol, minus one.
+    /// Coding overhead of the finished blocks: symbols sent for them per source symbol,
+    /// minus one. Blocks still open (in flight, or opened inside the flow-control window and
+    /// not sent yet) are left out: counting their source symbols against the symbols sent so
+    /// far made the figure negative for flows cut off by the end of a run. Never negative: a
+    /// block finishes only once the receiver decoded it, which takes at least k symbols.
     pub fn overhead(&self) -> f64 {
-        if self.source_symbols == 0 {
+        if self.finished_source_symbols == 0 {
             0.0
         } else {
-            self.symbols_sent as f64 / self.source_symbols as f64 - 1.0
+            self.finished_symbols_sent as f64 / self.finished_source_symbols as f64 - 1.0
         }
     }
     /// Mean r_f of Eq. 7 with k̂ = k: (k̂ + l_b)/k_b averaged over blocks = 1 + appended/source.

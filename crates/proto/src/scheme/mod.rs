@@ -138,6 +138,9 @@ pub struct SendCtx<'a> {
     pub(crate) first_sent: &'a mut RangeSet,
     pub(crate) engine_frames: bool,
     pub(crate) messages: &'a TxMessages,
+    /// The scheduler asks for every packet on every path (`sched::Redundant`); schemes that
+    /// replicate data honour it, others may ignore it.
+    pub redundant: bool,
 }
 
 impl SendCtx<'_> {
