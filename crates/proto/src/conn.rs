@@ -992,6 +992,8 @@ impl Connection {
         }
         let mut newly_largest: Option<(u64, Instant)> = None;
         let mut any = false;
+        let prior_in_flight = self.paths[p].bytes_in_flight;
+        let lost_before = (self.paths[p].bytes_lost, self.paths[p].stats.packets_lost);
         if a.largest >= self.paths[p].next_pn {
             // Numbers never sent: only the part below what was sent counts.
             self.stats.ack_ranges_ignored += 1;
@@ -1012,6 +1014,8 @@ impl Connection {
                 path.stats.packets_acked += 1;
                 path.stats.bytes_acked += u64::from(sp.size);
                 path.loss.on_acked(1);
+                path.rate
+                    .on_acked(now, sp.time_sent, u64::from(sp.size), &sp.rate);
                 if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
                     cc_bytes += u64::from(sp.size);
                 }
@@ -1065,6 +1069,18 @@ impl Connection {
             self.apply_window(p, w);
         }
         self.detect_losses(now, p);
+        // The delivery-rate sample of this ACK, with the losses it revealed.
+        let path = &mut self.paths[p];
+        let lost = (
+            path.bytes_lost - lost_before.0,
+            path.stats.packets_lost - lost_before.1,
+        );
+        let min_rtt = path.rtt.min_rtt();
+        if let Some(rs) = path.rate.finish(now, min_rtt, lost, prior_in_flight) {
+            if let Some(w) = self.cc.on_delivery(p, &rs, &self.views) {
+                self.apply_window(p, w);
+            }
+        }
         self.apply_actions(now);
         if any {
             self.trace_metrics(now, p);
@@ -1088,6 +1104,7 @@ impl Connection {
                 break;
             };
             path.stats.packets_lost += 1;
+            path.bytes_lost += u64::from(sp.size);
             path.loss.on_lost();
             if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
                 congestion = true;
@@ -1153,6 +1170,7 @@ impl Connection {
             let pn = path.sent_base + i as u64;
             if let Some(sp) = path.settle(pn, SentState::Lost) {
                 path.stats.packets_lost += 1;
+                path.bytes_lost += u64::from(sp.size);
                 path.loss.on_lost();
                 if sp.flags & SENT_STREAM_END != 0 && self.stream_end == StreamEnd::InFlight {
                     self.stream_end = StreamEnd::Pending;
@@ -1299,7 +1317,11 @@ impl Connection {
             self.head_deadline(),
         ];
         for p in &self.paths {
-            for d in [p.rto_deadline, p.ack_deadline].into_iter().flatten() {
+            let pacing = p.next_send.filter(|_| p.pacing_blocked);
+            for d in [p.rto_deadline, p.ack_deadline, pacing]
+                .into_iter()
+                .flatten()
+            {
                 t = Some(t.map_or(d, |x| x.min(d)));
             }
         }
@@ -1447,14 +1469,20 @@ impl Connection {
         // suspect ones (a single path after a timeout: its retransmission is its probe).
         self.candidates.clear();
         let any_active = self.any_active();
-        for p in &self.paths {
+        for p in &mut self.paths {
             let usable = match p.state {
                 PathState::Active => true,
                 PathState::Closed => false,
                 _ => !any_active,
             };
+            // Pacing (RFC 9002 §7.7): a path whose controller paces waits for its next slot.
+            p.pacing_blocked = false;
             if usable && p.bytes_in_flight < p.cwnd {
-                self.candidates.push(p.id);
+                if p.next_send.is_some_and(|t| t > now) {
+                    p.pacing_blocked = true;
+                } else {
+                    self.candidates.push(p.id);
+                }
             }
         }
         if self.candidates.is_empty() {
@@ -1502,6 +1530,10 @@ impl Connection {
                 self.tx.poll_packet(&mut ctx, p, &mut w)
             };
             if tag.is_none() && !with_end && ctrl == 0 {
+                // Window space and nothing to send: application-limited (delivery-rate
+                // estimation §3.4).
+                let path = &mut self.paths[p];
+                path.rate.mark_app_limited(path.bytes_in_flight);
                 continue;
             }
             self.paths[p].stats.payload_bytes_sent += w.payload_len() as u64;
@@ -1521,6 +1553,12 @@ impl Connection {
             path.on_sent(pn, now, len, true, tag, flags);
             self.views[p] = self.paths[p].view();
             self.cc.on_packet_sent(p, now, len as u64, &self.views);
+            let pace = self.cc.pacing_rate(p, &self.views);
+            let path = &mut self.paths[p];
+            path.next_send = pace.filter(|r| *r > 0.0).map(|r| {
+                let start = path.next_send.map_or(now, |t| t.max(now));
+                start + Duration::from_secs_f64(len as f64 / r)
+            });
             self.sched.on_sent(p);
             if self.head_since.is_none() {
                 self.head_since = Some(now);

@@ -4,8 +4,11 @@
 //! ranges, estimates RTT (RFC 6298), and detects loss by packet threshold or timeout. What a
 //! lost packet carried, and whether it is re-sent, is the scheme's business.
 
+mod rate;
 mod rtt;
 
+pub(crate) use rate::DeliveryRate;
+pub use rate::RateSample;
 pub use rtt::RttEstimator;
 
 use crate::ranges::RangeSet;
@@ -189,6 +192,8 @@ pub(crate) struct SentPacket {
     /// [`SENT_STREAM_END`], [`SENT_CONTROL`].
     pub(crate) flags: u8,
     pub(crate) state: SentState,
+    /// Delivery-rate snapshot taken at send time (see [`rate`]).
+    pub(crate) rate: rate::SendSnapshot,
 }
 
 /// The packet carries the STREAM_END frame.
@@ -236,6 +241,15 @@ pub struct Path {
     pub(crate) loss_threshold: u64,
     pub(crate) loss: LossEstimator,
     pub(crate) stats: PathStats,
+    /// Delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation).
+    pub(crate) rate: DeliveryRate,
+    /// Bytes declared lost on this path (the delivery-rate samples report the increase).
+    pub(crate) bytes_lost: u64,
+    /// Pacing: the earliest time the next packet may leave (RFC 9002 §7.7), if the
+    /// controller paces this path.
+    pub(crate) next_send: Option<Instant>,
+    /// The last data poll found this path's window open but pacing holding it back.
+    pub(crate) pacing_blocked: bool,
     // --- receiving side ---
     pub(crate) received: RangeSet,
     /// Packet numbers below this are no longer tracked (settled per the sender, or pruned).
@@ -270,6 +284,10 @@ impl Path {
             loss_threshold: thr,
             loss: LossEstimator::new(100),
             stats: PathStats::default(),
+            rate: DeliveryRate::default(),
+            bytes_lost: 0,
+            next_send: None,
+            pacing_blocked: false,
             received: RangeSet::new(),
             rx_floor: 0,
             floor_due: false,
@@ -338,7 +356,11 @@ impl Path {
         if self.sent.is_empty() {
             self.sent_base = pn;
         }
+        let snap = self.rate.on_send(now, self.packets_in_flight == 0);
         self.push_sent(pn, now, size as u32, tag, flags, SentState::Outstanding);
+        if let Some(p) = self.sent.back_mut() {
+            p.rate = snap;
+        }
         self.bytes_in_flight += size as u64;
         self.packets_in_flight += 1;
         if self.rto_deadline.is_none() {
@@ -362,6 +384,12 @@ impl Path {
             tag,
             flags,
             state,
+            rate: rate::SendSnapshot {
+                delivered: 0,
+                delivered_time: now,
+                first_sent_time: now,
+                app_limited: false,
+            },
         });
     }
 
