@@ -243,10 +243,16 @@ trace = "qlog"
         "--qlog",
         dir.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for rep in 0..2 {
         for role in ["sender", "receiver"] {
-            let p = dir.join(format!("base-r{rep}")).join(format!("f-c0-{role}.sqlog"));
+            let p = dir
+                .join(format!("base-r{rep}"))
+                .join(format!("f-c0-{role}.sqlog"));
             let t = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             assert!(t.starts_with("\u{1e}{\"qlog_version\""), "{}", p.display());
         }

@@ -16,9 +16,20 @@ use tributary_proto::time::Duration;
 use tributary_sim::*;
 
 /// Every controller, by registry name.
-const ALL: [&str; 11] = [
-    "new-reno", "cubic", "vegas", "veno", "ewtcp", "coupled", "lia", "olia", "balia", "wvegas",
+const ALL: [&str; 13] = [
+    "new-reno",
+    "cubic",
+    "vegas",
+    "veno",
+    "ewtcp",
+    "coupled",
+    "lia",
+    "olia",
+    "balia",
+    "wvegas",
     "mpveno",
+    "bbr",
+    "bbr-coupled",
 ];
 
 /// Seeds of the loss processes. Drop-tail scenarios without random loss are deterministic, so
@@ -170,6 +181,7 @@ fn family(cc: &'static str) -> &'static str {
         "cubic" => "cubic",
         "vegas" | "wvegas" => "vegas",
         "veno" | "mpveno" => "veno",
+        "bbr" | "bbr-coupled" => "bbr",
         _ => "new-reno",
     }
 }
