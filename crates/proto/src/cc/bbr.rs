@@ -408,14 +408,14 @@ impl BbrCore {
 
     fn timeout(&mut self, path: usize, now: Instant, paths: &[PathView]) -> Window {
         // draft-00 restarts from one packet on a timeout and keeps the model; the window
-        // regrows at the delivery rate (`BBRSetCwnd` before the pipe is refilled).
+        // before it comes back at the next delivery (`BBRRestoreCwnd`).
         let p = &paths[path];
         let s = self.state(path, p, now);
         if !s.restore_after_timeout {
             s.prior_cwnd = s.cwnd;
         }
         s.restore_after_timeout = true;
-        s.cwnd = MIN_PIPE_PACKETS * p.mss;
+        s.cwnd = p.mss;
         Window {
             cwnd: s.cwnd,
             ssthresh: p.ssthresh,
@@ -613,7 +613,7 @@ mod tests {
         ) {
             let rtt = Duration::from_millis(rtt_ms);
             let in_flight = (rate * rtt.as_secs_f64()) as u64;
-            self.now = self.now + rtt;
+            self.now += rtt;
             let prior = self.delivered;
             self.delivered += acked * MSS;
             let rs = RateSample {
@@ -732,7 +732,7 @@ mod tests {
         let mut now = Instant::ZERO;
         let mut delivered = [0u64; 2];
         for _ in 0..20 {
-            now = now + Duration::from_millis(50);
+            now += Duration::from_millis(50);
             for (i, rate) in [(0usize, 3e6), (1usize, 1e6)] {
                 let prior = delivered[i];
                 delivered[i] += 50 * MSS;
