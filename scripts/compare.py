@@ -293,6 +293,22 @@ def report(mixes):
            'on time) and `web` (the default 6-object page: page load time). Single-path '
            'schemes run on the first path of the mix. One repetition per point (the seed is '
            'the mix file\'s). Total: ' + str(nruns) + ' runs.', '']
+    tot = sum(walls.get(m, 0.0) for m in mixes)
+    if tot > 0:
+        load = os.getloadavg()[0]
+        md += ['## Size and time', '',
+               f'{nruns} runs ({len(mixes)} mixes × variants × {len(APPS)} applications, one '
+               f'repetition). Wall time here, `--jobs 1` under `nice` on the shared 2-core '
+               f'machine (load average {load:.0f} when the report was written): '
+               f'{tot:.0f} s in all (' + ', '.join(f'{m} {walls[m]:.0f} s' for m in mixes
+                                                   if m in walls) + ').', '',
+               'Projected on N machines with `--shard i/N` (shards interleave the runs, so each '
+               'gets a share of every variant; the slowest runs, fmtcp on 8 paths, bound a '
+               'shard from below), one worker each, then `--report-only` to merge:', '',
+               '| machines | projected wall time |', '|---|---|']
+        for n in [1, 4, 16, 64]:
+            md.append(f'| {n} | {tot / n / 60:.1f} min |')
+        md += ['', 'With R repetitions everything scales by R (runs are independent).', '']
     open(os.path.join(ROOT, 'docs', 'compare.md'), 'w').write('\n'.join(md) + '\n')
 
 
