@@ -1048,6 +1048,8 @@ impl Connection {
             None
         };
         let mut head_acked = false;
+        let prior_in_flight = self.paths[p].bytes_in_flight;
+        let lost_before = (self.paths[p].bytes_lost, self.paths[p].stats.packets_lost);
         if a.largest >= self.paths[p].next_pn {
             // Numbers never sent: only the part below what was sent counts.
             self.stats.ack_ranges_ignored += 1;
@@ -1069,6 +1071,8 @@ impl Connection {
                 path.stats.packets_acked += 1;
                 path.stats.bytes_acked += u64::from(sp.size);
                 path.loss.on_acked(1);
+                path.rate
+                    .on_acked(now, sp.time_sent, u64::from(sp.size), &sp.rate);
                 if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
                     cc_bytes += u64::from(sp.size);
                 }
@@ -1151,6 +1155,18 @@ impl Connection {
         }
         self.detect_losses(now, p);
         self.arm_tlp(now, p);
+        // The delivery-rate sample of this ACK, with the losses it revealed.
+        let path = &mut self.paths[p];
+        let lost = (
+            path.bytes_lost - lost_before.0,
+            path.stats.packets_lost - lost_before.1,
+        );
+        let min_rtt = path.rtt.min_rtt();
+        if let Some(rs) = path.rate.finish(now, min_rtt, lost, prior_in_flight) {
+            if let Some(w) = self.cc.on_delivery(p, &rs, &self.views) {
+                self.apply_window(p, w);
+            }
+        }
         self.apply_actions(now);
         if any {
             self.trace_metrics(now, p);
@@ -1196,6 +1212,7 @@ impl Connection {
             };
             let pn = pn - 1;
             path.stats.packets_lost += 1;
+            path.bytes_lost += u64::from(sp.size);
             path.loss.on_lost();
             if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
                 congestion = true;
@@ -1263,6 +1280,7 @@ impl Connection {
             let pn = path.sent_base + i as u64;
             if let Some(sp) = path.settle(pn, SentState::Lost) {
                 path.stats.packets_lost += 1;
+                path.bytes_lost += u64::from(sp.size);
                 path.loss.on_lost();
                 if sp.flags & SENT_STREAM_END != 0 && self.stream_end == StreamEnd::InFlight {
                     self.stream_end = StreamEnd::Pending;
@@ -1663,6 +1681,10 @@ impl Connection {
                 self.tx.poll_packet(&mut ctx, p, &mut w)
             };
             if tag.is_none() && !with_end && ctrl == 0 {
+                // Window space and nothing to send: application-limited (delivery-rate
+                // estimation §3.4).
+                let path = &mut self.paths[p];
+                path.rate.mark_app_limited(path.bytes_in_flight);
                 continue;
             }
             let resent = self.resent.get(p).map_or(0, |r| r.packets) > resent_before;

@@ -17,9 +17,20 @@ use tributary_proto::time::Duration;
 use tributary_sim::*;
 
 /// Every controller, by registry name.
-const ALL: [&str; 11] = [
-    "new-reno", "cubic", "vegas", "veno", "ewtcp", "coupled", "lia", "olia", "balia", "wvegas",
+const ALL: [&str; 13] = [
+    "new-reno",
+    "cubic",
+    "vegas",
+    "veno",
+    "ewtcp",
+    "coupled",
+    "lia",
+    "olia",
+    "balia",
+    "wvegas",
     "mpveno",
+    "bbr",
+    "bbr-coupled",
 ];
 
 /// Seeds of the loss processes. Drop-tail scenarios without random loss are deterministic, so
@@ -181,6 +192,7 @@ fn family(cc: &'static str) -> &'static str {
         "cubic" => "cubic",
         "vegas" | "wvegas" => "vegas",
         "veno" | "mpveno" => "veno",
+        "bbr" | "bbr-coupled" => "bbr",
         _ => "new-reno",
     }
 }
@@ -306,6 +318,15 @@ fn goal2_do_no_harm() {
                 assert!(r <= 1.0, "{n}: drop-tail vs NewReno {r}");
                 assert!((1.6..=2.4).contains(&rr), "{n}: random loss {rr}");
             }
+            // Coupled BBR (docs/experiments/bbr.md): against NewReno behind a drop-tail queue
+            // the linked family's measured bound. Against one BBR flow it is reported only:
+            // the two seeds gave 0.39 and 2.78 (an unstable probing contest; goal 2 missed on
+            // one seed). The random-loss column is reported only: a controller that ignores
+            // random loss takes what NewReno leaves (measured 40-50x), by design.
+            "bbr-coupled" => assert!(r <= GOAL2_DROPTAIL_LINKED, "{n}: drop-tail {r}"),
+            // Uncoupled BBR is not meant to meet goal 2 (it is one BBR per path): reported
+            // only, docs/experiments/bbr.md.
+            "bbr" => {}
             _ => unreachable!("{n}: every controller has a requirement"),
         }
     }

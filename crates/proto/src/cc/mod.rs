@@ -8,6 +8,7 @@
 //! see `on_congestion_event` once per loss episode.
 
 mod balia;
+mod bbr;
 mod coupled;
 mod cubic;
 mod ewtcp;
@@ -20,6 +21,10 @@ mod veno;
 mod wvegas;
 
 pub use balia::{balia_alpha, Balia};
+pub use bbr::{
+    Bbr, BbrCoupled, BBR_GAIN_CYCLE, BBR_HIGH_GAIN, COUPLED_MIN_WEIGHT, INFLIGHT_BETA, LOSS_THRESH,
+    QUEUE_EVIDENCE,
+};
 pub use coupled::{total_cwnd, Coupled};
 pub use cubic::{Cubic, CUBIC_BETA, CUBIC_C};
 pub use ewtcp::{ewtcp_weight, Ewtcp};
@@ -32,6 +37,7 @@ pub use veno::{veno_backlog, Veno, VENO_BETA};
 pub use wvegas::{WVegas, WVEGAS_INITIAL_ALPHA, WVEGAS_TOTAL_ALPHA};
 
 use crate::path::PathView;
+pub use crate::path::RateSample;
 use crate::registry::{self, Choice, Entry, Factory, Family, Options};
 use crate::time::{Duration, Instant};
 use std::marker::PhantomData;
@@ -94,6 +100,19 @@ pub trait CongestionControl: Send + std::fmt::Debug {
 
     /// A packet of `bytes` was sent on `path`.
     fn on_packet_sent(&mut self, _path: usize, _now: Instant, _bytes: u64, _paths: &[PathView]) {}
+
+    /// The delivery-rate sample of an ACK on `path` (draft-cheng-iccrg-delivery-rate-estimation
+    /// §3.3; see [`RateSample`]), given after `on_ack` and loss detection for that ACK, for
+    /// every ACK that newly acknowledged packets of the path (in recovery too). Model-based
+    /// controllers (BBR) set their window here; `None` (the default) leaves it as it is.
+    fn on_delivery(
+        &mut self,
+        _path: usize,
+        _rs: &RateSample,
+        _paths: &[PathView],
+    ) -> Option<Window> {
+        None
+    }
 
     /// The rate (bytes per second) at which the engine must pace `path`'s data packets, if
     /// this controller sets one (a rate-based controller such as BBR); `None` (the default)
@@ -239,6 +258,18 @@ pub static CONTROLLERS: &[Entry<dyn CcFactory>] = &[
         &[],
         "multipath Veno (Le, ATC 2013), coupled",
         plain::<MpVeno>,
+    ),
+    entry(
+        "bbr",
+        &["bbr1"],
+        "BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00) per path, paced, with a loss bound only for losses that show a full queue",
+        plain::<Bbr>,
+    ),
+    entry(
+        "bbr-coupled",
+        &[],
+        "BBR v1 per path with probing headroom shared across paths (shared-bottleneck fairness), coupled",
+        plain::<BbrCoupled>,
     ),
 ];
 

@@ -4,8 +4,11 @@
 //! ranges, estimates RTT (RFC 6298), and detects loss by packet threshold or timeout. What a
 //! lost packet carried, and whether it is re-sent, is the scheme's business.
 
+mod rate;
 mod rtt;
 
+pub(crate) use rate::DeliveryRate;
+pub use rate::RateSample;
 pub use rtt::RttEstimator;
 
 use crate::ranges::RangeSet;
@@ -195,6 +198,8 @@ pub(crate) struct SentPacket {
     /// [`SENT_STREAM_END`], [`SENT_CONTROL`].
     pub(crate) flags: u8,
     pub(crate) state: SentState,
+    /// Delivery-rate snapshot taken at send time (see [`rate`]).
+    pub(crate) rate: rate::SendSnapshot,
 }
 
 /// The packet carries the STREAM_END frame.
@@ -261,6 +266,10 @@ pub struct Path {
     pub(crate) tlp_due: bool,
     /// A probe was sent and nothing new was acknowledged since (one probe per tail).
     pub(crate) tlp_sent: bool,
+    /// Delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation).
+    pub(crate) rate: DeliveryRate,
+    /// Bytes declared lost on this path (the delivery-rate samples report the increase).
+    pub(crate) bytes_lost: u64,
     // --- receiving side ---
     /// When the largest packet number received arrived (for the ACK's ack delay).
     pub(crate) largest_received_at: Option<Instant>,
@@ -306,6 +315,8 @@ impl Path {
             tlp_due: false,
             tlp_sent: false,
             largest_received_at: None,
+            rate: DeliveryRate::default(),
+            bytes_lost: 0,
             received: RangeSet::new(),
             rx_floor: 0,
             floor_due: false,
@@ -420,7 +431,11 @@ impl Path {
         if self.sent.is_empty() {
             self.sent_base = pn;
         }
+        let snap = self.rate.on_send(now, self.packets_in_flight == 0);
         self.push_sent(pn, now, size as u32, tag, flags, SentState::Outstanding);
+        if let Some(p) = self.sent.back_mut() {
+            p.rate = snap;
+        }
         self.bytes_in_flight += size as u64;
         self.packets_in_flight += 1;
         self.round_max_flight = self.round_max_flight.max(self.bytes_in_flight);
@@ -445,6 +460,12 @@ impl Path {
             tag,
             flags,
             state,
+            rate: rate::SendSnapshot {
+                delivered: 0,
+                delivered_time: now,
+                first_sent_time: now,
+                app_limited: false,
+            },
         });
     }
 

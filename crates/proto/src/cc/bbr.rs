@@ -1,0 +1,780 @@
+//! BBR version 1 (draft-cardwell-iccrg-bbr-congestion-control-00, July 2017; the Linux 4.9
+//! algorithm), per path, with two additions of ours: a *discriminated loss bound* (BBRv3's
+//! `inflight_hi` response of draft-cardwell-ccwg-bbr, applied only to losses that show a
+//! full queue) and, in [`BbrCoupled`], a coupling of the paths' probing headroom for shared
+//! bottlenecks. The design and its measurements: `docs/experiments/bbr.md`.
+//!
+//! Function names in comments are the draft-00 pseudocode's (`BBRUpdateBtlBw`, ...).
+//!
+//! **Model** (draft-00 "Network path model"): `BtlBw` is the maximum delivery rate over the
+//! last 10 round trips (samples from the engine's delivery-rate estimation,
+//! [`RateSample`]; application-limited samples only when they raise the estimate), `RTprop`
+//! the minimum RTT over 10 s. **Control**: pacing rate = `pacing_gain · BtlBw`, window =
+//! `cwnd_gain · BtlBw · RTprop + 3 MSS` (`BBRUpdateTargetCwnd`, `BBRAddQuantaToTargetCwnd`),
+//! at least 4 MSS. **States**: Startup (gains 2/ln 2) until the bandwidth grew by less than
+//! 25 % for 3 rounds (`BBRCheckFullPipe`), Drain (pacing 1/high gain) until in-flight ≤ BDP,
+//! ProbeBW (pacing gains 5/4, 3/4, 1 ×6, one phase per RTprop, cwnd gain 2;
+//! `BBRIsNextCyclePhase`), ProbeRTT (window 4 MSS for max(200 ms, one round) when RTprop was
+//! not refreshed for 10 s).
+//!
+//! **Deviation from v1: losses.** v1 keeps its model through losses but conserves packets for
+//! the first round of a recovery (`BBRModulateCwndForRecovery`). Here random losses change
+//! nothing, and a round whose losses signal a full queue caps the window instead:
+//! - per round trip the controller counts packets delivered and lost and the largest RTT
+//!   sample; a round has *queue evidence* when that RTT exceeds `RTprop · (1 + 0.4)`: BBR's
+//!   own probing (gain 5/4 for one RTprop) queues at most 1/4 BDP, so more than that means
+//!   the queue holds more than BBR put there — a drop-tail buffer of ½ BDP or more that
+//!   overflows shows at least 1.5·RTprop;
+//! - the random loss rate `p_rand` is an average (weight 1/8) of the loss rates of rounds
+//!   *without* queue evidence: losses with an empty queue are not congestion;
+//! - a round is *congestive* when it has queue evidence and its loss rate exceeds
+//!   `p_rand + 2 %` (BBRv3's `BBRLossThresh` = 2 %, draft-cardwell-ccwg-bbr, measured above
+//!   the random floor instead of above zero). Then `inflight_hi = max(0.7 · in-flight at
+//!   the round's end, 4 MSS)` (BBRv3's `BBRBeta` = 0.7) bounds the window; each later round
+//!   without congestion raises it by 1, 2, 4, … MSS (BBRv3's `ProbeBW_UP` growth of
+//!   `inflight_hi`), and it is forgotten once it exceeds twice the model's target.
+//!
+//! - the model corrects for the random floor: the bottleneck takes `BtlBw / (1 − p_rand)`
+//!   (randomly lost packets were transmitted too), so pacing and the BDP use that rate.
+//!   Without it v1 paces at the delivery rate, which then shrinks by `1 − p` each round the
+//!   5/4 probe cannot make up: v1 collapses above 20 % random loss (measured here: 26 % of
+//!   capacity at 30 % loss before the correction).
+//!
+//! ECN would be queue evidence by itself; neither the wire format nor the simulator carry
+//! it, so it is not used. Loss *bursts* are not used either: Gilbert–Elliott radio losses
+//! are bursty with an empty queue, and a paced sender's drop-tail overflow is not.
+//! Losses a coded scheme repairs are treated as any other loss: repaired or not, a loss
+//! with an empty queue is not congestion, and one with a full queue is.
+//!
+//! **Coupling** ([`BbrCoupled`]): see its documentation.
+
+use super::{CongestionControl, PerPath, RateSample, Window};
+use crate::path::PathView;
+use crate::time::{Duration, Instant};
+
+/// Startup gain 2/ln 2 (draft-00 `BBRHighGain`).
+pub const BBR_HIGH_GAIN: f64 = 2.885;
+/// ProbeBW pacing gains (draft-00 `BBRGainCycleLen` = 8 phases).
+pub const BBR_GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// Rounds over which BtlBw is the maximum (draft-00 `BtlBwFilterLen`).
+pub const BTLBW_FILTER_ROUNDS: u64 = 10;
+/// How long an RTprop estimate lives (draft-00 `RTpropFilterLen`).
+pub const RTPROP_FILTER: Duration = Duration::from_secs(10);
+/// Time spent at the minimum window in ProbeRTT (draft-00 `ProbeRTTDuration`).
+pub const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
+/// Minimum window in packets (draft-00 `BBRMinPipeCwnd`).
+pub const MIN_PIPE_PACKETS: u64 = 4;
+/// Queue evidence: a round's largest RTT above `RTprop · (1 + QUEUE_EVIDENCE)`.
+pub const QUEUE_EVIDENCE: f64 = 0.4;
+/// Loss rate above the random floor that makes a round with queue evidence congestive
+/// (BBRv3 `BBRLossThresh`).
+pub const LOSS_THRESH: f64 = 0.02;
+/// Multiplicative bound on a congestive round (BBRv3 `BBRBeta`).
+pub const INFLIGHT_BETA: f64 = 0.7;
+/// Largest random loss rate the model corrects for (see `send_bw`): a rate-limiting
+/// policer also drops with an empty queue, and without a cap the correction would let the
+/// sending rate grow against it without bound; with it, at most twice the policed rate.
+pub const MAX_RANDOM_LOSS: f64 = 0.5;
+/// Minimum packets counted in a round before its loss rate is judged.
+const MIN_ROUND_PACKETS: u64 = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Mode {
+    #[default]
+    Startup,
+    Drain,
+    ProbeBw,
+    ProbeRtt,
+}
+
+/// Per-path BBR state.
+#[derive(Debug, Clone, Default)]
+struct PathBbr {
+    init: bool,
+    mode: Mode,
+    mss: u64,
+    cwnd: u64,
+    init_cwnd: u64,
+    // BtlBw: the maximum of per-round maxima over the last BTLBW_FILTER_ROUNDS rounds.
+    bw_slots: [(u64, f64); BTLBW_FILTER_ROUNDS as usize],
+    btlbw: f64,
+    rtprop: Option<Duration>,
+    rtprop_stamp: Instant,
+    // Rounds (draft-00 `BBRUpdateRound`).
+    round_count: u64,
+    next_round_delivered: u64,
+    round_start: bool,
+    // Startup exit (`BBRCheckFullPipe`).
+    filled_pipe: bool,
+    full_bw: f64,
+    full_bw_count: u32,
+    pacing_gain: f64,
+    cwnd_gain: f64,
+    cycle_index: usize,
+    cycle_stamp: Instant,
+    probe_rtt_done: Option<Instant>,
+    probe_rtt_round_done: bool,
+    prior_cwnd: u64,
+    /// A retransmission timeout cut the window to the minimum: restore `prior_cwnd` at the
+    /// next delivery (draft-00 `BBRRestoreCwnd` when the loss episode ends).
+    restore_after_timeout: bool,
+    pacing_rate: f64,
+    // Loss discrimination (ours).
+    round_acked: u64,
+    round_lost: u64,
+    round_max_rtt: Duration,
+    p_rand: f64,
+    inflight_hi: u64,
+    hi_growth: u64,
+    congestive_rounds: u64,
+}
+
+impl PathBbr {
+    fn start(&mut self, p: &PathView, now: Instant) {
+        self.init = true;
+        self.mss = p.mss;
+        self.cwnd = p.cwnd;
+        self.init_cwnd = p.cwnd;
+        self.pacing_gain = BBR_HIGH_GAIN;
+        self.cwnd_gain = BBR_HIGH_GAIN;
+        self.rtprop_stamp = now;
+        self.inflight_hi = u64::MAX;
+        // `BBRInitPacingRate`: high gain × initial window / (SRTT or 1 ms).
+        let rtt = p.srtt.map_or(1e-3, |d| d.as_secs_f64().max(1e-6));
+        self.pacing_rate = BBR_HIGH_GAIN * p.cwnd as f64 / rtt;
+    }
+
+    /// Bytes in flight for `gain` × the estimated BDP (`BBRInflight`).
+    fn inflight(&self, gain: f64) -> u64 {
+        match self.rtprop {
+            Some(rt) if self.btlbw > 0.0 => (gain * self.send_bw() * rt.as_secs_f64()) as u64,
+            _ => self.init_cwnd,
+        }
+    }
+
+    /// The rate the bottleneck can *take*: the delivery-rate maximum over `1 − p_rand`.
+    /// Randomly lost packets used the link too (radio losses happen after transmission), so
+    /// pacing at the delivery rate alone would send `1 − p_rand` times too slowly and, since
+    /// the next samples measure that slower rate, shrink every round the probing gain
+    /// (5/4) cannot make up: v1's collapse above 20 % loss. Only the random floor learnt
+    /// without queue evidence counts, capped at [`MAX_RANDOM_LOSS`].
+    fn send_bw(&self) -> f64 {
+        self.btlbw / (1.0 - self.p_rand.clamp(0.0, MAX_RANDOM_LOSS))
+    }
+
+    fn update_btlbw(&mut self, rs: &RateSample) {
+        // `BBRUpdateRound`: a round ends when a packet sent after its start is delivered.
+        self.round_start = false;
+        if rs.prior_delivered >= self.next_round_delivered {
+            self.next_round_delivered = rs.delivered_total;
+            self.round_count += 1;
+            self.round_start = true;
+        }
+        let Some(rate) = rs.delivery_rate else {
+            return;
+        };
+        if rs.is_app_limited && rate < self.btlbw {
+            return;
+        }
+        let slot = &mut self.bw_slots[(self.round_count % BTLBW_FILTER_ROUNDS) as usize];
+        if slot.0 != self.round_count {
+            *slot = (self.round_count, 0.0);
+        }
+        slot.1 = slot.1.max(rate);
+        let oldest = self.round_count.saturating_sub(BTLBW_FILTER_ROUNDS - 1);
+        self.btlbw = self
+            .bw_slots
+            .iter()
+            .filter(|(r, _)| *r >= oldest && *r <= self.round_count)
+            .map(|(_, b)| *b)
+            .fold(0.0, f64::max);
+    }
+
+    fn enter_probe_bw(&mut self, now: Instant, path: usize) {
+        self.mode = Mode::ProbeBw;
+        self.cwnd_gain = 2.0;
+        // draft-00 `BBREnterProbeBW`: a random phase other than the 3/4 one; here a
+        // deterministic pick (path and round) so runs stay reproducible.
+        let h = splitmix(path as u64 ^ self.round_count.rotate_left(17));
+        let pick = 1 + (h % 7) as usize; // 1..=7, then advanced to 2..=7 or 0
+        self.cycle_index = pick;
+        self.advance_cycle(now);
+    }
+
+    fn advance_cycle(&mut self, now: Instant) {
+        self.cycle_stamp = now;
+        self.cycle_index = (self.cycle_index + 1) % BBR_GAIN_CYCLE.len();
+        self.pacing_gain = BBR_GAIN_CYCLE[self.cycle_index];
+    }
+
+    /// `BBRIsNextCyclePhase`.
+    fn is_next_cycle_phase(&self, rs: &RateSample) -> bool {
+        let rt = self.rtprop.unwrap_or(Duration::ZERO);
+        let full = rs.now.saturating_since(self.cycle_stamp) > rt;
+        if self.pacing_gain > 1.0 {
+            return full && (rs.newly_lost > 0 || rs.prior_in_flight >= self.inflight(1.25));
+        }
+        if self.pacing_gain < 1.0 {
+            return full || rs.prior_in_flight <= self.inflight(1.0);
+        }
+        full
+    }
+
+    /// `BBRCheckFullPipe`.
+    fn check_full_pipe(&mut self, rs: &RateSample) {
+        if self.filled_pipe || !self.round_start || rs.is_app_limited {
+            return;
+        }
+        if self.btlbw >= self.full_bw * 1.25 {
+            self.full_bw = self.btlbw;
+            self.full_bw_count = 0;
+            return;
+        }
+        self.full_bw_count += 1;
+        if self.full_bw_count >= 3 {
+            self.filled_pipe = true;
+        }
+    }
+
+    /// `BBRUpdateRTprop` and `BBRCheckProbeRTT`.
+    fn update_rtprop(&mut self, rs: &RateSample, bytes_in_flight: u64) {
+        let now = rs.now;
+        let expired = now > self.rtprop_stamp + RTPROP_FILTER;
+        if let Some(rtt) = rs.rtt {
+            if self.rtprop.is_none_or(|m| rtt <= m) || expired {
+                self.rtprop = Some(rtt);
+                self.rtprop_stamp = now;
+            }
+        }
+        if self.mode != Mode::ProbeRtt && expired {
+            self.mode = Mode::ProbeRtt;
+            self.pacing_gain = 1.0;
+            self.cwnd_gain = 1.0;
+            self.prior_cwnd = self.cwnd;
+            self.probe_rtt_done = None;
+        }
+        if self.mode == Mode::ProbeRtt {
+            match self.probe_rtt_done {
+                None if bytes_in_flight <= MIN_PIPE_PACKETS * self.mss => {
+                    self.probe_rtt_done = Some(now + PROBE_RTT_DURATION);
+                    self.probe_rtt_round_done = false;
+                    self.next_round_delivered = rs.delivered_total;
+                }
+                Some(done) => {
+                    if self.round_start {
+                        self.probe_rtt_round_done = true;
+                    }
+                    if self.probe_rtt_round_done && now > done {
+                        self.rtprop_stamp = now;
+                        self.cwnd = self.cwnd.max(self.prior_cwnd);
+                        self.probe_rtt_done = None;
+                        if self.filled_pipe {
+                            // Re-enter ProbeBW (`BBRExitProbeRTT`).
+                            self.mode = Mode::ProbeBw;
+                            self.cwnd_gain = 2.0;
+                            self.advance_cycle(now);
+                        } else {
+                            self.mode = Mode::Startup;
+                            self.pacing_gain = BBR_HIGH_GAIN;
+                            self.cwnd_gain = BBR_HIGH_GAIN;
+                        }
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Loss discrimination (module documentation): judged once per round.
+    fn judge_round(&mut self, rs: &RateSample) {
+        self.round_acked += rs.acked_packets;
+        self.round_lost += rs.lost_packets;
+        if let Some(rtt) = rs.rtt {
+            self.round_max_rtt = self.round_max_rtt.max(rtt);
+        }
+        if !self.round_start {
+            return;
+        }
+        let total = self.round_acked + self.round_lost;
+        if total >= MIN_ROUND_PACKETS {
+            let loss = self.round_lost as f64 / total as f64;
+            let queue = self.rtprop.is_some_and(|rt| {
+                self.round_max_rtt.as_secs_f64() > rt.as_secs_f64() * (1.0 + QUEUE_EVIDENCE)
+            });
+            if !queue {
+                self.p_rand += (loss - self.p_rand) / 8.0;
+            } else if loss > self.p_rand + LOSS_THRESH {
+                self.congestive_rounds += 1;
+                let bound = (INFLIGHT_BETA * rs.prior_in_flight as f64) as u64;
+                self.inflight_hi = bound.max(MIN_PIPE_PACKETS * self.mss);
+                self.hi_growth = self.mss;
+            } else {
+                self.grow_inflight_hi();
+            }
+            if !queue {
+                self.grow_inflight_hi();
+            }
+        }
+        self.round_acked = 0;
+        self.round_lost = 0;
+        self.round_max_rtt = Duration::ZERO;
+    }
+
+    fn grow_inflight_hi(&mut self) {
+        if self.inflight_hi == u64::MAX {
+            return;
+        }
+        self.inflight_hi = self.inflight_hi.saturating_add(self.hi_growth);
+        self.hi_growth = self.hi_growth.saturating_mul(2);
+        if self.inflight_hi > 2 * self.inflight(self.cwnd_gain.max(1.0)) {
+            self.inflight_hi = u64::MAX;
+        }
+    }
+
+    /// `BBRSetPacingRate` and `BBRSetCwnd` with the gains given (the coupled variant scales
+    /// them).
+    fn set_controls(&mut self, rs: &RateSample, pacing_gain: f64, cwnd_gain: f64) {
+        if self.restore_after_timeout {
+            self.restore_after_timeout = false;
+            self.cwnd = self.cwnd.max(self.prior_cwnd);
+        }
+        let rate = pacing_gain * self.send_bw();
+        if self.btlbw > 0.0 && (self.filled_pipe || rate > self.pacing_rate) {
+            self.pacing_rate = rate;
+        }
+        let target = self.inflight(cwnd_gain) + 3 * self.mss;
+        if self.filled_pipe {
+            self.cwnd = (self.cwnd + rs.newly_acked).min(target);
+        } else if self.cwnd < target || rs.delivered_total < self.init_cwnd {
+            self.cwnd += rs.newly_acked;
+        }
+        let floor = MIN_PIPE_PACKETS * self.mss;
+        self.cwnd = self.cwnd.max(floor).min(self.inflight_hi.max(floor));
+        if self.mode == Mode::ProbeRtt {
+            self.cwnd = self.cwnd.min(floor);
+        }
+    }
+
+    /// `BBRUpdateModelAndState` (everything up to the control parameters).
+    fn update_model(&mut self, path: usize, rs: &RateSample, bytes_in_flight: u64) {
+        self.update_btlbw(rs);
+        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(rs) {
+            self.advance_cycle(rs.now);
+        }
+        self.check_full_pipe(rs);
+        // `BBRCheckDrain`.
+        if self.mode == Mode::Startup && self.filled_pipe {
+            self.mode = Mode::Drain;
+            self.pacing_gain = 1.0 / BBR_HIGH_GAIN;
+            self.cwnd_gain = BBR_HIGH_GAIN;
+        }
+        if self.mode == Mode::Drain && bytes_in_flight <= self.inflight(1.0) {
+            self.enter_probe_bw(rs.now, path);
+        }
+        self.update_rtprop(rs, bytes_in_flight);
+        self.judge_round(rs);
+    }
+}
+
+/// SplitMix64 finaliser (deterministic phase choice).
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The shared machinery of [`Bbr`] and [`BbrCoupled`].
+#[derive(Debug, Clone, Default)]
+struct BbrCore {
+    paths: PerPath<PathBbr>,
+}
+
+impl BbrCore {
+    fn state(&mut self, path: usize, p: &PathView, now: Instant) -> &mut PathBbr {
+        let s = self.paths.get(path);
+        if !s.init {
+            s.start(p, now);
+        }
+        s
+    }
+
+    fn keep(p: &PathView) -> Window {
+        Window {
+            cwnd: p.cwnd,
+            ssthresh: p.ssthresh,
+        }
+    }
+
+    fn timeout(&mut self, path: usize, now: Instant, paths: &[PathView]) -> Window {
+        // draft-00 restarts from one packet on a timeout and keeps the model; the window
+        // before it comes back at the next delivery (`BBRRestoreCwnd`).
+        let p = &paths[path];
+        let s = self.state(path, p, now);
+        if !s.restore_after_timeout {
+            s.prior_cwnd = s.cwnd;
+        }
+        s.restore_after_timeout = true;
+        s.cwnd = p.mss;
+        Window {
+            cwnd: s.cwnd,
+            ssthresh: p.ssthresh,
+        }
+    }
+
+    fn pacing(&self, path: usize) -> Option<f64> {
+        self.paths
+            .peek(path)
+            .filter(|s| s.init && s.pacing_rate > 0.0)
+            .map(|s| s.pacing_rate)
+    }
+}
+
+/// BBR v1 per path, uncoupled, with the discriminated loss bound (module documentation).
+#[derive(Debug, Clone, Default)]
+pub struct Bbr {
+    core: BbrCore,
+}
+
+impl Bbr {
+    /// Rounds judged congestive on `path` so far (loss discrimination; for tests and reports).
+    pub fn congestive_rounds(&self, path: usize) -> u64 {
+        self.core
+            .paths
+            .peek(path)
+            .map_or(0, |s| s.congestive_rounds)
+    }
+
+    /// The random loss rate learnt on `path` (rounds without queue evidence).
+    pub fn random_loss(&self, path: usize) -> f64 {
+        self.core.paths.peek(path).map_or(0.0, |s| s.p_rand)
+    }
+
+    /// The bottleneck-bandwidth estimate of `path` in bytes per second.
+    pub fn btlbw(&self, path: usize) -> f64 {
+        self.core.paths.peek(path).map_or(0.0, |s| s.btlbw)
+    }
+}
+
+impl CongestionControl for Bbr {
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
+
+    fn on_ack(&mut self, _path: usize, _ack: &super::AckEvent, paths: &[PathView]) -> Window {
+        BbrCore::keep(&paths[_path])
+    }
+
+    fn on_congestion_event(&mut self, path: usize, _now: Instant, paths: &[PathView]) -> Window {
+        BbrCore::keep(&paths[path])
+    }
+
+    fn on_timeout(&mut self, path: usize, now: Instant, paths: &[PathView]) -> Window {
+        self.core.timeout(path, now, paths)
+    }
+
+    fn on_delivery(&mut self, path: usize, rs: &RateSample, paths: &[PathView]) -> Option<Window> {
+        let p = &paths[path];
+        let s = self.core.state(path, p, rs.now);
+        s.cwnd = p.cwnd;
+        s.update_model(path, rs, p.bytes_in_flight);
+        let (pg, cg) = (s.pacing_gain, s.cwnd_gain);
+        s.set_controls(rs, pg, cg);
+        Some(Window {
+            cwnd: s.cwnd,
+            ssthresh: p.ssthresh,
+        })
+    }
+
+    fn pacing_rate(&self, path: usize, _paths: &[PathView]) -> Option<u64> {
+        // At least 1 byte/s: 0 would mean "do not pace" to the engine.
+        self.core.pacing(path).map(|r| (r.max(1.0)) as u64)
+    }
+}
+
+/// Coupled BBR for multipath over possibly shared bottlenecks.
+///
+/// **Fairness goal** (RFC 6356 §2's goals read for a rate-based controller): (1) the
+/// connection gets at least what single-path BBR would on its best path; (2) where its paths
+/// share a bottleneck, all of them together take no more than one BBR flow would; (3) traffic
+/// moves to the paths with the most available bandwidth.
+///
+/// **Mechanism.** Each path keeps its own BBR model (BtlBw, RTprop), so on disjoint
+/// bottlenecks each path still sends at its own bottleneck rate (goal 1) and the split
+/// follows the measured rates (goal 3). What lets one BBR flow take share from another is
+/// its *headroom* over its estimate: the ProbeBW up-phase (pacing gain 5/4), Startup's high
+/// gain, and the window's `cwnd_gain − 1` BDPs of queue it may hold. That headroom is
+/// shared: path `i`'s excess gain is multiplied by its weight
+/// `w_i = BtlBw_i / Σ_j BtlBw_j` over the active paths (floored at 1/8 so a path can still
+/// discover capacity), i.e. `gain_i = 1 + (gain − 1) · w_i` for every gain above 1. On a
+/// shared bottleneck the subflows then probe and queue together as much as one flow of
+/// their summed rate (goal 2); without shared-bottleneck detection this is the worst-case
+/// assumption LIA makes too (RFC 6356 §3), and it costs a little probing speed on disjoint
+/// paths. Gains below 1 (drain) are not scaled.
+#[derive(Debug, Clone, Default)]
+pub struct BbrCoupled {
+    core: BbrCore,
+}
+
+/// Floor of a path's coupling weight in [`BbrCoupled`].
+pub const COUPLED_MIN_WEIGHT: f64 = 0.125;
+
+impl BbrCoupled {
+    /// Path `path`'s coupling weight `BtlBw_i / Σ BtlBw_j` over active paths (floored).
+    pub fn weight(&self, path: usize, paths: &[PathView]) -> f64 {
+        let bw = |i: usize| self.core.paths.peek(i).map_or(0.0, |s| s.send_bw());
+        let total: f64 = paths.iter().filter(|p| p.active).map(|p| bw(p.id)).sum();
+        if total <= 0.0 {
+            return 1.0;
+        }
+        (bw(path) / total).clamp(COUPLED_MIN_WEIGHT, 1.0)
+    }
+}
+
+fn coupled_gain(gain: f64, w: f64) -> f64 {
+    if gain > 1.0 {
+        1.0 + (gain - 1.0) * w
+    } else {
+        gain
+    }
+}
+
+impl CongestionControl for BbrCoupled {
+    fn name(&self) -> &'static str {
+        "bbr-coupled"
+    }
+
+    fn on_ack(&mut self, path: usize, _ack: &super::AckEvent, paths: &[PathView]) -> Window {
+        BbrCore::keep(&paths[path])
+    }
+
+    fn on_congestion_event(&mut self, path: usize, _now: Instant, paths: &[PathView]) -> Window {
+        BbrCore::keep(&paths[path])
+    }
+
+    fn on_timeout(&mut self, path: usize, now: Instant, paths: &[PathView]) -> Window {
+        self.core.timeout(path, now, paths)
+    }
+
+    fn on_delivery(&mut self, path: usize, rs: &RateSample, paths: &[PathView]) -> Option<Window> {
+        let p = &paths[path];
+        {
+            let s = self.core.state(path, p, rs.now);
+            s.cwnd = p.cwnd;
+            s.update_model(path, rs, p.bytes_in_flight);
+        }
+        let w = self.weight(path, paths);
+        let s = self.core.paths.get(path);
+        let (pg, cg) = (coupled_gain(s.pacing_gain, w), coupled_gain(s.cwnd_gain, w));
+        s.set_controls(rs, pg, cg);
+        Some(Window {
+            cwnd: s.cwnd,
+            ssthresh: p.ssthresh,
+        })
+    }
+
+    fn pacing_rate(&self, path: usize, _paths: &[PathView]) -> Option<u64> {
+        // At least 1 byte/s: 0 would mean "do not pace" to the engine.
+        self.core.pacing(path).map(|r| (r.max(1.0)) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u64 = 1400;
+
+    /// Drives one controller with one synthetic ACK per round trip: `acked` and `lost` packets,
+    /// every sample at `rate` bytes/s and RTT `rtt`; a paced sender then has
+    /// min(window, rate × RTT) in flight.
+    struct Driver {
+        view: PathView,
+        now: Instant,
+        delivered: u64,
+    }
+
+    impl Driver {
+        fn new() -> Self {
+            let mut view = PathView::new(0, MSS, 10 * MSS);
+            view.srtt = Some(Duration::from_millis(50));
+            Driver {
+                view,
+                now: Instant::ZERO,
+                delivered: 0,
+            }
+        }
+
+        fn round(
+            &mut self,
+            cc: &mut dyn CongestionControl,
+            acked: u64,
+            lost: u64,
+            rate: f64,
+            rtt_ms: u64,
+        ) {
+            let rtt = Duration::from_millis(rtt_ms);
+            let in_flight = (rate * rtt.as_secs_f64()) as u64;
+            self.now += rtt;
+            let prior = self.delivered;
+            self.delivered += acked * MSS;
+            let rs = RateSample {
+                now: self.now,
+                delivered_total: self.delivered,
+                prior_delivered: prior,
+                delivered: acked * MSS,
+                interval: rtt,
+                delivery_rate: Some(rate),
+                is_app_limited: false,
+                newly_acked: acked * MSS,
+                newly_lost: lost * MSS,
+                acked_packets: acked,
+                lost_packets: lost,
+                prior_in_flight: self.view.cwnd.min(in_flight),
+                rtt: Some(rtt),
+            };
+            self.view.bytes_in_flight = self.view.cwnd.min(in_flight);
+            if let Some(w) = cc.on_delivery(0, &rs, std::slice::from_ref(&self.view)) {
+                self.view.cwnd = w.cwnd;
+            }
+        }
+    }
+
+    /// 1.4 MB/s delivered at 30 % random loss over 50 ms: the link takes 2 MB/s, a BDP of
+    /// 100 kB. BBR's ProbeBW window is 2 BDP + 3 MSS (draft-00 `BBRUpdateTargetCwnd`) and
+    /// its pacing rate a gain of the cycle × 2 MB/s: the random loss is neither congestion
+    /// nor a smaller bottleneck (`send_bw`).
+    #[test]
+    fn random_loss_with_an_empty_queue_leaves_the_model_alone() {
+        let mut cc = Bbr::default();
+        let mut d = Driver::new();
+        for _ in 0..60 {
+            // 30 % of the packets lost, RTT at its minimum: no queue.
+            d.round(&mut cc, 70, 30, 1.4e6, 50);
+        }
+        assert_eq!(cc.congestive_rounds(0), 0);
+        assert!(
+            (cc.random_loss(0) - 0.3).abs() < 0.02,
+            "{}",
+            cc.random_loss(0)
+        );
+        let bw = 1.4e6 / (1.0 - cc.random_loss(0));
+        let want = (2.0 * bw * 0.05) as u64 + 3 * MSS;
+        assert!(
+            d.view.cwnd.abs_diff(want) <= MSS,
+            "{} vs {want}",
+            d.view.cwnd
+        );
+        // Whole bytes per second: within 1 B/s of gain × BtlBw.
+        let pace = cc.pacing_rate(0, &[d.view]).unwrap() as f64;
+        assert!(BBR_GAIN_CYCLE.iter().any(|g| (pace - g * bw).abs() < 1.5));
+    }
+
+    /// Losses above the random floor + 2 % while the RTT shows a queue (1.6 × RTprop) bound
+    /// the window at 0.7 × the in-flight of that round (BBRv3's `BBRBeta`); the same losses
+    /// without the queue do not.
+    #[test]
+    fn losses_with_a_full_queue_bound_the_window() {
+        let mut cc = Bbr::default();
+        let mut d = Driver::new();
+        for _ in 0..40 {
+            d.round(&mut cc, 99, 1, 1.4e6, 50);
+        }
+        let before = d.view.cwnd;
+        assert_eq!(cc.congestive_rounds(0), 0);
+        // 10 % loss, RTT 80 ms against RTprop 50 ms: a full queue.
+        d.round(&mut cc, 90, 10, 1.4e6, 80);
+        // The bound is set when the round is judged (at the next round's start).
+        d.round(&mut cc, 90, 10, 1.4e6, 80);
+        assert!(cc.congestive_rounds(0) >= 1);
+        assert!(
+            d.view.cwnd <= (INFLIGHT_BETA * before as f64) as u64 + MSS,
+            "{} vs {before}",
+            d.view.cwnd
+        );
+        // The same loss rate with the RTT at its minimum: no reaction.
+        let mut cc2 = Bbr::default();
+        let mut d2 = Driver::new();
+        for _ in 0..40 {
+            d2.round(&mut cc2, 99, 1, 1.4e6, 50);
+        }
+        for _ in 0..5 {
+            d2.round(&mut cc2, 90, 10, 1.4e6, 50);
+        }
+        assert_eq!(cc2.congestive_rounds(0), 0);
+    }
+
+    /// After a congestive round the bound grows back (1, 2, 4, … MSS per round) and is
+    /// dropped once it no longer binds.
+    #[test]
+    fn the_bound_is_probed_away() {
+        let mut cc = Bbr::default();
+        let mut d = Driver::new();
+        for _ in 0..40 {
+            d.round(&mut cc, 100, 0, 1.4e6, 50);
+        }
+        let free = d.view.cwnd;
+        d.round(&mut cc, 80, 20, 1.4e6, 80);
+        d.round(&mut cc, 80, 20, 1.4e6, 80);
+        assert!(d.view.cwnd < free);
+        for _ in 0..12 {
+            d.round(&mut cc, 100, 0, 1.4e6, 50);
+        }
+        assert_eq!(d.view.cwnd, free);
+    }
+
+    /// The coupled variant's weight is the path's share of the summed BtlBw, and scales
+    /// only the gains above 1.
+    #[test]
+    fn coupled_weights_follow_bandwidth() {
+        let mut cc = BbrCoupled::default();
+        let mut a = PathView::new(0, MSS, 10 * MSS);
+        let mut b = PathView::new(1, MSS, 10 * MSS);
+        a.srtt = Some(Duration::from_millis(50));
+        b.srtt = Some(Duration::from_millis(50));
+        let mut now = Instant::ZERO;
+        let mut delivered = [0u64; 2];
+        for _ in 0..20 {
+            now += Duration::from_millis(50);
+            for (i, rate) in [(0usize, 3e6), (1usize, 1e6)] {
+                let prior = delivered[i];
+                delivered[i] += 50 * MSS;
+                let rs = RateSample {
+                    now,
+                    delivered_total: delivered[i],
+                    prior_delivered: prior,
+                    delivered: 50 * MSS,
+                    interval: Duration::from_millis(50),
+                    delivery_rate: Some(rate),
+                    is_app_limited: false,
+                    newly_acked: 50 * MSS,
+                    newly_lost: 0,
+                    acked_packets: 50,
+                    lost_packets: 0,
+                    prior_in_flight: 0,
+                    rtt: Some(Duration::from_millis(50)),
+                };
+                let views = [a, b];
+                if let Some(w) = cc.on_delivery(i, &rs, &views) {
+                    if i == 0 {
+                        a.cwnd = w.cwnd;
+                    } else {
+                        b.cwnd = w.cwnd;
+                    }
+                }
+            }
+        }
+        let views = [a, b];
+        assert!((cc.weight(0, &views) - 0.75).abs() < 1e-9);
+        assert!((cc.weight(1, &views) - 0.25).abs() < 1e-9);
+        assert_eq!(coupled_gain(0.75, 0.25), 0.75);
+        assert!((coupled_gain(1.25, 0.25) - 1.0625).abs() < 1e-12);
+        // ProbeBW windows: 1 + (2 − 1)·w BDPs (+ 3 MSS), below uncoupled BBR's 2 BDPs.
+        let bdp_b = 1e6 * 0.05;
+        assert!(
+            b.cwnd <= (1.25 * bdp_b) as u64 + 3 * MSS + MSS,
+            "{}",
+            b.cwnd
+        );
+    }
+}
