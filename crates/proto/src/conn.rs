@@ -508,8 +508,9 @@ impl Connection {
         // sends at most the free congestion window, so this never starves the sender, and a
         // source waiting on a slow or blocked connection holds no more than that.
         let cwnd: u64 = self.paths.iter().map(|p| p.cwnd).sum();
+        let floor = UNSENT_FLOOR.max(self.tx.write_ahead());
         let unsent_room = cwnd
-            .max(UNSENT_FLOOR)
+            .max(floor)
             .saturating_sub(self.send_buf.unsent() as u64);
         self.send_buf
             .free()

@@ -38,6 +38,9 @@ struct Net {
     /// (time, stream offset) of every DATA frame `a` sent.
     data_offsets: Vec<(Instant, u64)>,
     read: u64,
+    /// Bytes `a`'s application still writes, as fast as the connection accepts them (a bulk
+    /// source: the connection offers a bulk writer about one window of unsent bytes).
+    bulk_left: u64,
 }
 
 /// Stream offset and length of the DATA frame in a datagram, if any.
@@ -64,10 +67,20 @@ impl Net {
             data_sends: Vec::new(),
             data_offsets: Vec::new(),
             read: 0,
+            bulk_left: 0,
         }
     }
 
     fn pump(&mut self) {
+        while self.bulk_left > 0 {
+            let n = self
+                .a
+                .write_with(self.bulk_left.min(1 << 20) as usize, |d| d.fill(0));
+            if n == 0 {
+                break;
+            }
+            self.bulk_left -= n as u64;
+        }
         let mut buf = vec![0u8; 4096];
         while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
             let d = buf[..t.len].to_vec();
@@ -369,7 +382,7 @@ fn classic_grows_per_ack() {
         let mut net = Net::new(cfg, Duration::from_millis(50));
         // 1 Gbit/s: serialisation delays the rounds by a few milliseconds only.
         net.rate = Some(125_000_000);
-        net.a.write(&vec![0u8; 32 << 20]);
+        net.bulk_left = 32 << 20;
         // Five round trips of 100 ms and a little: the fifth round's ACKs have arrived.
         net.run(Instant::ZERO + Duration::from_millis(510));
         let p = net.a.path(0).unwrap();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{transfer, wrap};
+use common::{transfer, transfer_from, wrap, Source};
 use proptest::prelude::*;
 use tributary_proto::scheme::ncmptcp::NcStats;
 use tributary_proto::scheme::{NcMptcpConfig, SchemeConfig};
@@ -166,11 +166,10 @@ fn symbol(block: u64, id: u32, coding: Coding<'static>, data: &'static [u8]) -> 
 fn hostile_symbols_and_feedback_are_dropped_and_counted() {
     let (mut a, mut b) = pair();
     let d = data(120_000);
-    assert_eq!(a.write(&d), d.len());
-    a.close();
+    let mut src = Source::new(&d);
     let mut now = Instant::ZERO;
     // Let generation 0 be decoded and a few more start.
-    let mut got = transfer(&mut a, &mut b, &mut now, 3, 0);
+    let mut got = transfer_from(&mut a, &mut b, &mut now, &mut src, 3, 0);
     assert!(!got.is_empty(), "generation 0 not delivered yet");
     static RIGHT: [u8; 1384] = [0xAB; 1384];
     static WRONG: [u8; 100] = [0xCD; 100];
@@ -230,7 +229,7 @@ fn hostile_symbols_and_feedback_are_dropped_and_counted() {
         let _ = a.handle_datagram(now, &packet(1, 20_000 + i as u64, std::slice::from_ref(f)));
     }
     assert_eq!(a.stats().feedback_rejected - before, 4);
-    got.extend(transfer(&mut a, &mut b, &mut now, 20_000, 0));
+    got.extend(transfer_from(&mut a, &mut b, &mut now, &mut src, 20_000, 0));
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
 }
 
@@ -294,8 +293,7 @@ proptest! {
         (any::<u8>(), any::<u8>(), proptest::collection::vec(any::<u8>(), 0..64)), 0..16)) {
         let (mut a, mut b) = pair();
         let d = data(70_000);
-        prop_assert_eq!(a.write(&d), d.len());
-        a.close();
+        let mut src = Source::new(&d);
         let mut now = Instant::ZERO;
         let id = ConnectionConfig::default().conn_id;
         for (i, (path, kind, body)) in junk.iter().enumerate() {
@@ -304,7 +302,7 @@ proptest! {
             let _ = b.handle_datagram(now, &wrap(id, path % 3, 40_000 + i as u64, &pkt));
             let _ = a.handle_datagram(now, &wrap(id, path % 3, 50_000 + i as u64, &pkt));
         }
-        let got = transfer(&mut a, &mut b, &mut now, 5_000, 0);
+        let got = transfer_from(&mut a, &mut b, &mut now, &mut src, 5_000, 0);
         let forged = junk.iter().any(|(_, kind, body)| {
             let mut pkt = vec![*kind & 0x0f];
             pkt.extend_from_slice(body);

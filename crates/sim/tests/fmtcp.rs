@@ -106,12 +106,15 @@ fn delivers_exactly_over_clean_lossy_and_faulty_paths() {
 
 /// The head-of-line case of §III: a small shared buffer and a lossy or slow subflow 2.
 /// `mptcp` here has reinjection and penalisation (Linux), which already soften the blocking;
-/// fmtcp is still clearly ahead. Means over 3 seeds of 100 s; measured ratios 1.34 and 1.42
-/// at 64 KiB, 1.20 and 1.20 at 128 KiB (seeds 1-3), asserted with about 10 % of margin.
+/// fmtcp is still clearly ahead (the paper's claim: ratio > 1). Regression snapshot: means over
+/// 3 seeds of 100 s; measured ratios 1.34 and 1.42 at 64 KiB, 1.20 and 1.20 at 128 KiB (seeds
+/// 1-3), asserted with about 10 % of margin. Re-measured 2026-11-23 after the engine's honest
+/// congestion signals (growth only when window-limited, ack delay): the first case moved to
+/// 1.18 (fmtcp 1.725, mptcp 1.458 Mbit/s), so its snapshot is 1.10 now.
 #[test]
 fn fmtcp_beats_mptcp_in_the_head_of_line_case() {
     for (buffer, loss2, delay2, min_ratio) in [
-        (64 << 10, 0.05, 100, 1.20),
+        (64 << 10, 0.05, 100, 1.10),
         (64 << 10, 0.20, 100, 1.20),
         (128 << 10, 0.20, 100, 1.10),
         (128 << 10, 0.01, 500, 1.10),

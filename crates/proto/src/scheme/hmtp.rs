@@ -569,6 +569,11 @@ impl SchemeSender for HmtpSender {
         "hmtp"
     }
 
+    /// Two whole chunks: the one being encoded and the next (chunks are pipelined, §III).
+    fn write_ahead(&self) -> u64 {
+        2 * (self.cfg.k * self.t) as u64
+    }
+
     fn poll_packet(
         &mut self,
         ctx: &mut SendCtx<'_>,

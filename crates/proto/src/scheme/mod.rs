@@ -318,6 +318,14 @@ pub trait SchemeSender: Send + std::fmt::Debug {
     /// while the stall lasts.
     fn on_head_stalled(&mut self, _ctx: &mut SendCtx<'_>) {}
 
+    /// Bytes written but not yet sent that the scheme needs buffered to form its coding
+    /// units (a whole chunk before it can encode). The connection lets a bulk writer hold at
+    /// least this much unsent data (besides one aggregate window and
+    /// [`crate::conn::UNSENT_FLOOR`]); 0 by default.
+    fn write_ahead(&self) -> u64 {
+        0
+    }
+
     /// The scheme's own counters (reported under its name); `Null` if it has none.
     fn counters(&self) -> serde_json::Value {
         serde_json::Value::Null
