@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{transfer, transfer_from, wrap, Source};
+use common::{data, send_all, transfer, transfer_from, wrap, Source};
 use proptest::prelude::*;
 use tributary_proto::path::PathView;
 use tributary_proto::scheme::fmtcp::{
@@ -188,26 +188,6 @@ fn pair(code: Code) -> (Connection, Connection) {
 
 /// Zero-delay lossless exchange until `b` finished, or `rounds` pass; drops every `drop`-th
 /// datagram from `a` (0: none). Returns what `b` read.
-fn data(n: u32) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect()
-}
-
-fn send_all(a: &mut Connection, b: &mut Connection, d: &[u8], drop: usize) -> Vec<u8> {
-    let mut off = 0;
-    let mut now = Instant::ZERO;
-    let mut got = Vec::new();
-    while off < d.len() {
-        off += a.write(&d[off..]);
-        if off == d.len() {
-            a.close();
-        }
-        got.extend(transfer(a, b, &mut now, 50, drop));
-    }
-    got.extend(transfer(a, b, &mut now, 20_000, drop));
-    got
-}
 
 #[test]
 fn delivers_exactly_with_a_short_final_block() {
@@ -215,7 +195,7 @@ fn delivers_exactly_with_a_short_final_block() {
         // 10 full 32 KiB blocks and a short one of 1234 bytes.
         let d = data(10 * 32768 + 1234);
         let (mut a, mut b) = pair(code);
-        let got = send_all(&mut a, &mut b, &d, 0);
+        let got = send_all(&mut a, &mut b, &d, 0, 20_000);
         assert!(got == d, "{code:?}: {} of {} bytes", got.len(), d.len());
         assert!(b.is_finished() && a.is_all_acked(), "{code:?}");
         let s = sender_coding(&a);
@@ -236,7 +216,7 @@ fn delivers_exactly_with_two_symbols_per_packet() {
         Connection::new(c, 2).unwrap(),
     );
     let d = data(5 * 32768 + 700);
-    let got = send_all(&mut a, &mut b, &d, 5);
+    let got = send_all(&mut a, &mut b, &d, 5, 20_000);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
     // 48 source symbols per full block, 1 for the 700-byte tail (T = 683 → 2).
     assert_eq!(sender_coding(&a).source_symbols, 5 * 48 + 2);
@@ -247,7 +227,7 @@ fn delivers_exactly_when_packets_are_lost() {
     // Every 7th datagram from the sender is dropped: lost symbols are replaced by new ones.
     let d = data(300_000);
     let (mut a, mut b) = pair(Code::Raptorq);
-    let got = send_all(&mut a, &mut b, &d, 7);
+    let got = send_all(&mut a, &mut b, &d, 7, 20_000);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
     let s = sender_coding(&a);
     assert!(s.replacement_symbols > 0, "{s:?}");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::transfer;
+use common::{data, send_all, transfer};
 use tributary_proto::scheme::hmtp::{
     max_seed, DecoderKind, HmtpConfig, HmtpStats, SymbolHeader, FRAME_HEADER, SYMBOL_KIND,
 };
@@ -38,27 +38,6 @@ fn pair(c: &ConnectionConfig) -> (Connection, Connection) {
     )
 }
 
-fn data(n: usize) -> Vec<u8> {
-    (0..n as u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect()
-}
-
-fn send_all(a: &mut Connection, b: &mut Connection, d: &[u8], drop: usize) -> Vec<u8> {
-    let mut off = 0;
-    let mut now = Instant::ZERO;
-    let mut got = Vec::new();
-    while off < d.len() {
-        off += a.write(&d[off..]);
-        if off == d.len() {
-            a.close();
-        }
-        got.extend(transfer(a, b, &mut now, 50, drop));
-    }
-    got.extend(transfer(a, b, &mut now, 50_000, drop));
-    got
-}
-
 fn stats(v: serde_json::Value) -> HmtpStats {
     serde_json::from_value(v).unwrap()
 }
@@ -75,7 +54,7 @@ fn delivers_exactly_under_loss_with_both_decoders() {
         };
         let (mut a, mut b) = pair(&cfg_with(h, 2));
         let d = data(350 * T + 77);
-        let got = send_all(&mut a, &mut b, &d, 7);
+        let got = send_all(&mut a, &mut b, &d, 7, 50_000);
         assert!(got == d, "{decoder:?}: {} of {} bytes", got.len(), d.len());
         assert!(a.stats().paths.iter().all(|p| p.retransmitted_bytes == 0));
         let s = stats(a.stats().scheme.sender);
@@ -98,7 +77,7 @@ fn delivers_exactly_under_loss_with_both_decoders() {
 fn delivers_exactly_with_the_papers_parameters() {
     let (mut a, mut b) = pair(&cfg_with(HmtpConfig::default(), 2));
     let d = data(1000 * T + 5000);
-    let got = send_all(&mut a, &mut b, &d, 0);
+    let got = send_all(&mut a, &mut b, &d, 0, 50_000);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
     let r = stats(b.stats().scheme.receiver);
     assert_eq!(r.chunks_decoded, 2);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{transfer, transfer_from, wrap, Source};
+use common::{data, send_all, transfer, transfer_from, wrap, Source};
 use proptest::prelude::*;
 use tributary_proto::scheme::ncmptcp::NcStats;
 use tributary_proto::scheme::{NcMptcpConfig, SchemeConfig};
@@ -32,27 +32,6 @@ fn pair() -> (Connection, Connection) {
     pair_with(NcMptcpConfig::default(), 2)
 }
 
-fn data(n: u32) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect()
-}
-
-fn send_all(a: &mut Connection, b: &mut Connection, d: &[u8], drop: usize) -> Vec<u8> {
-    let mut off = 0;
-    let mut now = Instant::ZERO;
-    let mut got = Vec::new();
-    while off < d.len() {
-        off += a.write(&d[off..]);
-        if off == d.len() {
-            a.close();
-        }
-        got.extend(transfer(a, b, &mut now, 50, drop));
-    }
-    got.extend(transfer(a, b, &mut now, 20_000, drop));
-    got
-}
-
 fn sender_stats(c: &Connection) -> NcStats {
     serde_json::from_value(c.stats().scheme.sender).unwrap()
 }
@@ -68,7 +47,7 @@ fn delivers_exactly_with_regular_and_nc_subflows() {
     let (mut a, mut b) = pair();
     // 300,001 bytes: 13 full generations of 16·1384 and a short one.
     let d = data(300_001);
-    let got = send_all(&mut a, &mut b, &d, 0);
+    let got = send_all(&mut a, &mut b, &d, 0, 20_000);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
     let s = sender_stats(&a);
     let r = receiver_stats(&b);
@@ -87,7 +66,7 @@ fn delivers_exactly_from_coded_segments_only() {
     };
     let (mut a, mut b) = pair_with(f, 2);
     let d = data(200_000);
-    let got = send_all(&mut a, &mut b, &d, 0);
+    let got = send_all(&mut a, &mut b, &d, 0, 20_000);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
     let s = sender_stats(&a);
     assert_eq!(s.regular_sent, 0);
@@ -99,7 +78,7 @@ fn delivers_exactly_from_coded_segments_only() {
 fn one_path_is_arq_over_source_segments() {
     let (mut a, mut b) = pair_with(NcMptcpConfig::default(), 1);
     let d = data(150_000);
-    let got = send_all(&mut a, &mut b, &d, 9);
+    let got = send_all(&mut a, &mut b, &d, 9, 20_000);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
     let s = sender_stats(&a);
     assert_eq!(s.coded_sent, 0);
@@ -113,7 +92,7 @@ fn delivers_exactly_when_packets_are_lost() {
     for drop in [7, 3] {
         let (mut a, mut b) = pair();
         let d = data(250_000);
-        let got = send_all(&mut a, &mut b, &d, drop);
+        let got = send_all(&mut a, &mut b, &d, drop, 20_000);
         assert!(got == d, "drop {drop}: {} of {} bytes", got.len(), d.len());
         let s = sender_stats(&a);
         assert!(s.coded_repairs + s.regular_resent > 0, "{s:?}");
@@ -131,7 +110,7 @@ fn delivers_exactly_with_plan_and_without_offsets() {
     };
     let (mut a, mut b) = pair_with(f, 2);
     let d = data(100_000);
-    let got = send_all(&mut a, &mut b, &d, 5);
+    let got = send_all(&mut a, &mut b, &d, 5, 20_000);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
 }
 

@@ -94,3 +94,35 @@ pub fn transfer_from(
     }
     got
 }
+
+/// Deterministic test bytes (a multiplicative hash of the offset).
+#[allow(dead_code)]
+pub fn data(n: usize) -> Vec<u8> {
+    (0..n as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+/// Writes all of `d` into `a` as it accepts bytes (closing after the last), moving 50 rounds
+/// of [`transfer`] after each write, then up to `tail_rounds` more; returns what `b` read.
+#[allow(dead_code)]
+pub fn send_all(
+    a: &mut Connection,
+    b: &mut Connection,
+    d: &[u8],
+    drop: usize,
+    tail_rounds: usize,
+) -> Vec<u8> {
+    let mut off = 0;
+    let mut now = Instant::ZERO;
+    let mut got = Vec::new();
+    while off < d.len() {
+        off += a.write(&d[off..]);
+        if off == d.len() {
+            a.close();
+        }
+        got.extend(transfer(a, b, &mut now, 50, drop));
+    }
+    got.extend(transfer(a, b, &mut now, tail_rounds, drop));
+    got
+}
