@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{data, send_all, transfer, transfer_from, wrap, Source};
+use common::{data, send_all, transfer_from, wrap, Source};
 use proptest::prelude::*;
 use tributary_proto::path::PathView;
 use tributary_proto::scheme::fmtcp::{
