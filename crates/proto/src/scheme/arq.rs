@@ -536,17 +536,14 @@ impl SchemeSender for ArqSender {
     }
 
     fn counters(&self) -> serde_json::Value {
-        if self.policy != RtxPolicy::Same {
-            return serde_json::json!({
-                "reinjected_bytes": self.reinjected_bytes,
-                "redundant_bytes": self.redundant_bytes,
-                "moved_retransmissions": self.moved_retransmissions,
-            });
-        }
-        serde_json::json!({
+        let mut c = serde_json::json!({
             "reinjected_bytes": self.reinjected_bytes,
             "redundant_bytes": self.redundant_bytes,
-        })
+        });
+        if self.policy != RtxPolicy::Same {
+            c["moved_retransmissions"] = self.moved_retransmissions.into();
+        }
+        c
     }
 }
 
