@@ -17,8 +17,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use tributary_net::keys;
 use tributary_net::{
-    Content, Limits, Listener, Resume, ServeOptions, ServerEvent, Service, Sink, SocketOptions,
-    TransferOptions, TransferProgress, UdpDriver,
+    Admission, Content, Limits, Listener, Resume, RetryPolicy, ServeOptions, ServerEvent, Service,
+    Sink, SocketOptions, TransferOptions, TransferProgress, UdpDriver,
 };
 use tributary_proto::cc::{CcConfig, Controllers};
 use tributary_proto::handshake::Credentials;
@@ -79,6 +79,19 @@ pub struct ConnArgs {
     /// No progress line (it is shown on standard error only when that is a terminal).
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Receiver: when to make a sender prove its address with a RETRY cookie before any key
+    /// exchange: auto (only while handshakes arrive faster than half the budget), always
+    /// (one more round trip per connection), never.
+    #[arg(long, default_value = "auto", value_name = "WHEN")]
+    pub retry: RetryPolicy,
+    /// Receiver: most key exchanges per second, all senders together (0: unlimited); an
+    /// INIT beyond it is refused as "rate limited" without any cryptography.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub handshake_rate: u32,
+    /// Receiver: most key exchanges per second for one address that proved itself with a
+    /// cookie (0: unlimited).
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub handshake_rate_per_address: u32,
 }
 
 impl ConnArgs {
@@ -100,6 +113,14 @@ impl ConnArgs {
             anyhow::anyhow!("{e} (--buffer; raise --max-buffer if the machine has the memory)")
         })?;
         Ok(cfg)
+    }
+
+    pub(crate) fn admission(&self) -> Admission {
+        Admission {
+            retry: self.retry,
+            handshakes_per_sec: self.handshake_rate,
+            per_address_per_sec: self.handshake_rate_per_address,
+        }
     }
 
     pub(crate) fn limits(&self) -> Limits {
@@ -375,6 +396,7 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<()> {
             Listener {
                 creds,
                 limits: a.conn.limits(),
+                admission: a.conn.admission(),
                 max_connections: 1,
                 service: Service::Files { resume },
             },
@@ -449,6 +471,7 @@ fn serve(a: &RecvArgs, dir: &Path, creds: Credentials) -> anyhow::Result<()> {
         Listener {
             creds,
             limits: a.conn.limits(),
+            admission: a.conn.admission(),
             max_connections: a.max_connections,
             service: Service::Files { resume: None },
         },

@@ -213,6 +213,7 @@ fn server(a: &PerfArgs) -> anyhow::Result<()> {
         Listener {
             creds,
             limits: a.conn.limits(),
+            admission: a.conn.admission(),
             max_connections: a.max_connections,
             service: Service::Perf {
                 max_duration: Duration::from_secs_f64(a.max_time),

@@ -1,5 +1,6 @@
 //! The event loop: one connection, one UDP socket per local address.
 
+use crate::admission::{Admission, Guard, Verdict};
 use crate::negotiate::{Answer, Content, Limits, Offer, Service};
 use crate::session::{self, Route, Session};
 use crate::{new_connection, NetError};
@@ -88,6 +89,12 @@ pub struct DriverStats {
     /// replayed INIT, or a sender that vanished after its INIT) dropped to make room for a
     /// newer authenticated handshake when the listener was full.
     pub handshakes_evicted: u64,
+    /// RETRYs sent: INITs asked to prove their address first (see [`Admission`]).
+    pub retries_sent: u64,
+    /// INITs whose cookie did not verify (forged, expired, or from another address).
+    pub cookies_invalid: u64,
+    /// INITs refused with REJECT "rate limited" (key-exchange budget spent).
+    pub handshakes_rate_limited: u64,
     /// Times the loop woke up.
     pub wakeups: u64,
 }
@@ -104,6 +111,9 @@ pub struct Listener {
     /// What is served: files (with the prefix held, to resume) or perf tests. Offers of
     /// anything else are refused with the reason.
     pub service: Service,
+    /// Address validation and key-exchange budget ([`Admission::default`]: RETRY under
+    /// load, 200 key exchanges per second).
+    pub admission: Admission,
 }
 
 /// A refused handshake, for the log.
@@ -164,6 +174,7 @@ pub struct UdpDriver {
     /// The deadline each session has in `timers`.
     armed: HashMap<u64, Instant>,
     replays: ReplayCache,
+    guard: Guard,
     sockets: Vec<Arc<UdpSocket>>,
     local_addrs: Vec<SocketAddr>,
     rx: Receiver<Batch>,
@@ -398,6 +409,7 @@ impl UdpDriver {
             timers: BinaryHeap::new(),
             armed: HashMap::new(),
             replays: ReplayCache::default(),
+            guard: Guard::new(os_random()),
             sockets,
             local_addrs,
             rx,
@@ -485,7 +497,12 @@ impl UdpDriver {
 
     /// Driver counters.
     pub fn stats(&self) -> DriverStats {
-        self.stats
+        DriverStats {
+            retries_sent: self.guard.retries_sent,
+            cookies_invalid: self.guard.cookies_invalid,
+            handshakes_rate_limited: self.guard.rate_limited,
+            ..self.stats
+        }
     }
 
     /// The core's clock: nanoseconds since the driver was created.
@@ -610,7 +627,13 @@ impl UdpDriver {
         let Some(l) = &self.listener else {
             return false;
         };
-        let Ok(handshake::Message::Init { conn_id, noise, .. }) = handshake::parse(data) else {
+        let Ok(handshake::Message::Init {
+            conn_id,
+            noise,
+            cookie,
+            ..
+        }) = handshake::parse(data)
+        else {
             return false;
         };
         // Every pattern's first message starts with the initiator's ephemeral public key,
@@ -621,6 +644,29 @@ impl UdpDriver {
             self.stats.handshakes_replayed += 1;
             return false;
         }
+        // Address validation and the key-exchange budget (crate::admission), before any
+        // key exchange: RETRY (32 bytes) and REJECT are smaller than the 1200-byte INIT.
+        let adm = l.admission;
+        let now = self.now();
+        match self.guard.judge(&adm, now, conn_id, from.remote, cookie) {
+            Verdict::Admit => {}
+            Verdict::Retry(c) => {
+                self.send_direct(from, &handshake::retry_packet(conn_id, &c));
+                return false;
+            }
+            Verdict::OverBudget => {
+                self.refuse(
+                    from,
+                    conn_id,
+                    RejectReason::RateLimited,
+                    "key-exchange budget spent (rate limited)".into(),
+                );
+                return false;
+            }
+        }
+        let Some(l) = &self.listener else {
+            return false;
+        };
         // REJECT and refusal answers are smaller than the 1200-byte INIT: no amplification.
         // When full, a half-open connection (nobody has shown it holds its keys: a replayed
         // INIT of an earlier run, whose ephemeral key this process never saw, or a sender

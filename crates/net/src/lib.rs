@@ -24,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admission;
 mod driver;
 pub mod keys;
 pub mod negotiate;
@@ -32,6 +33,7 @@ pub mod server;
 pub mod session;
 mod transfer;
 
+pub use admission::{Admission, RetryPolicy};
 pub use driver::{DriverStats, Listener, Refusal, SocketOptions, UdpDriver};
 pub use negotiate::{Answer, Content, Limits, Offer, Resume, Service, CLOSE_RESUME_MISMATCH};
 pub use perf::{perf_client, perf_serve, PerfDone, PerfOptions, PerfReport};

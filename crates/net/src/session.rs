@@ -95,6 +95,8 @@ pub struct SessionStats {
     pub amplification_limited: u64,
     /// Path challenges sent.
     pub challenges_sent: u64,
+    /// RETRYs the responder sent and this initiator followed (address validation).
+    pub retries: u64,
     /// Addresses validated by a path response.
     pub paths_validated: u64,
     /// Control packets refused (forged, replayed, malformed, unknown token).
@@ -463,6 +465,15 @@ impl Session {
                 }
                 Err(HandshakeError::Rejected(r)) => {
                     self.error = Some(SessionError::Rejected(r));
+                    true
+                }
+                Err(HandshakeError::Retry) => {
+                    // The INIT now carries the cookie: send it at once, from the address
+                    // the responder saw (path 0's route).
+                    if let Phase::Handshake { next, .. } = &mut self.phase {
+                        *next = now;
+                    }
+                    self.stats.retries += 1;
                     true
                 }
                 Err(HandshakeError::Auth) => {

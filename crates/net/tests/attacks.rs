@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 use tributary_net::{
-    receive_stream, send_stream, Content, Limits, Listener, Service, SocketOptions,
-    TransferOptions, TransferReport, UdpDriver,
+    receive_stream, send_stream, Admission, Content, Limits, Listener, RetryPolicy, Service,
+    SocketOptions, TransferOptions, TransferReport, UdpDriver,
 };
 use tributary_proto::handshake::{self, generate_keypair, Credentials};
 use tributary_proto::ranges::RangeSet;
@@ -74,6 +74,7 @@ fn receiver(server: Credentials) -> UdpDriver {
             creds: server,
             limits: Limits::default(),
             max_connections: 1,
+            admission: Admission::default(),
             service: Service::Files { resume: None },
         },
     )
@@ -555,4 +556,154 @@ fn forged_and_replayed_datagrams_before_the_sender_starts() {
     // The replayed INIT's half-open connection gave way to the genuine one.
     assert_eq!(r.driver.handshakes_evicted, 1, "{:?}", r.driver);
     assert_eq!(r.driver.handshakes_accepted, 2, "{:?}", r.driver);
+}
+
+fn guarded_receiver(server: Credentials, admission: Admission) -> UdpDriver {
+    UdpDriver::listen_secure(
+        &[local()],
+        SocketOptions::default(),
+        Listener {
+            creds: server,
+            limits: Limits::default(),
+            max_connections: 1,
+            admission,
+            service: Service::Files { resume: None },
+        },
+    )
+    .unwrap()
+}
+
+/// The genuine sender against `rx`: the file arrives exactly; both reports.
+fn genuine_transfer(
+    mut rx: UdpDriver,
+    client: &Credentials,
+    seed: u64,
+) -> (TransferReport, TransferReport) {
+    let target = rx.local_addrs()[0];
+    let recv = thread::spawn(move || {
+        let mut out = Vec::new();
+        receive_stream(&mut rx, &mut out, &opts()).map(|r| (r, out))
+    });
+    let data = payload(256 << 10, seed);
+    let mut tx = UdpDriver::connect_secure(
+        ConnectionConfig::default(),
+        &[(local(), target)],
+        SocketOptions::default(),
+        client,
+        file(data.len()),
+    )
+    .unwrap();
+    let s = send_stream(&mut tx, &data[..], &opts()).expect("the genuine sender failed");
+    let (r, out) = recv.join().unwrap().expect("the receiver failed");
+    assert!(out == data, "wrong bytes");
+    (s, r)
+}
+
+fn small_offer() -> Vec<u8> {
+    tributary_net::Offer {
+        config: ConnectionConfig::default(),
+        paths: 1,
+        content: file(1000),
+    }
+    .encode()
+    .unwrap()
+}
+
+/// An INIT flood with fresh ephemeral keys (which the replay cache cannot recognise) from an
+/// attacker without accepted credentials: each INIT that reaches the Noise layer costs the
+/// receiver a key exchange before it can refuse it. With a budget of 20 per second and
+/// RETRY under load (the default policy), the key exchanges are bounded by the budget (half
+/// of it before cookies are asked, plus the refill over the flood), every other INIT costs
+/// one HMAC and a 32-byte RETRY the attacker never follows, and the genuine sender, which
+/// follows it, still gets in. Without admission control all 300 INITs cost a key exchange
+/// (checked: 300 of 300 with `retry = never` and no budget).
+#[test]
+fn init_flood_costs_no_key_exchange_beyond_the_budget() {
+    let (client, server) = creds();
+    let rate = 20;
+    let adm = Admission {
+        retry: RetryPolicy::Auto,
+        handshakes_per_sec: rate,
+        per_address_per_sec: 0,
+    };
+    let mut rx = guarded_receiver(server, adm);
+    let target = rx.local_addrs()[0];
+    let (_, server_pub) = generate_keypair([22; 32]);
+    let offer = small_offer();
+    let atk = UdpSocket::bind(local()).unwrap();
+    let mut rng = Xorshift(7);
+    let n = 300u64;
+    let start = std::time::Instant::now();
+    for i in 0..n {
+        // A key pair the receiver does not accept (seeds 100..199; the genuine ones are 21
+        // and 22) and a fresh ephemeral key each time, pinning the receiver's real key.
+        let (private, _) = generate_keypair([(i % 100) as u8 + 100; 32]);
+        let creds = Credentials::Keys {
+            private,
+            peers: vec![server_pub],
+            psk: None,
+        };
+        let mut seed = [0u8; 32];
+        seed[..8].copy_from_slice(&rng.next().to_be_bytes());
+        let init = handshake::Initiator::new(&creds, rng.next(), &offer, seed).unwrap();
+        atk.send_to(init.packet(), target).unwrap();
+        if i % 16 == 0 {
+            rx.poll_io(Duration::from_millis(1)).unwrap();
+        }
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while rx.stats().datagrams_received < n && std::time::Instant::now() < deadline {
+        rx.poll_io(Duration::from_millis(10)).unwrap();
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let s = rx.stats();
+    assert_eq!(s.datagrams_received, n, "{s:?}");
+    // Key exchanges: INITs refused after the Noise layer (unknown key).
+    let bound = u64::from(rate) / 2 + 1 + (f64::from(rate) * elapsed).ceil() as u64;
+    assert!(
+        s.handshakes_refused <= bound,
+        "{} key exchanges in {elapsed:.2} s (bound {bound}): {s:?}",
+        s.handshakes_refused
+    );
+    assert_eq!(s.retries_sent + s.handshakes_refused, n, "{s:?}");
+    assert_eq!(s.handshakes_accepted, 0);
+    // The genuine sender follows the RETRY and gets in while the flood's load lasts.
+    let (_, r) = genuine_transfer(rx, &client, 31);
+    assert_eq!(r.driver.handshakes_accepted, 1, "{:?}", r.driver);
+}
+
+/// `retry = always`: every connection proves its address first (one more round trip); a
+/// made-up cookie gets a RETRY and no key exchange, and the genuine transfer completes.
+#[test]
+fn retry_always_validates_every_sender() {
+    let (client, server) = creds();
+    let adm = Admission {
+        retry: RetryPolicy::Always,
+        ..Admission::default()
+    };
+    let mut rx = guarded_receiver(server, adm);
+    let target = rx.local_addrs()[0];
+    let mut init = handshake::Initiator::new(&client, 77, &small_offer(), [4; 32]).unwrap();
+    let _ = init.read(&handshake::retry_packet(77, &[1; 20]));
+    let atk = UdpSocket::bind(local()).unwrap();
+    atk.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    atk.send_to(init.packet(), target).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while rx.stats().datagrams_received == 0 && std::time::Instant::now() < deadline {
+        rx.poll_io(Duration::from_millis(10)).unwrap();
+    }
+    let mut buf = [0u8; 2048];
+    let (len, _) = atk.recv_from(&mut buf).expect("no answer to the INIT");
+    assert!(matches!(
+        handshake::parse(&buf[..len]),
+        Ok(handshake::Message::Retry { conn_id: 77, .. })
+    ));
+    assert!(len <= 32, "RETRY of {len} bytes");
+    let s = rx.stats();
+    assert_eq!((s.cookies_invalid, s.retries_sent), (1, 1), "{s:?}");
+    assert_eq!(s.handshakes_refused + s.handshakes_accepted, 0, "{s:?}");
+    let (tx, r) = genuine_transfer(rx, &client, 32);
+    assert_eq!(tx.session.retries, 1, "{:?}", tx.session);
+    assert_eq!(r.driver.handshakes_accepted, 1, "{:?}", r.driver);
+    assert!(r.driver.retries_sent >= 2, "{:?}", r.driver);
 }

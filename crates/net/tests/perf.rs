@@ -39,6 +39,7 @@ fn server(
             creds: Credentials::Psk(PSK),
             limits: Limits::default(),
             max_connections: 4,
+            admission: tributary_net::Admission::default(),
             service: Service::Perf {
                 max_duration: Duration::from_secs(5),
             },

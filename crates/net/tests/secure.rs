@@ -70,6 +70,7 @@ fn listener(creds: Credentials) -> Listener {
         creds,
         limits: Limits::default(),
         max_connections: 1,
+        admission: tributary_net::Admission::default(),
         service: Service::Files { resume: None },
     }
 }
@@ -132,6 +133,7 @@ fn psk_only_transfer_and_the_receivers_limits() {
                 ..Limits::default()
             },
             max_connections: 4,
+            admission: tributary_net::Admission::default(),
             service: Service::Files { resume: None },
         },
     )
@@ -494,6 +496,7 @@ fn concurrent(n: usize, size: usize) {
             creds: psk.clone(),
             limits: Limits::default(),
             max_connections: n,
+            admission: tributary_net::Admission::default(),
             service: Service::Files { resume: None },
         },
     )
@@ -607,6 +610,7 @@ fn replayed_init_is_dropped_before_any_work() {
         SocketOptions::default(),
         Listener {
             max_connections: 4,
+            admission: tributary_net::Admission::default(),
             ..listener(k.server)
         },
     )

@@ -144,5 +144,44 @@ fn primitives(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, connection, primitives);
+/// What one INIT costs a responder: the key exchange (`accept` + `respond`, IK with a
+/// 100-byte offer) against what answering it with a RETRY costs (one cookie, no key
+/// exchange): the basis of the default handshake budget (`tributary_net::Admission`).
+fn handshakes(c: &mut Criterion) {
+    use tributary_proto::handshake::{self, generate_keypair, Cookies, Credentials, Initiator};
+    let (ci, pi) = generate_keypair([1; 32]);
+    let (cr, pr) = generate_keypair([2; 32]);
+    let client = Credentials::Keys {
+        private: ci,
+        peers: vec![pr],
+        psk: None,
+    };
+    let server = Credentials::Keys {
+        private: cr,
+        peers: vec![pi],
+        psk: None,
+    };
+    let init = Initiator::new(&client, 5, &[0x42; 100], [3; 32])
+        .unwrap()
+        .packet()
+        .to_vec();
+    let mut g = c.benchmark_group("handshake_responder");
+    g.bench_function("ik_key_exchange", |b| {
+        b.iter(|| {
+            let a = handshake::accept(&server, black_box(&init), [4; 32]).unwrap();
+            a.respond(b"ok").unwrap()
+        })
+    });
+    let cookies = Cookies::new([5; 32]);
+    let addr = [127, 0, 0, 1, 0x1f, 0x90];
+    g.bench_function("retry_cookie", |b| {
+        b.iter(|| {
+            let c = cookies.mint(Instant::ZERO, black_box(5), &addr);
+            handshake::retry_packet(5, &c)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, connection, primitives, handshakes);
 criterion_main!(benches);

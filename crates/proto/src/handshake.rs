@@ -20,10 +20,22 @@
 //! Datagrams (first byte 0x48, 'H'; see `docs/wire.md`):
 //!
 //! ```text
-//! INIT      'H' | version | 1 | connection id (8 B) | pattern (1 B) | length (2 B) | Noise message 1 | zero padding to 1200 B
+//! INIT      'H' | version | 1 | connection id (8 B) | pattern (1 B) | length (2 B) | Noise message 1 | [cookie length (1 B) | cookie] | zero padding to 1200 B
 //! RESPONSE  'H' | version | 2 | connection id (8 B) | length (2 B) | Noise message 2
 //! REJECT    'H' | version | 3 | connection id (8 B) | reason (1 B)
+//! RETRY     'H' | version | 4 | connection id (8 B) | cookie length (1 B) | cookie
 //! ```
+//!
+//! **Address validation (RETRY).** A responder under a flood of INITs (fresh ephemeral keys,
+//! perhaps from forged source addresses) would spend a key exchange on each. Instead it can
+//! answer an INIT with RETRY, which costs it one HMAC and no state: the [`Cookies`] it mints
+//! bind the initiator's address, the connection id and a time slot. The initiator repeats
+//! its INIT (the same Noise message) with the cookie after the Noise message, in the padding
+//! (a zero byte there means "no cookie", so INITs without one are unchanged); only an
+//! initiator that receives at that address can do so. This is QUIC's Retry (RFC 9000 §8.1.2)
+//! and DTLS's HelloVerifyRequest (RFC 6347 §4.2.1) in Tributary's two-message handshake. RETRY
+//! is not authenticated, like REJECT: an initiator heeds it only for its own connection id,
+//! at most [`MAX_RETRIES`] times per handshake.
 //!
 //! INIT is padded to [`INIT_MIN_LEN`] bytes so that the responder, which may not send more
 //! than three times what it received from an unvalidated address (RFC 9000 §8.1), can always
@@ -32,6 +44,7 @@
 //! connection id, which an off-path attacker does not know.
 
 use crate::protect::SessionKeys;
+use crate::time::Instant;
 use crate::wire::VERSION;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
@@ -47,6 +60,10 @@ pub const KEY_LEN: usize = 32;
 pub const INIT_MIN_LEN: usize = 1200;
 /// Largest offer or answer carried by the handshake.
 pub const MAX_PAYLOAD: usize = 8192;
+/// Longest cookie a RETRY may carry.
+pub const MAX_COOKIE: usize = 64;
+/// RETRYs an initiator follows in one handshake (later ones are ignored).
+pub const MAX_RETRIES: u32 = 2;
 /// Bytes before the body of every handshake datagram.
 const FIXED: usize = 3 + 8;
 const NOISE_MAX: usize = 65_535;
@@ -147,6 +164,8 @@ pub enum RejectReason {
     Busy = 3,
     /// The connection id is already in use at the responder (draw another one).
     InUse = 4,
+    /// The responder is handling more handshakes than it allows per second (try later).
+    RateLimited = 5,
 }
 
 impl RejectReason {
@@ -156,6 +175,7 @@ impl RejectReason {
             2 => Some(RejectReason::Mode),
             3 => Some(RejectReason::Busy),
             4 => Some(RejectReason::InUse),
+            5 => Some(RejectReason::RateLimited),
             _ => None,
         }
     }
@@ -174,6 +194,9 @@ impl std::fmt::Display for RejectReason {
             }
             RejectReason::Busy => "the receiver has no room for another connection",
             RejectReason::InUse => "the connection id is in use at the receiver",
+            RejectReason::RateLimited => {
+                "the receiver is handling too many handshakes per second (try again later)"
+            }
         })
     }
 }
@@ -213,6 +236,10 @@ pub enum HandshakeError {
     /// The credentials are unusable (e.g. an initiator with no or several pinned keys).
     #[error("unusable credentials: {0}")]
     Credentials(&'static str),
+    /// The responder asked for address validation (RETRY): send [`Initiator::packet`] again,
+    /// now (it carries the cookie).
+    #[error("the receiver asked to validate this address (RETRY); repeat the INIT")]
+    Retry,
 }
 
 /// A parsed handshake datagram.
@@ -226,6 +253,8 @@ pub enum Message<'a> {
         pattern: u8,
         /// Noise message 1.
         noise: &'a [u8],
+        /// The cookie of a RETRY the initiator repeats, if any.
+        cookie: Option<&'a [u8]>,
     },
     /// RESPONSE: Noise message 2.
     Response {
@@ -241,6 +270,13 @@ pub enum Message<'a> {
         /// Why.
         reason: RejectReason,
     },
+    /// RETRY: repeat the INIT with this cookie.
+    Retry {
+        /// The connection id.
+        conn_id: u64,
+        /// The cookie (1 to [`MAX_COOKIE`] bytes).
+        cookie: &'a [u8],
+    },
 }
 
 impl Message<'_> {
@@ -249,7 +285,8 @@ impl Message<'_> {
         match *self {
             Message::Init { conn_id, .. }
             | Message::Response { conn_id, .. }
-            | Message::Reject { conn_id, .. } => conn_id,
+            | Message::Reject { conn_id, .. }
+            | Message::Retry { conn_id, .. } => conn_id,
         }
     }
 }
@@ -292,10 +329,19 @@ pub fn parse(d: &[u8]) -> Result<Message<'_>, HandshakeError> {
             let noise = rest
                 .get(2..2 + n)
                 .ok_or(HandshakeError::Malformed("truncated Noise message"))?;
+            let cookie = match rest.get(2 + n).copied().unwrap_or(0) {
+                0 => None,
+                c => Some(
+                    rest.get(3 + n..3 + n + usize::from(c))
+                        .filter(|c| c.len() <= MAX_COOKIE)
+                        .ok_or(HandshakeError::Malformed("truncated cookie"))?,
+                ),
+            };
             Ok(Message::Init {
                 conn_id,
                 pattern,
                 noise,
+                cookie,
             })
         }
         2 => {
@@ -314,6 +360,19 @@ pub fn parse(d: &[u8]) -> Result<Message<'_>, HandshakeError> {
                 RejectReason::from_u8(code).ok_or(HandshakeError::Malformed("unknown reason"))?;
             Ok(Message::Reject { conn_id, reason })
         }
+        4 => {
+            let (&n, rest) = body
+                .split_first()
+                .ok_or(HandshakeError::Malformed("truncated cookie length"))?;
+            let n = usize::from(n);
+            if n == 0 || n > MAX_COOKIE || rest.len() != n {
+                return Err(HandshakeError::Malformed("bad cookie length"));
+            }
+            Ok(Message::Retry {
+                conn_id,
+                cookie: rest,
+            })
+        }
         _ => Err(HandshakeError::Malformed("unknown handshake type")),
     }
 }
@@ -330,6 +389,81 @@ pub fn reject_packet(conn_id: u64, reason: RejectReason) -> Vec<u8> {
     let mut v = header(3, conn_id);
     v.push(reason as u8);
     v
+}
+
+/// A RETRY datagram carrying `cookie` (1 to [`MAX_COOKIE`] bytes; longer ones are cut).
+pub fn retry_packet(conn_id: u64, cookie: &[u8]) -> Vec<u8> {
+    let c = &cookie[..cookie.len().min(MAX_COOKIE)];
+    let mut v = header(4, conn_id);
+    v.push(c.len() as u8);
+    v.extend_from_slice(c);
+    v
+}
+
+/// Stateless address-validation cookies of a responder (see the module docs): 4 bytes of
+/// time slot and 16 bytes of HMAC-SHA256 over the slot, the connection id and the
+/// initiator's address, under a key drawn once per responder. A cookie is valid in the slot
+/// it was minted in and the next one ([`Cookies::SLOT_SECS`] each).
+pub struct Cookies {
+    key: ring::hmac::Key,
+}
+
+impl std::fmt::Debug for Cookies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cookies")
+    }
+}
+
+impl Cookies {
+    /// Length of a slot in seconds.
+    pub const SLOT_SECS: u64 = 10;
+    /// Bytes of a cookie.
+    pub const LEN: usize = 20;
+
+    /// Cookies under a key made from 32 bytes of OS randomness.
+    pub fn new(secret: [u8; 32]) -> Self {
+        Cookies {
+            key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
+        }
+    }
+
+    fn tag(&self, slot: u32, conn_id: u64, addr: &[u8]) -> ring::hmac::Tag {
+        let mut ctx = ring::hmac::Context::with_key(&self.key);
+        ctx.update(&slot.to_be_bytes());
+        ctx.update(&conn_id.to_be_bytes());
+        ctx.update(addr);
+        ctx.sign()
+    }
+
+    /// The cookie for an INIT of connection `conn_id` from `addr` (the address as bytes,
+    /// e.g. IP and port) at `now`.
+    pub fn mint(&self, now: Instant, conn_id: u64, addr: &[u8]) -> [u8; Self::LEN] {
+        let slot = (now.as_nanos() / 1_000_000_000 / Self::SLOT_SECS) as u32;
+        let mut c = [0u8; Self::LEN];
+        c[..4].copy_from_slice(&slot.to_be_bytes());
+        c[4..].copy_from_slice(&self.tag(slot, conn_id, addr).as_ref()[..16]);
+        c
+    }
+
+    /// True if `cookie` was minted by these cookies for `conn_id` and `addr`, in the slot of
+    /// `now` or the one before (constant-time comparison of the tag).
+    pub fn verify(&self, now: Instant, conn_id: u64, addr: &[u8], cookie: &[u8]) -> bool {
+        if cookie.len() != Self::LEN {
+            return false;
+        }
+        let slot = u32::from_be_bytes([cookie[0], cookie[1], cookie[2], cookie[3]]);
+        let current = (now.as_nanos() / 1_000_000_000 / Self::SLOT_SECS) as u32;
+        if slot != current && slot.wrapping_add(1) != current {
+            return false;
+        }
+        let tag = self.tag(slot, conn_id, addr);
+        // Every byte compared, whatever differs (no early exit for a forger to time).
+        let diff = tag.as_ref()[..16]
+            .iter()
+            .zip(&cookie[4..])
+            .fold(0u8, |d, (a, b)| d | (a ^ b));
+        std::hint::black_box(diff) == 0
+    }
 }
 
 /// Binds the handshake to the connection id and pattern (an attacker who changes either in
@@ -435,6 +569,10 @@ pub struct Initiator {
     creds: Credentials,
     offer: Vec<u8>,
     seed: [u8; 32],
+    /// Where the Noise message ends in `packet` (the cookie goes there).
+    noise_end: usize,
+    retries: u32,
+    cookie: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Initiator {
@@ -497,6 +635,7 @@ impl Initiator {
         packet.push(pattern as u8);
         packet.extend_from_slice(&(n as u16).to_be_bytes());
         packet.extend_from_slice(&msg[..n]);
+        let noise_end = packet.len();
         if packet.len() < INIT_MIN_LEN {
             packet.resize(INIT_MIN_LEN, 0);
         }
@@ -507,7 +646,26 @@ impl Initiator {
             creds: creds.clone(),
             offer: offer.to_vec(),
             seed,
+            noise_end,
+            retries: 0,
+            cookie: None,
         })
+    }
+
+    /// Puts `cookie` after the Noise message (in the padding, or beyond it).
+    fn set_cookie(&mut self, cookie: &[u8]) {
+        self.packet.truncate(self.noise_end);
+        self.packet.push(cookie.len() as u8);
+        self.packet.extend_from_slice(cookie);
+        if self.packet.len() < INIT_MIN_LEN {
+            self.packet.resize(INIT_MIN_LEN, 0);
+        }
+        self.cookie = Some(cookie.to_vec());
+    }
+
+    /// RETRYs followed so far.
+    pub fn retries(&self) -> u32 {
+        self.retries
     }
 
     /// The INIT datagram (send it again, unchanged, if no answer comes).
@@ -532,8 +690,12 @@ impl Initiator {
                     Err(e) => {
                         // Start again from the same seed: the same INIT, so the genuine
                         // RESPONSE still completes after a forged one.
-                        let fresh =
+                        let mut fresh =
                             Initiator::new(&self.creds, self.conn_id, &self.offer, self.seed)?;
+                        fresh.retries = self.retries;
+                        if let Some(c) = self.cookie.take() {
+                            fresh.set_cookie(&c);
+                        }
                         *self = fresh;
                         return Err(noise_err(e));
                     }
@@ -544,6 +706,13 @@ impl Initiator {
             }
             Message::Reject { conn_id, reason } if conn_id == self.conn_id => {
                 Err(HandshakeError::Rejected(reason))
+            }
+            Message::Retry { conn_id, cookie }
+                if conn_id == self.conn_id && self.retries < MAX_RETRIES =>
+            {
+                self.retries += 1;
+                self.set_cookie(cookie);
+                Err(HandshakeError::Retry)
             }
             _ => Err(HandshakeError::Unexpected),
         }
@@ -583,6 +752,7 @@ pub fn accept(
         conn_id,
         pattern,
         noise,
+        ..
     } = parse(datagram)?
     else {
         return Err(HandshakeError::Unexpected);
@@ -843,6 +1013,124 @@ mod tests {
         assert_eq!(
             encode_key(&[0; 32]),
             "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+        );
+    }
+
+    #[test]
+    fn cookies_bind_address_connection_and_time() {
+        let c = Cookies::new([5; 32]);
+        let t = Instant::from_nanos(123 * 1_000_000_000);
+        let addr = b"\x7f\0\0\x01\x1f\x90";
+        let k = c.mint(t, 42, addr);
+        assert!(c.verify(t, 42, addr, &k));
+        // Valid in its slot and the next one, not later.
+        let slot = Cookies::SLOT_SECS * 1_000_000_000;
+        assert!(c.verify(Instant::from_nanos(t.as_nanos() + slot), 42, addr, &k));
+        assert!(!c.verify(Instant::from_nanos(t.as_nanos() + 2 * slot), 42, addr, &k));
+        assert!(!c.verify(t, 43, addr, &k), "other connection id");
+        assert!(
+            !c.verify(t, 42, b"\x7f\0\0\x02\x1f\x90", &k),
+            "other address"
+        );
+        assert!(!Cookies::new([6; 32]).verify(t, 42, addr, &k), "other key");
+        for i in 0..k.len() {
+            let mut bad = k;
+            bad[i] ^= 1;
+            assert!(!c.verify(t, 42, addr, &bad), "byte {i} flipped");
+        }
+        assert!(!c.verify(t, 42, addr, &k[..19]));
+        assert!(!c.verify(t, 42, addr, &[]));
+    }
+
+    #[test]
+    fn retry_repeats_the_same_init_with_the_cookie() {
+        let psk = Credentials::Psk([9; 32]);
+        let mut i = Initiator::new(&psk, 7, b"offer", [1; 32]).unwrap();
+        let first = i.packet().to_vec();
+        assert!(matches!(
+            parse(&first),
+            Ok(Message::Init { cookie: None, .. })
+        ));
+        // Someone else's RETRY is not ours.
+        assert_eq!(
+            i.read(&retry_packet(8, b"xyz")).err(),
+            Some(HandshakeError::Unexpected)
+        );
+        assert_eq!(i.packet(), &first[..]);
+        assert_eq!(
+            i.read(&retry_packet(7, b"cookie-1")).err(),
+            Some(HandshakeError::Retry)
+        );
+        let second = i.packet().to_vec();
+        assert_eq!(second.len(), first.len(), "the cookie fits in the padding");
+        let (
+            Ok(Message::Init { noise: n1, .. }),
+            Ok(Message::Init {
+                noise: n2, cookie, ..
+            }),
+        ) = (parse(&first), parse(&second))
+        else {
+            panic!("not INITs");
+        };
+        assert_eq!(n1, n2, "the same Noise message");
+        assert_eq!(cookie, Some(&b"cookie-1"[..]));
+        // A second RETRY replaces the cookie; beyond MAX_RETRIES they are ignored.
+        assert_eq!(
+            i.read(&retry_packet(7, b"c2")).err(),
+            Some(HandshakeError::Retry)
+        );
+        assert_eq!(
+            i.read(&retry_packet(7, b"c3")).err(),
+            Some(HandshakeError::Unexpected)
+        );
+        assert_eq!(i.retries(), MAX_RETRIES);
+        let Ok(Message::Init { cookie, .. }) = parse(i.packet()) else {
+            panic!("not an INIT");
+        };
+        assert_eq!(cookie, Some(&b"c2"[..]));
+        // The responder still completes the handshake from the INIT with the cookie, and a
+        // forged RESPONSE in between keeps the cookie.
+        assert!(i
+            .read(
+                &header(2, 7)
+                    .into_iter()
+                    .chain([0, 1, 0])
+                    .collect::<Vec<_>>()
+            )
+            .is_err());
+        let Ok(Message::Init { cookie, .. }) = parse(i.packet()) else {
+            panic!("not an INIT");
+        };
+        assert_eq!(cookie, Some(&b"c2"[..]));
+        let a = accept(&psk, i.packet(), [2; 32]).unwrap();
+        let (_, resp) = a.respond(b"answer").unwrap();
+        assert_eq!(i.read(&resp).unwrap().answer, b"answer");
+    }
+
+    #[test]
+    fn malformed_retry_and_cookie_fields_are_refused() {
+        let mut r = retry_packet(1, b"ok");
+        r.push(0);
+        assert!(parse(&r).is_err(), "trailing byte");
+        let mut r = header(4, 1);
+        r.push(0);
+        assert!(parse(&r).is_err(), "empty cookie");
+        let mut r = header(4, 1);
+        r.push((MAX_COOKIE + 1) as u8);
+        r.extend(std::iter::repeat_n(1u8, MAX_COOKIE + 1));
+        assert!(parse(&r).is_err(), "cookie too long");
+        assert!(parse(&header(4, 1)).is_err(), "no length");
+        // An INIT whose cookie length runs past the datagram.
+        let i = Initiator::new(&Credentials::Psk([9; 32]), 7, b"", [1; 32]).unwrap();
+        let Ok(Message::Init { noise, .. }) = parse(i.packet()) else {
+            panic!("not an INIT");
+        };
+        let end = FIXED + 1 + 2 + noise.len();
+        let mut bad = i.packet()[..end].to_vec();
+        bad.extend_from_slice(&[10, 1, 2]);
+        assert_eq!(
+            parse(&bad),
+            Err(HandshakeError::Malformed("truncated cookie"))
         );
     }
 }
