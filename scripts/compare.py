@@ -22,8 +22,9 @@ MIXES = ['wifi-cell', 'cell-sat', 'mixed8', 'failure', 'surge', 'shared']
 # Controllers per kind of scheme: the one list to edit when a controller is added.
 SINGLE_PATH_CC = ['cubic', 'bbr']
 MULTIPATH_CC = ['lia', 'olia', 'bbr', 'bbr-coupled']
-# Schemes that need exactly one path: they run on the mix's first path.
-SINGLE_PATH = {'tcp'}
+# Schemes that need exactly one path (their factory's max_paths() is 1): they run on the
+# mix's first path. `tributary run --check` names a scheme missing here.
+SINGLE_PATH = {'tcp', 'tcp-ir'}
 # Applications, as sweep points of every mix (bulk: goodput; file: completion; video: frames
 # on time; web: page load).
 APPS = [
