@@ -164,7 +164,11 @@ def main():
                                ['--json', os.path.join(OUT, mix + '.json')], check=True,
                                stdout=subprocess.DEVNULL)
     if walls:
-        json.dump(walls, open(os.path.join(OUT, 'wall.json'), 'w'))
+        # Runs of some mixes keep the wall times of the others (one file for the report).
+        wall_file = os.path.join(OUT, 'wall.json')
+        known = json.load(open(wall_file)) if os.path.exists(wall_file) else {}
+        known.update(walls)
+        json.dump(known, open(wall_file, 'w'))
     report(mixes)
 
 
