@@ -2,6 +2,7 @@
 
 use crate::driver::{Refusal, UdpDriver};
 use crate::negotiate::{Content, Offer};
+use crate::transfer::Linger;
 use crate::NetError;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -57,7 +58,9 @@ pub enum ServerEvent<'a> {
 pub struct ServeOptions {
     /// A connection without progress for this long is dropped.
     pub idle_timeout: StdDuration,
-    /// After its stream ended, a connection is kept this long for the sender's CLOSE.
+    /// After its stream ended, a connection is kept this long for the sender's CLOSE (since the
+    /// sender's last datagram, and at least three retransmission timeouts: see
+    /// [`TransferOptions::linger`](crate::TransferOptions::linger)).
     pub linger: StdDuration,
     /// Stop after this many connections ended (`None`: run until `stop`).
     pub max_served: Option<u64>,
@@ -70,6 +73,7 @@ struct Active {
     accepted: StdInstant,
     progress: StdInstant,
     finished: Option<StdInstant>,
+    linger: Option<Linger>,
 }
 
 /// How often every connection is looked at for its timeouts (between, only those that
@@ -134,6 +138,7 @@ pub fn serve(
                     accepted: now,
                     progress: now,
                     finished: None,
+                    linger: None,
                 },
             );
         }
@@ -171,14 +176,23 @@ pub fn serve(
             let mut closed = None;
             while let Some(ev) = c.poll_event() {
                 match ev {
-                    Event::StreamFinished => a.finished = Some(StdInstant::now()),
+                    Event::StreamFinished => {
+                        let now = StdInstant::now();
+                        a.finished = Some(now);
+                        a.linger = Some(Linger::start(c, now));
+                    }
                     Event::Closed { code } => closed = Some(code),
                     _ => {}
                 }
             }
             if let Some(e) = err {
                 ended.push((id, Err(format!("writing the output: {e}"))));
-            } else if let Some(t) = a.finished {
+            } else if a.finished.is_some() {
+                let over = a.linger.as_mut().is_none_or(|l| {
+                    let now = StdInstant::now();
+                    l.update(c, now);
+                    l.remaining(opts.linger, now).is_zero()
+                });
                 if a.expected.is_some_and(|x| x != a.bytes) {
                     ended.push((
                         id,
@@ -188,7 +202,7 @@ pub fn serve(
                             a.expected.unwrap_or(0)
                         )),
                     ));
-                } else if closed.is_some() || t.elapsed() >= opts.linger {
+                } else if closed.is_some() || over {
                     ended.push((id, Ok(())));
                 }
             } else if let Some(code) = closed {

@@ -20,6 +20,66 @@ const CHUNK: usize = 256 << 10;
 /// CLOSE reason code sent by a sender whose data was all acknowledged.
 pub const CLOSE_DONE: u64 = 0;
 
+/// The receiver's wait for the sender's CLOSE once the stream ended. The sender closes only
+/// after the STREAM_END it sent was acknowledged; if the receiver's last ACKs are lost, the
+/// sender retransmits on its retransmission timer (backing off), and a receiver that has
+/// gone by then leaves it waiting until its idle timeout although the data arrived. So the
+/// wait restarts with every datagram the sender sends after the end, and lasts at least
+/// three of the connection's current retransmission timeouts (the largest of its paths'),
+/// whatever `linger` says.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Linger {
+    since: StdInstant,
+    seen: u64,
+    floor: StdDuration,
+}
+
+impl Linger {
+    /// Retransmission timeouts the wait lasts at least.
+    const RTOS: u32 = 3;
+
+    fn facts(c: &tributary_proto::Connection) -> (u64, StdDuration) {
+        let s = c.stats();
+        let rx = s.paths.iter().map(|p| p.packets_received).sum();
+        let rto = (0..s.paths.len())
+            .filter_map(|i| c.path(i))
+            .map(|v| v.rto)
+            .max()
+            .unwrap_or_default();
+        (
+            rx,
+            StdDuration::from_nanos(rto.as_nanos()).saturating_mul(Self::RTOS),
+        )
+    }
+
+    /// The wait starts at `now`, when the stream ended.
+    pub(crate) fn start(c: &tributary_proto::Connection, now: StdInstant) -> Self {
+        let (seen, floor) = Self::facts(c);
+        Linger {
+            since: now,
+            seen,
+            floor,
+        }
+    }
+
+    /// Notes what the connection received since: a datagram of the sender restarts it.
+    pub(crate) fn update(&mut self, c: &tributary_proto::Connection, now: StdInstant) {
+        let (rx, floor) = Self::facts(c);
+        if rx > self.seen {
+            self.seen = rx;
+            self.since = now;
+        }
+        self.floor = self.floor.max(floor);
+    }
+
+    /// How long it still lasts at `now` with the configured `linger` (zero: over).
+    pub(crate) fn remaining(&self, linger: StdDuration, now: StdInstant) -> StdDuration {
+        linger
+            .max(self.floor)
+            .saturating_sub(now.saturating_duration_since(self.since))
+    }
+}
+
 /// Limits of a transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransferOptions {
@@ -28,7 +88,8 @@ pub struct TransferOptions {
     pub idle_timeout: StdDuration,
     /// Receiver: after the stream finished, keep answering (re-acknowledging the sender's
     /// retransmissions, should the last ACKs be lost) until the sender's CLOSE arrives or
-    /// this long has passed.
+    /// this long has passed since the later of the end and the sender's last datagram, and
+    /// at least three of the connection's retransmission timeouts (see [`Linger`]).
     pub linger: StdDuration,
 }
 
@@ -508,11 +569,12 @@ pub fn receive_stream_observed(
 ) -> Result<TransferReport, NetError> {
     let mut first: Option<StdInstant> = None;
     let mut finished: Option<StdInstant> = None;
+    let mut linger: Option<Linger> = None;
     let mut bytes = 0u64;
     let mut progress = Progress::new(opts.idle_timeout, "waiting for data");
     loop {
-        let wait = match finished {
-            Some(t) => opts.linger.saturating_sub(t.elapsed()).min(TICK),
+        let wait = match &linger {
+            Some(l) => l.remaining(opts.linger, StdInstant::now()).min(TICK),
             None => TICK,
         };
         d.poll_io(wait)?;
@@ -551,18 +613,29 @@ pub fn receive_stream_observed(
         // Reading frees buffer space: send the window update it may have triggered.
         d.flush();
         let mut closed = None;
-        while let Some(ev) = conn(d)?.poll_event() {
+        let c = conn(d)?;
+        while let Some(ev) = c.poll_event() {
             match ev {
-                Event::StreamFinished => finished = Some(StdInstant::now()),
+                Event::StreamFinished => {
+                    let now = StdInstant::now();
+                    finished = Some(now);
+                    linger = Some(Linger::start(c, now));
+                }
                 Event::Closed { code } => closed = Some(code),
                 _ => {}
             }
         }
+        let over = match &mut linger {
+            Some(l) => {
+                let now = StdInstant::now();
+                l.update(c, now);
+                l.remaining(opts.linger, now).is_zero()
+            }
+            None => false,
+        };
         match (finished, closed) {
             (Some(t), Some(_)) => return finish(d, &mut dst, first, bytes, t),
-            (Some(t), None) if t.elapsed() >= opts.linger => {
-                return finish(d, &mut dst, first, bytes, t)
-            }
+            (Some(t), None) if over => return finish(d, &mut dst, first, bytes, t),
             (Some(_), None) => {}
             (None, Some(CLOSE_RESUME_MISMATCH)) => return Err(NetError::ResumeRefused),
             (None, Some(code)) => return Err(NetError::PeerClosed { code }),
@@ -586,4 +659,41 @@ fn finish(
         bytes,
         finished.duration_since(start),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tributary_proto::{Connection, ConnectionConfig, Instant};
+
+    /// The receiver's wait after the end: at least three retransmission timeouts, restarted
+    /// by every datagram of the sender (whose last ACK from us may have been lost), and over
+    /// once the sender has been quiet for that long.
+    #[test]
+    fn linger_restarts_on_the_senders_datagrams_and_lasts_three_timeouts() {
+        let mut a = Connection::new(ConnectionConfig::default(), 1).unwrap();
+        let mut b = Connection::new(ConnectionConfig::default(), 1).unwrap();
+        let t0 = StdInstant::now();
+        let l0 = Linger::start(&b, t0);
+        let rto = StdDuration::from_nanos(b.path(0).unwrap().rto.as_nanos());
+        assert!(rto > StdDuration::ZERO);
+        // A short configured linger is raised to three timeouts; a long one is kept.
+        let short = StdDuration::from_millis(1);
+        assert_eq!(l0.remaining(short, t0), rto * 3);
+        assert_eq!(l0.remaining(rto * 10, t0), rto * 10);
+        assert!(l0.remaining(short, t0 + rto * 3).is_zero());
+        // Nothing received: time passes, the wait runs out.
+        let mut l = l0;
+        l.update(&b, t0 + rto * 2);
+        assert_eq!(l.remaining(short, t0 + rto * 2), rto);
+        // A datagram of the sender at t0 + 2 RTO restarts it from there.
+        a.write(b"x");
+        let mut buf = vec![0u8; 2048];
+        let t = a.poll_transmit(Instant::ZERO, &mut buf).unwrap();
+        b.handle_datagram(Instant::ZERO, &buf[..t.len]).unwrap();
+        let later = t0 + rto * 2;
+        l.update(&b, later);
+        assert_eq!(l.remaining(short, later), rto * 3);
+        assert_eq!(l.remaining(short, later + rto * 2), rto);
+    }
 }

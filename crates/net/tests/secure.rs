@@ -509,6 +509,9 @@ fn concurrent(n: usize, size: usize, admission: tributary_net::Admission) {
         let o = tributary_net::ServeOptions {
             idle_timeout: Duration::from_secs(60),
             linger: Duration::from_millis(200),
+            // A transfer is counted once its sender closed or went quiet for the linger
+            // (crate `transfer::Linger`), so the server is still there for a sender whose
+            // last acknowledgement was lost.
             max_served: Some(n as u64),
         };
         let mut failures = Vec::new();
