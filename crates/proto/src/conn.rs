@@ -981,6 +981,9 @@ impl Connection {
     /// Applies what the receiving half asked for: recovery marks (validated) and immediate
     /// acknowledgements.
     fn apply_receiver_requests(&mut self) {
+        if self.recovered.is_empty() && self.ack_requests.is_empty() {
+            return;
+        }
         for (rp, pn) in std::mem::take(&mut self.recovered) {
             let ok = self
                 .paths
@@ -1430,26 +1433,24 @@ impl Connection {
 
     /// When `handle_timeout` must be called next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut t = self.persist;
-        let schemes = [
-            self.tx.poll_timeout(),
-            self.rx.poll_timeout(),
-            self.tx_msgs.next_deadline(),
-            self.head_deadline(),
-            self.pacing_wake,
-        ];
-        for p in &self.paths {
-            for d in [p.rto_deadline, p.ack_deadline, p.tlp_deadline]
-                .into_iter()
-                .flatten()
-            {
-                t = Some(t.map_or(d, |x| x.min(d)));
+        // Called after every input: no intermediate collections.
+        fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+            match (a, b) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, None) => x,
+                (None, y) => y,
             }
         }
-        for d in schemes.into_iter().flatten() {
-            t = Some(t.map_or(d, |x| x.min(d)));
+        let mut t = earliest(self.persist, self.pacing_wake);
+        for p in &self.paths {
+            t = earliest(t, p.rto_deadline);
+            t = earliest(t, p.ack_deadline);
+            t = earliest(t, p.tlp_deadline);
         }
-        t
+        t = earliest(t, self.tx.poll_timeout());
+        t = earliest(t, self.rx.poll_timeout());
+        t = earliest(t, self.tx_msgs.next_deadline());
+        earliest(t, self.head_deadline())
     }
 
     // ------------------------------------------------------------------ network output

@@ -1,26 +1,95 @@
 //! A set of non-overlapping half-open `u64` ranges.
 //!
 //! Used for received packet numbers (SACK state), received stream bytes (reassembly), the
-//! stream bytes sent once, and abandoned messages. Ranges live in a B-tree keyed by their
-//! start, so every operation costs O(log n) in the number of ranges (a hostile peer that
-//! fragments the set cannot make an insert quadratic), and the common case — extending the
-//! highest range — touches only the tree's last entry. [`RangeSet::insert_bounded`] refuses
-//! to grow the set beyond a given number of ranges (a bounded number of holes, as smoltcp's
-//! assembler).
+//! stream bytes sent once, and abandoned messages. Every range but the highest lives in a
+//! B-tree keyed by its start, so every operation costs O(log n) in the number of ranges (a
+//! hostile peer that fragments the set cannot make an insert quadratic). The highest range is
+//! kept outside the tree: the common case — extending it (in-order arrival), or trimming it
+//! from below when everything under it was consumed — touches no tree node, and a set that
+//! holds one range allocates nothing. [`RangeSet::insert_bounded`] refuses to grow the set
+//! beyond a given number of ranges (a bounded number of holes, as smoltcp's assembler).
 
+use std::collections::btree_map;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// Sorted, merged, non-adjacent half-open ranges.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RangeSet {
-    /// start → end.
+    /// start → end of every range below `last`.
     map: BTreeMap<u64, u64>,
+    /// The highest range (start, end); `None` only when the set is empty. Every range in
+    /// `map` ends before its start.
+    last: Option<(u64, u64)>,
 }
 
 /// An insert would exceed the set's bound on ranges; nothing was inserted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooFragmented;
+
+/// Iterator over a [`RangeSet`]'s ranges in ascending order.
+#[derive(Debug, Clone)]
+pub struct Iter<'a> {
+    below: btree_map::Iter<'a, u64, u64>,
+    last: Option<(u64, u64)>,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = Range<u64>;
+    fn next(&mut self) -> Option<Range<u64>> {
+        match self.below.next() {
+            Some((&s, &e)) => Some(s..e),
+            None => self.last.take().map(|(s, e)| s..e),
+        }
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.below.len() + usize::from(self.last.is_some());
+        (n, Some(n))
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Range<u64>> {
+        match self.last.take() {
+            Some((s, e)) => Some(s..e),
+            None => self.below.next_back().map(|(&s, &e)| s..e),
+        }
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+/// The general insert into a tree of ranges (merging with the range before `r.start` if it
+/// reaches it and with every range starting within `r` or right after it), refusing to create
+/// a new range when `map.len() + extra >= max_ranges`.
+fn insert_in_map(
+    map: &mut BTreeMap<u64, u64>,
+    r: Range<u64>,
+    max_ranges: usize,
+    extra: usize,
+) -> Result<u64, TooFragmented> {
+    let mut start = r.start;
+    let mut end = r.end;
+    let mut covered = 0;
+    if let Some((&s, &e)) = map.range(..r.start).next_back() {
+        if e >= r.start {
+            covered += e.min(r.end).saturating_sub(r.start);
+            start = s;
+            end = end.max(e);
+        }
+    }
+    let creates = start == r.start && map.range(r.start..=r.end).next().is_none();
+    if creates && map.len() + extra >= max_ranges {
+        return Err(TooFragmented);
+    }
+    while let Some((&s, &e)) = map.range(r.start..=r.end).next() {
+        covered += e.min(r.end).saturating_sub(s.max(r.start));
+        end = end.max(e);
+        map.remove(&s);
+    }
+    map.insert(start, end);
+    Ok((r.end - r.start) - covered)
+}
 
 impl RangeSet {
     /// An empty set.
@@ -30,12 +99,12 @@ impl RangeSet {
 
     /// Number of disjoint ranges.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.map.len() + usize::from(self.last.is_some())
     }
 
     /// True if the set holds nothing.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.last.is_none()
     }
 
     /// Adds `r`; returns how many values were not in the set before.
@@ -53,52 +122,38 @@ impl RangeSet {
         if r.start >= r.end {
             return Ok(0);
         }
-        // Fast path: at or beyond the start of the highest range.
-        if let Some(mut last) = self.map.last_entry() {
-            let (s, e) = (*last.key(), *last.get());
-            if r.start >= s && r.start <= e {
-                let added = r.end.saturating_sub(e);
-                if r.end > e {
-                    *last.get_mut() = r.end;
-                }
-                return Ok(added);
+        let Some((s, e)) = self.last else {
+            if max_ranges == 0 {
+                return Err(TooFragmented);
             }
-            if r.start > e {
-                if self.map.len() >= max_ranges {
-                    return Err(TooFragmented);
-                }
-                self.map.insert(r.start, r.end);
-                return Ok(r.end - r.start);
+            self.last = Some((r.start, r.end));
+            return Ok(r.end - r.start);
+        };
+        // Fast paths: at or beyond the start of the highest range.
+        if r.start >= s && r.start <= e {
+            let added = r.end.saturating_sub(e);
+            if r.end > e {
+                self.last = Some((s, r.end));
             }
+            return Ok(added);
         }
-        // General case: merge with the range before (if it reaches r.start) and every range
-        // starting within r (or right after it).
-        let mut start = r.start;
-        let mut end = r.end;
-        let mut covered = 0;
-        if let Some((&s, &e)) = self.map.range(..r.start).next_back() {
-            if e >= r.start {
-                covered += e.min(r.end).saturating_sub(r.start);
-                start = s;
-                end = end.max(e);
+        if r.start > e {
+            if self.len() >= max_ranges {
+                return Err(TooFragmented);
             }
+            self.map.insert(s, e);
+            self.last = Some((r.start, r.end));
+            return Ok(r.end - r.start);
         }
-        let merged: Vec<(u64, u64)> = self
-            .map
-            .range(r.start..=r.end)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        let creates = start == r.start && merged.is_empty();
-        if creates && self.map.len() >= max_ranges {
-            return Err(TooFragmented);
+        if r.end < s {
+            // Wholly below the highest range, not touching it.
+            return insert_in_map(&mut self.map, r, max_ranges, 1);
         }
-        for &(s, e) in &merged {
-            covered += e.min(r.end).saturating_sub(s.max(r.start));
-            end = end.max(e);
-            self.map.remove(&s);
-        }
-        self.map.insert(start, end);
-        Ok((r.end - r.start) - covered)
+        // Below its start and reaching it: the merged range becomes the highest.
+        self.map.insert(s, e);
+        let added = insert_in_map(&mut self.map, r, max_ranges, 0);
+        self.last = self.map.pop_last();
+        added
     }
 
     /// True if `v` is in the set.
@@ -117,41 +172,56 @@ impl RangeSet {
 
     /// The range that contains `v`, if any.
     pub fn range_containing(&self, v: u64) -> Option<Range<u64>> {
+        let (ls, le) = self.last?;
+        if v >= ls {
+            return (v < le).then_some(ls..le);
+        }
         let (&s, &e) = self.map.range(..=v).next_back()?;
         (v < e).then_some(s..e)
     }
 
     /// The start of the first range beginning after `v`, if any.
     pub fn next_start_after(&self, v: u64) -> Option<u64> {
+        let (ls, _) = self.last?;
+        if ls <= v {
+            return None;
+        }
         self.map
             .range((std::ops::Bound::Excluded(v), std::ops::Bound::Unbounded))
             .next()
             .map(|(&s, _)| s)
+            .or(Some(ls))
     }
 
     /// The smallest value, if any.
     pub fn min(&self) -> Option<u64> {
-        self.map.keys().next().copied()
+        self.first().map(|r| r.start)
     }
 
     /// One past the largest value, if any.
     pub fn max_end(&self) -> Option<u64> {
-        self.map.values().next_back().copied()
+        self.last.map(|(_, e)| e)
     }
 
     /// The lowest range.
     pub fn first(&self) -> Option<Range<u64>> {
-        self.map.first_key_value().map(|(&s, &e)| s..e)
+        match self.map.first_key_value() {
+            Some((&s, &e)) => Some(s..e),
+            None => self.last.map(|(s, e)| s..e),
+        }
     }
 
     /// The highest range.
     pub fn last(&self) -> Option<Range<u64>> {
-        self.map.last_key_value().map(|(&s, &e)| s..e)
+        self.last.map(|(s, e)| s..e)
     }
 
     /// Drops the lowest range (used to bound SACK state).
     pub fn pop_first(&mut self) -> Option<Range<u64>> {
-        self.map.pop_first().map(|(s, e)| s..e)
+        match self.map.pop_first() {
+            Some((s, e)) => Some(s..e),
+            None => self.last.take().map(|(s, e)| s..e),
+        }
     }
 
     /// Removes every value below `v`.
@@ -165,7 +235,14 @@ impl RangeSet {
                     first.remove();
                     self.map.insert(v, e);
                 }
-                break;
+                return;
+            }
+        }
+        if let Some((s, e)) = self.last {
+            if e <= v {
+                self.last = None;
+            } else if s < v {
+                self.last = Some((v, e));
             }
         }
     }
@@ -178,14 +255,20 @@ impl RangeSet {
             if *first.get() <= v {
                 first.remove();
             } else {
-                break;
+                return;
             }
+        }
+        if self.last.is_some_and(|(_, e)| e <= v) {
+            self.last = None;
         }
     }
 
     /// Ranges in ascending order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Range<u64>> + ExactSizeIterator + '_ {
-        self.map.iter().map(|(&s, &e)| s..e)
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            below: self.map.iter(),
+            last: self.last,
+        }
     }
 }
 
@@ -249,7 +332,90 @@ mod tests {
         assert!(s.contains(0) && !s.contains(1));
     }
 
+    /// A plain model: a sorted vector of merged, non-adjacent ranges, rebuilt naively.
+    #[derive(Default, Clone)]
+    struct Model(Vec<(u64, u64)>);
+
+    impl Model {
+        fn insert_bounded(&mut self, r: Range<u64>, max: usize) -> Result<u64, TooFragmented> {
+            if r.start >= r.end {
+                return Ok(0);
+            }
+            let touching = self
+                .0
+                .iter()
+                .filter(|&&(s, e)| e >= r.start && s <= r.end)
+                .count();
+            if touching == 0 && self.0.len() >= max {
+                return Err(TooFragmented);
+            }
+            let before: u64 = self.0.iter().map(|(s, e)| e - s).sum();
+            let (mut s0, mut e0) = (r.start, r.end);
+            self.0.retain(|&(s, e)| {
+                if e >= r.start && s <= r.end {
+                    s0 = s0.min(s);
+                    e0 = e0.max(e);
+                    false
+                } else {
+                    true
+                }
+            });
+            self.0.push((s0, e0));
+            self.0.sort();
+            let after: u64 = self.0.iter().map(|(s, e)| e - s).sum();
+            Ok(after - before)
+        }
+    }
+
     proptest! {
+        /// Every operation agrees with the plain model, including the bound on ranges and
+        /// the operations that touch the highest range (kept outside the tree).
+        #[test]
+        fn matches_a_plain_model(
+            ops in proptest::collection::vec((0u8..6, 0u64..300, 0u64..40), 0..120),
+            max in 1usize..8,
+        ) {
+            let mut s = RangeSet::new();
+            let mut m = Model::default();
+            for (op, a, l) in ops {
+                match op {
+                    0 | 1 | 2 => prop_assert_eq!(s.insert_bounded(a..a + l, max), m.insert_bounded(a..a + l, max)),
+                    3 => {
+                        s.remove_below(a);
+                        m.0.retain(|&(_, e)| e > a);
+                        for r in &mut m.0 { r.0 = r.0.max(a); }
+                    }
+                    4 => {
+                        s.remove_ranges_below(a);
+                        m.0.retain(|&(_, e)| e > a);
+                    }
+                    _ => {
+                        let want = (!m.0.is_empty()).then(|| m.0.remove(0)).map(|(s, e)| s..e);
+                        prop_assert_eq!(s.pop_first(), want);
+                    }
+                }
+                let want: Vec<Range<u64>> = m.0.iter().map(|&(s, e)| s..e).collect();
+                prop_assert_eq!(s.iter().collect::<Vec<_>>(), want.clone());
+                prop_assert_eq!(s.iter().rev().collect::<Vec<_>>(), want.iter().rev().cloned().collect::<Vec<_>>());
+                prop_assert_eq!(s.iter().len(), want.len());
+                prop_assert_eq!(s.len(), want.len());
+                prop_assert_eq!(s.is_empty(), want.is_empty());
+                prop_assert_eq!(s.first(), want.first().cloned());
+                prop_assert_eq!(s.last(), want.last().cloned());
+                prop_assert_eq!(s.min(), want.first().map(|r| r.start));
+                prop_assert_eq!(s.max_end(), want.last().map(|r| r.end));
+                for v in [a, a + l, a.saturating_sub(1), 0, 150, 340] {
+                    let cont = want.iter().find(|r| r.contains(&v)).cloned();
+                    prop_assert_eq!(s.range_containing(v), cont);
+                    let next = want.iter().map(|r| r.start).find(|&st| st > v);
+                    prop_assert_eq!(s.next_start_after(v), next);
+                    let span = v..v + l;
+                    let covered = span.is_empty() || want.iter().any(|r| r.start <= span.start && span.end <= r.end);
+                    prop_assert_eq!(s.contains_range(span), covered);
+                }
+            }
+        }
+
         #[test]
         fn matches_a_bitmap(ops in proptest::collection::vec((0u64..200, 0u64..30), 0..60)) {
             let mut s = RangeSet::new();

@@ -232,6 +232,15 @@ impl BlockClock {
         if last < first {
             return;
         }
+        // Common case: one block, already marked (packets are much smaller than blocks).
+        if first == last
+            && self
+                .times
+                .get(first - self.base)
+                .is_some_and(|t| t.is_some())
+        {
+            return;
+        }
         if self.base + self.times.len() <= last {
             self.times.resize(last + 1 - self.base, None);
         }
