@@ -281,7 +281,8 @@ pub trait SchemeSender: Send + std::fmt::Debug {
 
     /// `path` has window space: write frames into `pkt` and return a tag, or `None` if there
     /// is nothing to send on this path now (the engine then offers another path). The
-    /// packet's number is `pkt.header().pn`.
+    /// packet's number is `pkt.header().pn`. Not called before the application wrote its
+    /// first byte (there is nothing to send or code).
     fn poll_packet(
         &mut self,
         ctx: &mut SendCtx<'_>,
