@@ -550,7 +550,7 @@ mod tests {
             let mut m = Model::default();
             for (op, a, l) in ops {
                 match op {
-                    0 | 1 | 2 => prop_assert_eq!(s.insert_bounded(a..a + l, max), m.insert_bounded(a..a + l, max)),
+                    0..=2 => prop_assert_eq!(s.insert_bounded(a..a + l, max), m.insert_bounded(a..a + l, max)),
                     3 => {
                         s.remove_below(a);
                         m.0.retain(|&(_, e)| e > a);
