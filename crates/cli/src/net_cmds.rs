@@ -16,12 +16,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use tributary_net::keys;
+use tributary_net::qlog::QlogDir;
 use tributary_net::{
     Admission, Content, Limits, Listener, Resume, RetryPolicy, ServeOptions, ServerEvent, Service,
     Sink, SocketOptions, TransferOptions, TransferProgress, UdpDriver,
 };
 use tributary_proto::cc::{CcConfig, Controllers};
 use tributary_proto::handshake::Credentials;
+use tributary_proto::qlog::VantagePoint;
 use tributary_proto::sched::{SchedulerConfig, Schedulers};
 use tributary_proto::scheme::{SchemeConfig, Schemes};
 use tributary_proto::ConnectionConfig;
@@ -92,6 +94,11 @@ pub struct ConnArgs {
     /// cookie (0: unlimited).
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub handshake_rate_per_address: u32,
+    /// Write a qlog trace (JSON-SEQ, loadable in qvis) of each connection into this existing
+    /// directory, as `sender-<id>.sqlog` or `receiver-<id>.sqlog` (`perf`: `client-`,
+    /// `server-`; `-2`, `-3`, … when the name is taken: no file is overwritten).
+    #[arg(long, value_name = "DIR")]
+    pub qlog: Option<PathBuf>,
 }
 
 impl ConnArgs {
@@ -139,6 +146,20 @@ impl ConnArgs {
         }
     }
 
+    /// The qlog directory of `--qlog`, checked (it must exist and be writable).
+    /// `role` names the files; `sender` and `client` are qlog's client vantage point.
+    pub(crate) fn qlog_dir(&self, role: &'static str) -> anyhow::Result<Option<QlogDir>> {
+        let Some(dir) = &self.qlog else {
+            return Ok(None);
+        };
+        let vantage = if role == "sender" || role == "client" {
+            VantagePoint::Client
+        } else {
+            VantagePoint::Server
+        };
+        Ok(Some(QlogDir::new(dir, role, vantage)?))
+    }
+
     pub(crate) fn timeout(&self) -> Duration {
         Duration::from_secs_f64(self.timeout)
     }
@@ -176,6 +197,32 @@ impl ConnArgs {
             ),
         }
     }
+}
+
+/// Traces `d`'s connections into `q` (if given); an error if the trace of a connection that
+/// already exists (a sender's, an unprotected receiver's) cannot be created.
+pub(crate) fn start_qlog(d: &mut UdpDriver, q: &Option<QlogDir>) -> anyhow::Result<()> {
+    if let Some(q) = q {
+        d.set_tracer_factory(q.factory());
+        if let Some(e) = q.errors().first() {
+            bail!("{e}");
+        }
+    }
+    Ok(())
+}
+
+/// After the driver (and so every tracer) was dropped: names the trace files written and
+/// fails on a trace that could not be created or written completely.
+pub(crate) fn finish_qlog(q: Option<QlogDir>) -> anyhow::Result<()> {
+    let Some(q) = q else { return Ok(()) };
+    for f in q.files() {
+        eprintln!("qlog trace: {}", f.display());
+    }
+    let errors = q.errors();
+    if !errors.is_empty() {
+        bail!("qlog: {}", errors.join("; "));
+    }
+    Ok(())
 }
 
 /// Arguments of `tributary send`.
@@ -270,6 +317,7 @@ pub fn send(a: SendArgs) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     let creds = a.conn.credentials(peers, "--peer-key")?;
+    let qlog = a.conn.qlog_dir("sender")?;
     let file = File::open(&a.file).with_context(|| format!("cannot open {}", a.file.display()))?;
     let size = file
         .metadata()
@@ -293,6 +341,7 @@ pub fn send(a: SendArgs) -> anyhow::Result<()> {
             )?
         }
     };
+    start_qlog(&mut d, &qlog)?;
     let opts = TransferOptions {
         idle_timeout: a.conn.timeout(),
         ..TransferOptions::default()
@@ -301,9 +350,10 @@ pub fn send(a: SendArgs) -> anyhow::Result<()> {
     let bar = progress_bar(a.conn.quiet, size);
     let r = tributary_net::send_stream_observed(&mut d, src, &opts, &mut |p| bar.show(p));
     bar.done();
+    drop(d);
     let r = r?;
     println!("{r}");
-    Ok(())
+    finish_qlog(qlog)
 }
 
 /// A progress line on standard error, if it is a terminal and not `--quiet`.
@@ -361,11 +411,14 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     let creds = a.conn.credentials(peers, "--peers")?;
+    let qlog = a.conn.qlog_dir("receiver")?;
     if let Some(dir) = &a.out_dir {
         let Some(creds) = creds else {
             bail!("--out-dir serves protected connections only (give credentials, not --insecure)");
         };
-        return serve(&a, dir, creds);
+        let r = serve(&a, dir, creds, &qlog);
+        let q = finish_qlog(qlog);
+        return r.and(q);
     }
     let out = a.out.clone().unwrap_or_default();
     let opts = TransferOptions {
@@ -403,7 +456,7 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<()> {
         )
         .map_err(Into::into),
     };
-    let mut d = match d {
+    let mut d = match d.and_then(|mut d| start_qlog(&mut d, &qlog).map(|()| d)) {
         Ok(d) => d,
         Err(e) => {
             sink.finish(false)?;
@@ -435,11 +488,12 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<()> {
         }) => *size,
         _ => None,
     });
+    drop(d);
     match res {
         Ok(r) if expected.is_none_or(|e| e == prior + r.bytes) => {
             sink.finish(true)?;
             println!("{r}");
-            Ok(())
+            finish_qlog(qlog)
         }
         Ok(r) => {
             sink.finish(false)?;
@@ -463,7 +517,12 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<()> {
     }
 }
 
-fn serve(a: &RecvArgs, dir: &Path, creds: Credentials) -> anyhow::Result<()> {
+fn serve(
+    a: &RecvArgs,
+    dir: &Path,
+    creds: Credentials,
+    qlog: &Option<QlogDir>,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut d = UdpDriver::listen_secure(
         &a.listen,
@@ -476,6 +535,7 @@ fn serve(a: &RecvArgs, dir: &Path, creds: Credentials) -> anyhow::Result<()> {
             service: Service::Files { resume: None },
         },
     )?;
+    start_qlog(&mut d, qlog)?;
     let addrs: Vec<String> = d.local_addrs().iter().map(|s| s.to_string()).collect();
     eprintln!(
         "listening on {} (serving into {})",

@@ -1,7 +1,7 @@
 //! `tributary perf`: memory-to-memory throughput tests with iperf3's habits (`-s` server,
 //! `-t` duration, `-i` interval, `-R` reverse, `-J` JSON), per path. See `docs/udp.md`.
 
-use crate::net_cmds::{parse_addr, parse_path, parse_secs, ConnArgs};
+use crate::net_cmds::{finish_qlog, parse_addr, parse_path, parse_secs, start_qlog, ConnArgs};
 use anyhow::bail;
 use clap::Args;
 use std::net::SocketAddr;
@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use tributary_net::keys;
 use tributary_net::perf::{Interval, PathSample, Side};
+use tributary_net::qlog::QlogDir;
 use tributary_net::{
     Content, Listener, PerfOptions, PerfReport, ServerEvent, Service, TransferOptions, UdpDriver,
 };
@@ -77,6 +78,7 @@ fn client(a: &PerfArgs) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     let creds = a.conn.credentials(peers, "--peer-key")?;
+    let qlog = a.conn.qlog_dir("client")?;
     let duration = Duration::from_secs_f64(a.time);
     let mut d = match &creds {
         None => UdpDriver::connect(cfg, &a.paths, a.conn.sockets())?,
@@ -91,6 +93,7 @@ fn client(a: &PerfArgs) -> anyhow::Result<()> {
             },
         )?,
     };
+    start_qlog(&mut d, &qlog)?;
     let opts = PerfOptions {
         duration,
         interval: Duration::from_secs_f64(a.interval),
@@ -120,13 +123,15 @@ fn client(a: &PerfArgs) -> anyhow::Result<()> {
         if !json {
             print_interval(i);
         }
-    })?;
+    });
+    drop(d);
+    let r = r?;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         print_summary(&r);
     }
-    Ok(())
+    finish_qlog(qlog)
 }
 
 fn header() -> String {
@@ -203,9 +208,10 @@ fn server(a: &PerfArgs) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     let creds = a.conn.credentials(peers, "--peers")?;
+    let qlog = a.conn.qlog_dir("server")?;
     let interval = Duration::from_secs_f64(a.interval);
     let Some(creds) = creds else {
-        return insecure_server(a);
+        return insecure_server(a, &qlog);
     };
     let mut d = UdpDriver::listen_secure(
         &a.listen,
@@ -220,10 +226,11 @@ fn server(a: &PerfArgs) -> anyhow::Result<()> {
             },
         },
     )?;
+    start_qlog(&mut d, &qlog)?;
     let addrs: Vec<String> = d.local_addrs().iter().map(|s| s.to_string()).collect();
     eprintln!("perf server listening on {}", addrs.join(", "));
     let stop = AtomicBool::new(false);
-    tributary_net::perf_serve(
+    let r = tributary_net::perf_serve(
         &mut d,
         a.conn.timeout(),
         interval,
@@ -264,19 +271,22 @@ fn server(a: &PerfArgs) -> anyhow::Result<()> {
                 done.side.mbps
             );
         },
-    )?;
-    Ok(())
+    );
+    drop(d);
+    r?;
+    finish_qlog(qlog)
 }
 
 /// `--insecure`: no handshake, so no request: forward tests only, one at a time, both ends
 /// configured alike.
-fn insecure_server(a: &PerfArgs) -> anyhow::Result<()> {
+fn insecure_server(a: &PerfArgs, qlog: &Option<QlogDir>) -> anyhow::Result<()> {
     let opts = TransferOptions {
         idle_timeout: a.conn.timeout(),
         linger: Duration::from_secs(2),
     };
     loop {
         let mut d = UdpDriver::listen(a.conn.config(0)?, &a.listen, a.conn.sockets())?;
+        start_qlog(&mut d, qlog)?;
         let addrs: Vec<String> = d.local_addrs().iter().map(|s| s.to_string()).collect();
         eprintln!(
             "perf server listening on {} (insecure: forward tests only)",
@@ -289,12 +299,13 @@ fn insecure_server(a: &PerfArgs) -> anyhow::Result<()> {
                 r => break r,
             }
         };
+        drop(d);
         match r {
             Ok(r) => eprintln!("done, {r}"),
             Err(e) => eprintln!("failed: {e}"),
         }
         if a.one_off {
-            return Ok(());
+            return finish_qlog(qlog.clone());
         }
     }
 }

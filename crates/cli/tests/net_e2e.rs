@@ -856,3 +856,95 @@ fn perf_errors_are_clear() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// The JSON-SEQ records of a qlog file (each: 0x1E, one JSON text, a line feed).
+fn qlog_records(p: &std::path::Path) -> Vec<serde_json::Value> {
+    let t = fs::read_to_string(p).unwrap();
+    assert!(t.starts_with('\u{1e}'), "{}: not JSON-SEQ", p.display());
+    t.split('\u{1e}')
+        .skip(1)
+        .map(|r| serde_json::from_str(r).unwrap_or_else(|e| panic!("{r:?}: {e}")))
+        .collect()
+}
+
+#[test]
+fn qlog_traces_of_send_and_recv() {
+    let psk = keygen("qlog.psk", true);
+    let dir = tmp("qlog-dir");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    let data = payload(1 << 20, 5);
+    let input = tmp("qlog-in.bin");
+    let output = tmp("qlog-out.bin");
+    let _ = fs::remove_file(&output);
+    fs::write(&input, &data).unwrap();
+    let d = dir.to_str().unwrap();
+    let common = ["--psk", psk.to_str().unwrap(), "--qlog", d];
+    let (receiver, addrs, rlog) = start_receiver_logged(1, &output, &common);
+    let p0 = format!("127.0.0.1:0={}", addrs[0]);
+    let mut args = vec![
+        "send",
+        input.to_str().unwrap(),
+        "--path",
+        &p0,
+        "--timeout",
+        "20",
+    ];
+    args.extend(common);
+    let sent = run(&args);
+    let recvd = wait(receiver);
+    let rlog = rlog.join().unwrap();
+    assert!(sent.status.success(), "send failed: {}", text(&sent.stderr));
+    assert!(recvd.status.success(), "recv failed: {rlog}");
+    assert!(fs::read(&output).unwrap() == data);
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names[0].starts_with("receiver-") && names[1].starts_with("sender-"));
+    // Same connection id at both ends; each command named its file.
+    assert_eq!(names[0]["receiver-".len()..], names[1]["sender-".len()..]);
+    assert!(
+        text(&sent.stderr).contains(&names[1]),
+        "{}",
+        text(&sent.stderr)
+    );
+    assert!(rlog.contains(&names[0]), "{rlog}");
+    for (name, vantage, ev) in [
+        (&names[0], "server", "transport:packet_received"),
+        (&names[1], "client", "transport:packet_sent"),
+    ] {
+        let recs = qlog_records(&dir.join(name));
+        assert_eq!(recs[0]["trace"]["vantage_point"]["type"], vantage);
+        let data_frames = recs
+            .iter()
+            .filter(|r| r["name"] == ev)
+            .filter(|r| r["data"]["frames"].to_string().contains("stream"))
+            .count();
+        // At least one packet per 1400-byte segment of the file carried data.
+        assert!(
+            data_frames >= (1 << 20) / 1400,
+            "{name}: {data_frames} data packets"
+        );
+    }
+    // A missing directory is a clear error before anything is sent (no receiver runs now).
+    let missing = dir.join("nope");
+    let o = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--path",
+        &p0,
+        "--psk",
+        psk.to_str().unwrap(),
+        "--qlog",
+        missing.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(e.contains("qlog directory") && e.contains("nope"), "{e}");
+    let _ = fs::remove_dir_all(&dir);
+    let _ = fs::remove_file(input);
+    let _ = fs::remove_file(output);
+}

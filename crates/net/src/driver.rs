@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 use tributary_proto::handshake::{self, Credentials, Initiator, RejectReason};
+use tributary_proto::trace::Tracer;
 use tributary_proto::{Connection, ConnectionConfig, Instant};
 
 /// How often an idle receiver thread looks at the stop flag (bounds the time `drop` takes).
@@ -188,7 +189,12 @@ pub struct UdpDriver {
     /// Use UDP GSO (cleared if the kernel refuses it).
     gso: bool,
     stats: DriverStats,
+    /// Gives each new connection a tracer ([`UdpDriver::set_tracer_factory`]).
+    tracers: Option<TracerFactory>,
 }
+
+/// Makes a tracer for the connection with the given id (or none).
+type TracerFactory = Box<dyn FnMut(u64) -> Option<Box<dyn Tracer>> + Send>;
 
 impl std::fmt::Debug for UdpDriver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -282,8 +288,13 @@ impl UdpDriver {
             .collect()
     }
 
-    fn insert(&mut self, s: Session) {
+    fn insert(&mut self, mut s: Session) {
         let id = s.id();
+        if let Some(f) = &mut self.tracers {
+            if let Some(t) = f(id) {
+                s.connection_mut().set_tracer(t);
+            }
+        }
         self.primary.get_or_insert(id);
         self.sessions.insert(id, s);
         self.arm(id);
@@ -420,6 +431,7 @@ impl UdpDriver {
             buf: vec![0; gso::MAX_BYTES.max(MAX_UDP) + MAX_UDP],
             gso,
             stats: DriverStats::default(),
+            tracers: None,
         })
     }
 
@@ -455,6 +467,24 @@ impl UdpDriver {
     /// Connection `id`, mutable.
     pub fn session_by_id_mut(&mut self, id: u64) -> Option<&mut Session> {
         self.sessions.get_mut(&id)
+    }
+
+    /// Traces connections: `f(connection id)` is called now for each connection that exists
+    /// (a sender's, an unprotected receiver's) and later for each one accepted; the tracer it
+    /// returns, if any, receives that connection's events (see
+    /// [`crate::qlog::QlogDir::factory`] for qlog files). Tracing costs nothing when unset.
+    pub fn set_tracer_factory(
+        &mut self,
+        mut f: impl FnMut(u64) -> Option<Box<dyn Tracer>> + Send + 'static,
+    ) {
+        let mut ids: Vec<u64> = self.sessions.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            if let (Some(t), Some(s)) = (f(id), self.sessions.get_mut(&id)) {
+                s.connection_mut().set_tracer(t);
+            }
+        }
+        self.tracers = Some(Box::new(f));
     }
 
     /// The first connection's core, if any yet.

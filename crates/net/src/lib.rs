@@ -29,6 +29,7 @@ mod driver;
 pub mod keys;
 pub mod negotiate;
 pub mod perf;
+pub mod qlog;
 pub mod server;
 pub mod session;
 mod transfer;

@@ -981,6 +981,9 @@ impl Connection {
     /// Applies what the receiving half asked for: recovery marks (validated) and immediate
     /// acknowledgements.
     fn apply_receiver_requests(&mut self) {
+        if self.recovered.is_empty() && self.ack_requests.is_empty() {
+            return;
+        }
         for (rp, pn) in std::mem::take(&mut self.recovered) {
             let ok = self
                 .paths
@@ -1194,6 +1197,7 @@ impl Connection {
             None
         };
         let mut congestion = false;
+        let mut any_lost = false;
         path.trim_front();
         let mut pn = path.loss_scan.max(path.sent_base);
         while let Some(&sp) = path.sent.get((pn - path.sent_base) as usize) {
@@ -1212,6 +1216,7 @@ impl Connection {
                 continue;
             };
             let pn = pn - 1;
+            any_lost = true;
             path.stats.packets_lost += 1;
             path.bytes_lost += u64::from(sp.size);
             path.loss.on_lost();
@@ -1236,7 +1241,10 @@ impl Connection {
         }
         path.loss_scan = pn;
         path.trim_front();
-        self.sync_view(p);
+        // The view was current on entry (trimming settled packets changes nothing in it).
+        if any_lost {
+            self.sync_view(p);
+        }
         if congestion {
             let path = &mut self.paths[p];
             path.recovery_start = Some(now);
@@ -1334,6 +1342,9 @@ impl Connection {
     }
 
     fn apply_actions(&mut self, now: Instant) {
+        if self.actions.is_empty() {
+            return;
+        }
         for a in std::mem::take(&mut self.actions) {
             match a {
                 // A penalisation is a congestion event of that path: through its controller
@@ -1430,26 +1441,24 @@ impl Connection {
 
     /// When `handle_timeout` must be called next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut t = self.persist;
-        let schemes = [
-            self.tx.poll_timeout(),
-            self.rx.poll_timeout(),
-            self.tx_msgs.next_deadline(),
-            self.head_deadline(),
-            self.pacing_wake,
-        ];
-        for p in &self.paths {
-            for d in [p.rto_deadline, p.ack_deadline, p.tlp_deadline]
-                .into_iter()
-                .flatten()
-            {
-                t = Some(t.map_or(d, |x| x.min(d)));
+        // Called after every input: no intermediate collections.
+        fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+            match (a, b) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, None) => x,
+                (None, y) => y,
             }
         }
-        for d in schemes.into_iter().flatten() {
-            t = Some(t.map_or(d, |x| x.min(d)));
+        let mut t = earliest(self.persist, self.pacing_wake);
+        for p in &self.paths {
+            t = earliest(t, p.rto_deadline);
+            t = earliest(t, p.ack_deadline);
+            t = earliest(t, p.tlp_deadline);
         }
-        t
+        t = earliest(t, self.tx.poll_timeout());
+        t = earliest(t, self.rx.poll_timeout());
+        t = earliest(t, self.tx_msgs.next_deadline());
+        earliest(t, self.head_deadline())
     }
 
     // ------------------------------------------------------------------ network output
@@ -1640,8 +1649,21 @@ impl Connection {
             );
             self.sched.hold_back(&ctx, &mut cands);
         }
+        // An end whose application never wrote (a pure receiver) has nothing a scheme could
+        // send or code and no engine frame waiting: its paths are application-limited, as a
+        // scheme asked would answer, without building a packet. (As for a packet built and
+        // dropped, a pending ACK_FLOOR is given up.)
+        let idle = self.send_buf.end() == 0
+            && self.stream_end != StreamEnd::Pending
+            && self.ctrl_pending.is_empty();
         let mut result = None;
         for &p in &cands {
+            if idle {
+                let path = &mut self.paths[p];
+                path.floor_due = false;
+                path.rate.mark_app_limited(path.bytes_in_flight);
+                continue;
+            }
             let pn = self.paths[p].next_pn;
             let hdr = self.header(p, pn);
             let Ok(mut w) = PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer)

@@ -150,6 +150,9 @@ impl TxMessages {
 
     /// The earliest deadline of a message that would be abandoned at it.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        if self.msgs.is_empty() {
+            return None;
+        }
         self.msgs
             .iter()
             .filter(|m| m.opts.abandon_late && !m.abandoned)

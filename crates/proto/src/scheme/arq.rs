@@ -277,6 +277,14 @@ impl ArqSender {
     }
 
     fn seg_index(&self, offset: u64) -> Option<usize> {
+        // Acknowledgements usually name segments already released by the cumulative
+        // acknowledgement (below the first held) or the first one.
+        match self.segs.front() {
+            None => return None,
+            Some(s) if offset < s.offset => return None,
+            Some(s) if offset == s.offset => return Some(0),
+            _ => {}
+        }
         let i = self.segs.partition_point(|s| s.offset < offset);
         (i < self.segs.len() && self.segs[i].offset == offset).then_some(i)
     }
@@ -349,11 +357,15 @@ impl ArqSender {
         None
     }
 
+    #[inline]
     fn serve_queue(
         queue: &mut VecDeque<(u64, u32)>,
         ctx: &mut SendCtx<'_>,
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag> {
+        if queue.is_empty() {
+            return None;
+        }
         while let Some((off, len)) = queue.pop_front() {
             if off + u64::from(len) <= ctx.data_ack || ctx.is_abandoned(off) {
                 continue;
@@ -532,6 +544,9 @@ impl SchemeSender for ArqSender {
             self.segs.pop_front();
         }
         let ack = ctx.data_ack;
+        if self.failover.is_empty() {
+            return;
+        }
         self.failover.retain(|&(o, l, _)| o + u64::from(l) > ack);
     }
 

@@ -232,6 +232,15 @@ impl BlockClock {
         if last < first {
             return;
         }
+        // Common case: one block, already marked (packets are much smaller than blocks).
+        if first == last
+            && self
+                .times
+                .get(first - self.base)
+                .is_some_and(|t| t.is_some())
+        {
+            return;
+        }
         if self.base + self.times.len() <= last {
             self.times.resize(last + 1 - self.base, None);
         }
@@ -272,7 +281,8 @@ pub trait SchemeSender: Send + std::fmt::Debug {
 
     /// `path` has window space: write frames into `pkt` and return a tag, or `None` if there
     /// is nothing to send on this path now (the engine then offers another path). The
-    /// packet's number is `pkt.header().pn`.
+    /// packet's number is `pkt.header().pn`. Not called before the application wrote its
+    /// first byte (there is nothing to send or code).
     fn poll_packet(
         &mut self,
         ctx: &mut SendCtx<'_>,
