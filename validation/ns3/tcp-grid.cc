@@ -29,6 +29,103 @@
 
 using namespace ns3;
 
+// Diagnostics (--trace=1): counters of the sender's TCP, printed in the JSON line. Used to
+// compare ns-3's recovery with Tributary's `classic` profile (docs/experiments/validation-ns3.md).
+struct Diag
+{
+    uint64_t rtos = 0;        // entries into CA_LOSS (retransmission timeouts)
+    uint64_t recoveries = 0;  // entries into CA_RECOVERY (fast recovery)
+    uint64_t dataSegs = 0;    // data segments sent
+    uint64_t retxSegs = 0;    // of which retransmissions (sequence below the highest sent)
+    uint64_t drops = 0;       // data packets dropped by the error model
+    uint32_t highTx = 0;      // highest sequence sent + 1
+    bool started = false;
+    double cwndArea = 0.0;    // integral of cwnd (bytes x s), for the time-average
+    double lastT = 0.0;
+    uint32_t lastCwnd = 0;
+    bool series = false;      // --trace=2: also a time series on stderr
+    double recoveryTime = 0.0; // seconds spent in CA_RECOVERY or CA_LOSS
+    double since = -1.0;
+};
+
+static Diag g_diag;
+
+static void
+OnCongState(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
+{
+    double t = Simulator::Now().GetSeconds();
+    bool in = now == TcpSocketState::CA_LOSS || now == TcpSocketState::CA_RECOVERY;
+    if (in && g_diag.since < 0.0)
+    {
+        g_diag.since = t;
+    }
+    else if (!in && g_diag.since >= 0.0)
+    {
+        g_diag.recoveryTime += t - g_diag.since;
+        g_diag.since = -1.0;
+    }
+    if (g_diag.series)
+    {
+        std::fprintf(stderr, "state %.6f %d\n", t, int(now));
+    }
+    if (now == TcpSocketState::CA_LOSS)
+    {
+        g_diag.rtos++;
+    }
+    else if (now == TcpSocketState::CA_RECOVERY)
+    {
+        g_diag.recoveries++;
+    }
+}
+
+static void
+OnTx(Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase>)
+{
+    if (p->GetSize() == 0)
+    {
+        return;
+    }
+    uint32_t seq = h.GetSequenceNumber().GetValue();
+    g_diag.dataSegs++;
+    if (g_diag.started && seq < g_diag.highTx)
+    {
+        g_diag.retxSegs++;
+    }
+    else
+    {
+        g_diag.highTx = seq + p->GetSize();
+        g_diag.started = true;
+    }
+}
+
+static void
+OnCwnd(uint32_t, uint32_t now)
+{
+    double t = Simulator::Now().GetSeconds();
+    g_diag.cwndArea += (t - g_diag.lastT) * g_diag.lastCwnd;
+    g_diag.lastT = t;
+    g_diag.lastCwnd = now;
+    if (g_diag.series)
+    {
+        std::fprintf(stderr, "cwnd %.6f %u\n", t, now);
+    }
+}
+
+static void
+OnDrop(Ptr<const Packet>)
+{
+    g_diag.drops++;
+}
+
+static void
+ConnectTraces()
+{
+    std::string s = "/NodeList/0/$ns3::TcpL4Protocol/SocketList/0/";
+    Config::ConnectWithoutContext(s + "CongState", MakeCallback(&OnCongState));
+    Config::ConnectWithoutContext(s + "Tx", MakeCallback(&OnTx));
+    Config::ConnectWithoutContext(s + "CongestionWindow", MakeCallback(&OnCwnd));
+}
+
 static void
 EnableLoss(Ptr<NetDevice> dev, double loss)
 {
@@ -50,6 +147,7 @@ main(int argc, char* argv[])
     uint32_t segment = 1400;
     uint32_t queuePackets = 1000;
     double minRtoMs = 1000.0;
+    uint32_t trace = 0;
 
     CommandLine cmd(__FILE__);
     cmd.AddValue("rate", "link rate, Mbit/s", rateMbps);
@@ -60,6 +158,7 @@ main(int argc, char* argv[])
     cmd.AddValue("segment", "TCP segment size, bytes", segment);
     cmd.AddValue("queue", "drop-tail queue of the link, packets", queuePackets);
     cmd.AddValue("minrto", "minimum RTO, ms", minRtoMs);
+    cmd.AddValue("trace", "1: add the sender's TCP counters to the output; 2: also cwnd and state series on stderr", trace);
     cmd.Parse(argc, argv);
 
     RngSeedManager::SetSeed(1);
@@ -108,15 +207,41 @@ main(int argc, char* argv[])
         Simulator::Schedule(MilliSeconds(rttMs * 0.75), &EnableLoss, devs.Get(1), loss);
     }
 
+    if (trace)
+    {
+        g_diag.series = trace >= 2;
+        Simulator::Schedule(MilliSeconds(1), &ConnectTraces);
+        devs.Get(1)->TraceConnectWithoutContext("PhyRxDrop", MakeCallback(&OnDrop));
+    }
+
     Simulator::Stop(Seconds(seconds));
     auto t0 = std::chrono::steady_clock::now();
     Simulator::Run();
     auto t1 = std::chrono::steady_clock::now();
     uint64_t bytes = DynamicCast<PacketSink>(ka.Get(0))->GetTotalRx();
+    if (trace)
+    {
+        OnCwnd(0, g_diag.lastCwnd);
+        if (g_diag.since >= 0.0)
+        {
+            g_diag.recoveryTime += Simulator::Now().GetSeconds() - g_diag.since;
+        }
+    }
     Simulator::Destroy();
     double wall = std::chrono::duration<double>(t1 - t0).count();
+    std::string extra;
+    if (trace)
+    {
+        std::ostringstream e;
+        e << ",\"rtos\":" << g_diag.rtos << ",\"recoveries\":" << g_diag.recoveries
+          << ",\"data_segments\":" << g_diag.dataSegs << ",\"retransmitted\":" << g_diag.retxSegs
+          << ",\"dropped\":" << g_diag.drops
+          << ",\"mean_cwnd_segments\":" << g_diag.cwndArea / seconds / segment
+          << ",\"recovery_s\":" << g_diag.recoveryTime;
+        extra = e.str();
+    }
     std::printf("{\"rate_mbps\":%g,\"rtt_ms\":%g,\"loss\":%g,\"time_s\":%g,\"run\":%u,"
-                "\"segment\":%u,\"bytes\":%llu,\"goodput_bps\":%.1f,\"wall_s\":%.4f}\n",
+                "\"segment\":%u,\"bytes\":%llu,\"goodput_bps\":%.1f,\"wall_s\":%.4f%s}\n",
                 rateMbps,
                 rttMs,
                 loss,
@@ -125,6 +250,7 @@ main(int argc, char* argv[])
                 segment,
                 (unsigned long long)bytes,
                 bytes * 8.0 / seconds,
-                wall);
+                wall,
+                extra.c_str());
     return 0;
 }

@@ -88,7 +88,11 @@ pub enum TcpProfile {
     /// (RFC 6675 `NextSeg` never resends a segment twice); the timer restarts only when the
     /// packet holding the oldest unacknowledged byte is acknowledged (ns-3 restarts it when
     /// SND.UNA advances: acknowledgements of later packets and losses do not restart it);
-    /// RTT samples are raw (ns-3's timestamp echo includes the delayed-ACK wait).
+    /// RTT samples are raw (ns-3's timestamp echo includes the delayed-ACK wait); a
+    /// multiplicative decrease halves the bytes in flight, not cwnd (RFC 5681 §3.1 Eq. 4's
+    /// FlightSize, as ns-3 passes `BytesInFlight()` to `GetSsThresh`; see
+    /// [`crate::path::PathView::decrease_base`]); data goes out only while a whole packet
+    /// fits in the window (ns-3's `AvailableWindow`), not while the flight is below it.
     Classic,
 }
 

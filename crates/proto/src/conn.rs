@@ -380,6 +380,9 @@ impl Connection {
         let rtt = RttEstimator::new(self.cfg.initial_rto, self.cfg.min_rto, self.cfg.max_rto);
         let mut p = Path::new(id, mss, w.cwnd, rtt, self.cfg.loss_threshold);
         p.ssthresh = w.ssthresh;
+        // Classic (ns-3): decreases from the flight, whole packets in the window.
+        p.decrease_from_flight = self.cfg.profile == TcpProfile::Classic;
+        p.whole_packet_window = self.cfg.profile == TcpProfile::Classic;
         self.views.push(p.view());
         self.paths.push(p);
     }
@@ -1285,6 +1288,9 @@ impl Connection {
     fn on_rto(&mut self, now: Instant, p: usize) {
         let path = &mut self.paths[p];
         path.stats.rto_count += 1;
+        // The decrease applies to what was in flight before the timeout declared it lost
+        // (ns-3 `TcpSocketBase::ReTxTimeout` takes `BytesInFlight()` first).
+        let flight_decrease = path.view().flight_decrease;
         for i in 0..path.sent.len() {
             let pn = path.sent_base + i as u64;
             if let Some(sp) = path.settle(pn, SentState::Lost) {
@@ -1312,6 +1318,7 @@ impl Connection {
         path.tlp_deadline = None;
         path.tlp_due = false;
         self.sync_view(p);
+        self.views[p].flight_decrease = flight_decrease;
         let w = self.cc.on_timeout(p, now, &self.views);
         let path = &mut self.paths[p];
         path.recovery_start = Some(now);
@@ -1620,7 +1627,12 @@ impl Connection {
                 self.candidates.push(i);
                 continue;
             }
-            if p.bytes_in_flight >= p.cwnd {
+            let full = if p.whole_packet_window {
+                p.bytes_in_flight + p.mss > p.cwnd
+            } else {
+                p.bytes_in_flight >= p.cwnd
+            };
+            if full {
                 continue;
             }
             if p.next_send > now && self.pacing_rate(i).is_some() {

@@ -479,3 +479,90 @@ fn classic_timer_restarts_only_when_snd_una_advances() {
         "timer fired at {fired:?}, retransmission left at {retransmitted:?}"
     );
 }
+
+/// The window and flight of `a`'s path just before and after its first congestion event,
+/// with one data packet (the 40th) dropped in slow start; steps of 10 µs, so that at most
+/// one ACK arrives per step (the bottleneck spaces packets 112 µs apart).
+fn first_reduction(profile: TcpProfile) -> (PathView, PathView) {
+    let mut net = Net::new(tcp(profile), Duration::from_millis(25));
+    let target = 40 * 1400u64;
+    let mut dropped = false;
+    net.drop = Box::new(move |d| {
+        let hit = data_of(d).is_some_and(|(o, l)| o <= target && target < o + l as u64);
+        let drop = hit && !dropped;
+        dropped |= drop;
+        drop
+    });
+    net.bulk_left = 8 << 20;
+    let mut before = net.a.path(0).unwrap();
+    for step in 1..200_000u64 {
+        net.run(Instant::ZERO + Duration::from_micros(10 * step));
+        let now = net.a.path(0).unwrap();
+        if net.a.stats().paths[0].congestion_events > 0 {
+            return (before, now);
+        }
+        before = now;
+    }
+    panic!("{profile:?}: no congestion event");
+}
+
+/// `classic` reduces from the bytes in flight, `linux` from cwnd. RFC 5681 §3.1 Eq. 4 sets
+/// ssthresh = max(FlightSize/2, 2·SMSS), and ns-3.37 (`TcpSocketBase::EnterRecovery` passes
+/// `BytesInFlight()`, the RFC 6675 pipe without SACKed or lost segments, to
+/// `TcpNewReno::GetSsThresh`) does so; Linux halves cwnd (`tcp_reno_ssthresh`). When the third
+/// later packet is acknowledged, the pipe is cwnd less the lost packet and those
+/// acknowledged, so with small windows (high loss) the two differ by a packet or two per
+/// reduction.
+#[test]
+fn classic_reduces_from_the_flight() {
+    let (before, after) = first_reduction(TcpProfile::Linux);
+    assert!(
+        after.ssthresh >= before.cwnd / 2,
+        "linux: ssthresh {} from cwnd {} (flight {})",
+        after.ssthresh,
+        before.cwnd,
+        after.bytes_in_flight
+    );
+    let (before, after) = first_reduction(TcpProfile::Classic);
+    // Nothing may be sent at the event (the flight exceeds the halved window), so the flight
+    // read after it is the flight the reduction saw.
+    assert!(after.bytes_in_flight >= after.cwnd, "{after:?}");
+    assert_eq!(
+        after.ssthresh,
+        (after.bytes_in_flight / 2).max(2 * after.mss),
+        "classic: ssthresh from the flight"
+    );
+    // The lost packet and those acknowledged above it left the pipe (here 2.5 packets: the
+    // window grew on the same ACKs), so half the pipe is at least one MSS below cwnd/2.
+    assert!(
+        after.ssthresh + after.mss <= before.cwnd / 2,
+        "classic: ssthresh {} not below cwnd/2 = {} by the packets out of the pipe",
+        after.ssthresh,
+        before.cwnd / 2
+    );
+}
+
+/// `classic` sends a data packet only when a whole packet fits in the window, as ns-3
+/// (`TcpSocketBase::AvailableWindow` / `SendPendingData` send no partial window: an initial
+/// window of 10 segments is 10 segments); `linux` sends while the flight is below the window
+/// (RFC 9002 §7, which lets it overshoot by one packet: here an 11th, since a packet of 1400
+/// bytes of data is smaller than the MSS the window counts). At small windows (2–4 packets,
+/// 3 % loss at 20 ms) that extra packet is a quarter of the rate.
+#[test]
+fn classic_window_holds_whole_packets() {
+    for (profile, want) in [(TcpProfile::Linux, 11), (TcpProfile::Classic, 10)] {
+        let cfg = ConnectionConfig {
+            mss: 1400,
+            initial_window: 10,
+            ..tcp(profile)
+        };
+        let mut net = Net::new(cfg, Duration::from_millis(25));
+        net.bulk_left = 1 << 20;
+        net.run(Instant::ZERO + Duration::from_millis(10));
+        assert_eq!(
+            net.data_sends.len(),
+            want,
+            "{profile:?}: data packets in the first round trip"
+        );
+    }
+}

@@ -89,12 +89,13 @@ pub trait CongestionControl: Send + std::fmt::Debug {
     fn on_congestion_event(&mut self, path: usize, now: Instant, paths: &[PathView]) -> Window;
 
     /// The retransmission timer of `path` expired: by default restart from one MSS with
-    /// ssthresh = max(cwnd/2, 2·MSS) (RFC 5681 §3.1, Eq. 4, using cwnd as Linux does).
+    /// ssthresh = max(base/2, 2·MSS) (RFC 5681 §3.1, Eq. 4), base = [`PathView::decrease_base`]
+    /// (cwnd as Linux does, or the flight before the timeout under `classic`).
     fn on_timeout(&mut self, path: usize, _now: Instant, paths: &[PathView]) -> Window {
         let p = &paths[path];
         Window {
             cwnd: p.mss,
-            ssthresh: (p.cwnd / 2).max(2 * p.mss),
+            ssthresh: (p.decrease_base() / 2).max(2 * p.mss),
         }
     }
 
@@ -273,9 +274,11 @@ pub static CONTROLLERS: &[Entry<dyn CcFactory>] = &[
     ),
 ];
 
-/// Reno-style multiplicative decrease shared by most algorithms: halve, floor 2·MSS.
+/// Reno-style multiplicative decrease shared by most algorithms: halve, floor 2·MSS (RFC 5681
+/// §3.1 Eq. 4). What is halved is [`PathView::decrease_base`]: cwnd (`linux`), or the bytes in
+/// flight (`classic`, Eq. 4's FlightSize as ns-3 applies it).
 pub fn halve(p: &PathView) -> Window {
-    let ssthresh = (p.cwnd / 2).max(2 * p.mss);
+    let ssthresh = (p.decrease_base() / 2).max(2 * p.mss);
     Window {
         cwnd: ssthresh,
         ssthresh,

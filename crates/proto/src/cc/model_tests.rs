@@ -103,6 +103,7 @@ fn run(
             oldest_unacked_sent: None,
             loss_threshold: 3,
             cwnd_limited: true,
+            flight_decrease: None,
         })
         .collect();
     let mut now = Instant::ZERO;

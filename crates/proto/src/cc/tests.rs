@@ -20,6 +20,7 @@ fn view(id: usize, cwnd: u64, ssthresh: u64, rtt_ms: u64) -> PathView {
         oldest_unacked_sent: None,
         loss_threshold: 3,
         cwnd_limited: true,
+        flight_decrease: None,
     }
 }
 

@@ -77,6 +77,10 @@ pub struct PathView {
     /// twice the largest flight; after it, the largest flight left no room for a full
     /// packet). The engine lets a window grow only then.
     pub cwnd_limited: bool,
+    /// `Some(bytes in flight)` when a multiplicative decrease applies to the flight rather
+    /// than to cwnd (the `classic` profile; see [`PathView::decrease_base`]); `None` (the
+    /// `linux` profile) for cwnd.
+    pub flight_decrease: Option<u64>,
 }
 
 impl PathView {
@@ -101,7 +105,18 @@ impl PathView {
             oldest_unacked_sent: None,
             loss_threshold: 3,
             cwnd_limited: true,
+            flight_decrease: None,
         }
+    }
+
+    /// The window a multiplicative decrease applies to ([`crate::cc::halve`] and the default
+    /// timeout rule): cwnd under the `linux` profile (Linux `tcp_recalc_ssthresh`), the
+    /// bytes in flight under `classic` — RFC 5681 §3.1 Eq. 4's FlightSize, as ns-3's
+    /// `TcpNewReno::GetSsThresh` is given `BytesInFlight()` (RFC 6675 pipe: lost and SACKed
+    /// segments excluded, as the engine's flight) on entering recovery, and the flight
+    /// before a retransmission timeout.
+    pub fn decrease_base(&self) -> u64 {
+        self.flight_decrease.unwrap_or(self.cwnd)
     }
 
     /// Free congestion-window space in bytes.
@@ -248,6 +263,13 @@ pub struct Path {
     pub(crate) recovery_start: Option<Instant>,
     pub(crate) rto_deadline: Option<Instant>,
     pub(crate) loss_threshold: u64,
+    /// Multiplicative decreases apply to the bytes in flight, not cwnd (the `classic`
+    /// profile; see [`PathView::decrease_base`]).
+    pub(crate) decrease_from_flight: bool,
+    /// Data goes out only while a whole packet (`mss`) fits in the window (the `classic`
+    /// profile, as ns-3's `TcpSocketBase::AvailableWindow`); otherwise while the flight is
+    /// below the window (RFC 9002 §7; a window may be overshot by one packet).
+    pub(crate) whole_packet_window: bool,
     pub(crate) loss: LossEstimator,
     pub(crate) stats: PathStats,
     /// First packet number sent in the current round trip: its acknowledgement ends it.
@@ -304,6 +326,8 @@ impl Path {
             recovery_start: None,
             rto_deadline: None,
             loss_threshold: thr,
+            decrease_from_flight: false,
+            whole_packet_window: false,
             loss: LossEstimator::new(100),
             stats: PathStats::default(),
             round_end: 0,
@@ -348,6 +372,7 @@ impl Path {
             oldest_unacked_sent: oldest,
             loss_threshold: self.loss_threshold,
             cwnd_limited: self.cwnd_limited(),
+            flight_decrease: self.decrease_from_flight.then_some(self.bytes_in_flight),
         }
     }
 

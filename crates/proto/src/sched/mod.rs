@@ -212,6 +212,7 @@ pub(crate) mod tests {
             oldest_unacked_sent: None,
             loss_threshold: 3,
             cwnd_limited: true,
+            flight_decrease: None,
         }
     }
 
