@@ -3,7 +3,7 @@
 //! 14(5), 2006), the HMTP paper's baseline, with the five retransmission policies of their
 //! ICON 2004 paper selectable (`rtx`; the HMTP paper uses RTX-CWND, the default here).
 //!
-//! It is the engine's ARQ machinery ([`super::arq`]) with the policy as a parameter
+//! It is the engine's ARQ machinery (`scheme/arq.rs`) with the policy as a parameter
 //! ([`RtxPolicy`]) and neither MPTCP's opportunistic reinjection nor its penalisation (CMT has
 //! neither). How SCTP's pieces map onto the engine:
 //! - **TSN and SACK.** Every DATA frame carries its connection-wide stream offset, which plays

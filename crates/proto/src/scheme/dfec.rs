@@ -56,7 +56,7 @@
 //! without parity until more data comes, and its losses to the retransmission timer. With
 //! `flush_idle` (default) a path that has window space but nothing else to send arms a timer
 //! of `flush_rtts` = 0.25 RTT (TCP-IR's interval); if the block has not filled by then, its
-//! parity goes out with the next window space, like a tail-loss probe (TLP, the paper's [9]).
+//! parity goes out with the next window space, like a tail-loss probe (TLP, the paper's ref. 9).
 //! The delay keeps a sender that is only briefly idle between ACKs from closing a block every
 //! packet or two; a sender held back by the peer's receive window does not arm it at all.
 //!
