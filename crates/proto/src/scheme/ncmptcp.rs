@@ -3,11 +3,12 @@
 //! their number there).
 //!
 //! **Generations (§III, Definition 1).** The stream is cut into generations of
-//! `generation_size` segments of T bytes, T = MSS − 16 (room for the SYMBOL frame header and a
-//! length field); generation `g` covers stream bytes `[g·G·T, (g+1)·G·T)`, the last one may be
-//! shorter (it then carries its byte length in the SYMBOL frame's seed field, fmtcp's
-//! convention). Every packet carries one SYMBOL frame: block = generation, id = n. With k the
-//! generation's segment count, `n < k` is *source segment n itself* (a unit vector: what
+//! `generation_size` segments of T bytes, T = MSS − 20 (room for the largest SYMBOL frame
+//! header, [`SYMBOL_OVERHEAD`]), each starting where the previous one ends. A generation is
+//! named on the wire by its first stream byte; a full one (G·T bytes) uses the plain coding, a
+//! shorter one (below) carries its byte length in the SYMBOL frame's seed field (fmtcp's
+//! convention) and has its own k = ⌈len/T⌉. Every packet carries one SYMBOL frame: block =
+//! the generation's first stream byte, id = n. With k the generation's segment count, `n < k` is *source segment n itself* (a unit vector: what
 //! regular subflows send) and `n ≥ k` is the random linear combination over GF(2^8) whose
 //! coefficients the codec expands from seed n (`tributary_codec::rlnc`, systematic numbering:
 //! what NC subflows send). A full generation may also arrive with explicit coefficients
@@ -41,6 +42,19 @@
 //! the k source segments: redundancy is the NC subflows' job, which is what Eq. 5 says); an NC
 //! subflow contributes a fresh coded segment. Generations are opened only when they lie wholly
 //! below the peer's flow-control limit.
+//!
+//! **Short generations (not in the paper, which codes a bulk stream).** A generation shorter
+//! than G·T is opened when the stream ends inside it, and when the sender is idle (no open
+//! generation needs packets, by Eq. 4 below) while the application has written less than a
+//! generation beyond the last one although a full one would fit both the flow-control window
+//! and the send buffer: the written bytes go out at once instead of waiting for data that may
+//! never come (a web request, an object's tail; without this a 300-byte request waited
+//! forever). A sender limited by flow control, by a full send buffer (the writer is blocked,
+//! more bytes come as soon as it drains) or still busy with open generations waits for full
+//! ones, and [`SchemeSender::write_ahead`] asks the connection to let a bulk writer keep a
+//! whole generation written ahead, so a bulk transfer keeps the paper's generation size
+//! (Fig. 3 runs open no short generation). At most [`MAX_OPEN_GENERATIONS`] generations are
+//! open at either end.
 //!
 //! **Redundancy (§IV-B, Theorems 1–2).** A generation needs `need` = k − (innovative packets
 //! the receiver is known to hold: the larger of its reported rank r(D) and the acknowledged
@@ -79,10 +93,12 @@
 //! Symbols of generations already decoded or below the in-order point are dropped and counted
 //! (`late_symbols`); non-innovative ones are counted (`non_innovative`). Symbols of the wrong
 //! size, generations beyond the receive window or the stream end or overflowing the offset
-//! space, inconsistent lengths, explicit coefficients of the wrong length are refused (the
-//! engine counts them, `frames_rejected`); FEEDBACK naming a generation never sent, a rank
-//! above the generation's size ("rank overflow") or above the packets sent is refused
-//! (`feedback_rejected`). The transport is not authenticated without `protect`: a well-formed
+//! space, a new generation starting below the delivered data or overlapping a known one, a
+//! known one with another length, more than [`MAX_OPEN_GENERATIONS`] open, explicit
+//! coefficients of the wrong length are refused (the engine counts them, `frames_rejected`);
+//! FEEDBACK naming a generation never sent, an offset inside the open generations that starts
+//! none, a rank above the generation's size ("rank overflow") or above the packets sent is
+//! refused (`feedback_rejected`). The transport is not authenticated without `protect`: a well-formed
 //! forged symbol is indistinguishable from a real one, as a forged DATA frame is for `mptcp`.
 
 use super::{
@@ -101,7 +117,7 @@ use tributary_codec::rlnc::{self, RlncConfig, RlncDecoder, RlncEncoder};
 /// Bytes of the MSS left for the SYMBOL frame header: type (1), generation id = its first
 /// stream byte (varint, ≤ 8), segment number (varint, ≤ 4 below 2^30), coding byte (1), the
 /// length of a short generation (varint, ≤ 4), payload length (2).
-const SYMBOL_OVERHEAD: usize = 20;
+pub const SYMBOL_OVERHEAD: usize = 20;
 /// Most generations open at once, at the sender and at the receiver (a short generation can
 /// be one byte: this bounds the decoders a peer can make the receiver hold).
 pub const MAX_OPEN_GENERATIONS: usize = 4096;
