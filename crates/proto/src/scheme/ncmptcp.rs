@@ -330,7 +330,7 @@ impl PathModel {
 
 /// The paper's NC subflow rule (§IV-C): the active path with the largest rate X such that
 /// Eq. 10 holds for every other active path, keeping `current` unless another is
-/// [`HYSTERESIS`] times faster. `None` with fewer than two active paths.
+/// 1.25 times faster (`HYSTERESIS`). `None` with fewer than two active paths.
 pub fn choose_nc(paths: &[PathModel], current: Option<usize>) -> Option<usize> {
     let active: Vec<usize> = (0..paths.len()).filter(|&i| paths[i].active).collect();
     if active.len() < 2 {
