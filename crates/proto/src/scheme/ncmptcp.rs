@@ -3,11 +3,12 @@
 //! their number there).
 //!
 //! **Generations (§III, Definition 1).** The stream is cut into generations of
-//! `generation_size` segments of T bytes, T = MSS − 16 (room for the SYMBOL frame header and a
-//! length field); generation `g` covers stream bytes `[g·G·T, (g+1)·G·T)`, the last one may be
-//! shorter (it then carries its byte length in the SYMBOL frame's seed field, fmtcp's
-//! convention). Every packet carries one SYMBOL frame: block = generation, id = n. With k the
-//! generation's segment count, `n < k` is *source segment n itself* (a unit vector: what
+//! `generation_size` segments of T bytes, T = MSS − 20 (room for the largest SYMBOL frame
+//! header, [`SYMBOL_OVERHEAD`]), each starting where the previous one ends. A generation is
+//! named on the wire by its first stream byte; a full one (G·T bytes) uses the plain coding, a
+//! shorter one (below) carries its byte length in the SYMBOL frame's seed field (fmtcp's
+//! convention) and has its own k = ⌈len/T⌉. Every packet carries one SYMBOL frame: block =
+//! the generation's first stream byte, id = n. With k the generation's segment count, `n < k` is *source segment n itself* (a unit vector: what
 //! regular subflows send) and `n ≥ k` is the random linear combination over GF(2^8) whose
 //! coefficients the codec expands from seed n (`tributary_codec::rlnc`, systematic numbering:
 //! what NC subflows send). A full generation may also arrive with explicit coefficients
@@ -41,6 +42,19 @@
 //! the k source segments: redundancy is the NC subflows' job, which is what Eq. 5 says); an NC
 //! subflow contributes a fresh coded segment. Generations are opened only when they lie wholly
 //! below the peer's flow-control limit.
+//!
+//! **Short generations (not in the paper, which codes a bulk stream).** A generation shorter
+//! than G·T is opened when the stream ends inside it, and when the sender is idle (no open
+//! generation needs packets, by Eq. 4 below) while the application has written less than a
+//! generation beyond the last one although a full one would fit both the flow-control window
+//! and the send buffer: the written bytes go out at once instead of waiting for data that may
+//! never come (a web request, an object's tail; without this a 300-byte request waited
+//! forever). A sender limited by flow control, by a full send buffer (the writer is blocked,
+//! more bytes come as soon as it drains) or still busy with open generations waits for full
+//! ones, and [`SchemeSender::write_ahead`] asks the connection to let a bulk writer keep a
+//! whole generation written ahead, so a bulk transfer keeps the paper's generation size
+//! (Fig. 3 runs open no short generation). At most [`MAX_OPEN_GENERATIONS`] generations are
+//! open at either end.
 //!
 //! **Redundancy (§IV-B, Theorems 1–2).** A generation needs `need` = k − (innovative packets
 //! the receiver is known to hold: the larger of its reported rank r(D) and the acknowledged
@@ -79,10 +93,12 @@
 //! Symbols of generations already decoded or below the in-order point are dropped and counted
 //! (`late_symbols`); non-innovative ones are counted (`non_innovative`). Symbols of the wrong
 //! size, generations beyond the receive window or the stream end or overflowing the offset
-//! space, inconsistent lengths, explicit coefficients of the wrong length are refused (the
-//! engine counts them, `frames_rejected`); FEEDBACK naming a generation never sent, a rank
-//! above the generation's size ("rank overflow") or above the packets sent is refused
-//! (`feedback_rejected`). The transport is not authenticated without `protect`: a well-formed
+//! space, a new generation starting below the delivered data or overlapping a known one, a
+//! known one with another length, more than [`MAX_OPEN_GENERATIONS`] open, explicit
+//! coefficients of the wrong length are refused (the engine counts them, `frames_rejected`);
+//! FEEDBACK naming a generation never sent, an offset inside the open generations that starts
+//! none, a rank above the generation's size ("rank overflow") or above the packets sent is
+//! refused (`feedback_rejected`). The transport is not authenticated without `protect`: a well-formed
 //! forged symbol is indistinguishable from a real one, as a forged DATA frame is for `mptcp`.
 
 use super::{
@@ -94,13 +110,17 @@ use crate::path::PathView;
 use crate::registry::{self, Entry, Factory, OptionDoc, Options};
 use crate::time::{Duration, Instant};
 use crate::wire::{Coding, FeedbackFrame, Frame, PacketWriter, SymbolFrame};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use tributary_codec::rlnc::{self, RlncConfig, RlncDecoder, RlncEncoder};
 
-/// Bytes of the MSS left for the SYMBOL frame header (type, generation, id, coding, the length
-/// of a short final generation, payload length).
-const SYMBOL_OVERHEAD: usize = 16;
+/// Bytes of the MSS left for the SYMBOL frame header: type (1), generation id = its first
+/// stream byte (varint, ≤ 8), segment number (varint, ≤ 4 below 2^30), coding byte (1), the
+/// length of a short generation (varint, ≤ 4), payload length (2).
+pub const SYMBOL_OVERHEAD: usize = 20;
+/// Most generations open at once, at the sender and at the receiver (a short generation can
+/// be one byte: this bounds the decoders a peer can make the receiver hold).
+pub const MAX_OPEN_GENERATIONS: usize = 4096;
 /// Loss rates are kept in §IV-C's range (0.0001, 0.5).
 const P_MIN: f64 = 1e-4;
 /// Upper end of the loss range.
@@ -310,7 +330,7 @@ impl PathModel {
 
 /// The paper's NC subflow rule (§IV-C): the active path with the largest rate X such that
 /// Eq. 10 holds for every other active path, keeping `current` unless another is
-/// [`HYSTERESIS`] times faster. `None` with fewer than two active paths.
+/// 1.25 times faster (`HYSTERESIS`). `None` with fewer than two active paths.
 pub fn choose_nc(paths: &[PathModel], current: Option<usize>) -> Option<usize> {
     let active: Vec<usize> = (0..paths.len()).filter(|&i| paths[i].active).collect();
     if active.len() < 2 {
@@ -349,6 +369,9 @@ pub fn choose_nc(paths: &[PathModel], current: Option<usize>) -> Option<usize> {
 pub struct NcStats {
     /// Generations opened (sender).
     pub generations: u64,
+    /// Of those, short generations opened because the sender was idle with less than a
+    /// generation written (module docs, "Short generations"; the stream's end excluded).
+    pub short_generations: u64,
     /// Generations decoded (receiver), or reported decoded by FEEDBACK before the cumulative
     /// acknowledgement passed them (sender).
     pub generations_decoded: u64,
@@ -389,7 +412,7 @@ struct Outstanding {
 
 #[derive(Debug)]
 struct TxGen {
-    index: u64,
+    /// First stream byte; also the generation's id on the wire.
     start: u64,
     len: u64,
     k: u32,
@@ -448,7 +471,8 @@ pub struct NcSender {
     cfg: NcMptcpConfig,
     seg: usize,
     gens: VecDeque<TxGen>,
-    next_gen: u64,
+    /// Stream offset where the next generation starts.
+    next_start: u64,
     nc: Option<usize>,
     scratch: Vec<u8>,
     gen_buf: Vec<u8>,
@@ -461,7 +485,7 @@ impl NcSender {
             cfg,
             seg,
             gens: VecDeque::new(),
-            next_gen: 0,
+            next_start: 0,
             nc: None,
             scratch: vec![0; seg],
             gen_buf: Vec::new(),
@@ -473,9 +497,9 @@ impl NcSender {
         (self.seg * self.cfg.generation_size) as u64
     }
 
-    fn gen_mut(&mut self, index: u64) -> Option<&mut TxGen> {
-        let first = self.gens.front()?.index;
-        self.gens.get_mut(index.checked_sub(first)? as usize)
+    /// Position of the open generation whose id (first stream byte) is `id`.
+    fn position(&self, id: u64) -> Option<usize> {
+        self.gens.binary_search_by_key(&id, |g| g.start).ok()
     }
 
     fn drop_finished(&mut self, ack: u64) {
@@ -489,26 +513,44 @@ impl NcSender {
     }
 
     /// Opens the generations that lie wholly below the flow-control limit and the written data.
-    fn refresh(&mut self, ctx: &SendCtx<'_>) {
+    /// With `short` (the sender is idle: no open generation needs packets), the written bytes
+    /// that do not make a full generation yet are opened as a short generation, provided a full
+    /// one would fit the flow-control window (module docs, "Short generations"). Returns
+    /// whether a generation was opened.
+    fn refresh(&mut self, ctx: &mut SendCtx<'_>, short: bool) -> bool {
         self.drop_finished(ctx.data_ack);
         let b = self.gen_bytes();
+        let mut opened = false;
         loop {
-            let Some(start) = self.next_gen.checked_mul(b) else {
-                return;
+            if self.gens.len() >= MAX_OPEN_GENERATIONS {
+                return opened;
+            }
+            if self.next_start < ctx.data_ack {
+                // The receiver already holds it (cannot happen unless the peer misbehaves).
+                self.next_start = ctx.data_ack;
+            }
+            let start = self.next_start;
+            let Some(mut end) = start.checked_add(b) else {
+                return opened;
             };
-            let mut end = start + b;
             if let Some(f) = ctx.final_size {
                 if start >= f {
-                    return;
+                    return opened;
                 }
                 end = end.min(f);
             }
-            if end > ctx.max_data || end > ctx.send_buf.end() {
-                return;
+            if end > ctx.max_data {
+                return opened;
             }
-            if end <= ctx.data_ack {
-                self.next_gen += 1;
-                continue;
+            let written = ctx.send_buf.end();
+            if end > written {
+                // A short generation only if the application could have written the rest
+                // and did not: a full send buffer means more bytes come as soon as it drains.
+                let room = ctx.send_buf.free() as u64 >= end - written;
+                if !short || written <= start || !room {
+                    return opened;
+                }
+                end = written;
             }
             let len = end - start;
             let k = (len as usize).div_ceil(self.seg);
@@ -518,18 +560,20 @@ impl NcSender {
                 .send_buf
                 .copy_out(start, &mut self.gen_buf[..len as usize])
             {
-                return;
+                return opened;
             }
             let Ok(c) = RlncConfig::new(k, self.seg) else {
-                return;
+                return opened;
             };
             let Ok(enc) = RlncEncoder::new(c, &self.gen_buf) else {
-                return;
+                return opened;
             };
             self.stats.generations += 1;
             self.stats.source_segments += k as u64;
+            if len < b && ctx.final_size.is_none_or(|f| end < f) {
+                self.stats.short_generations += 1;
+            }
             self.gens.push_back(TxGen {
-                index: self.next_gen,
                 start,
                 len,
                 k: k as u32,
@@ -546,8 +590,28 @@ impl NcSender {
                 satisfied_once: false,
                 boost: 0,
             });
-            self.next_gen += 1;
+            self.next_start = end;
+            opened = true;
         }
+    }
+
+    /// Which open generations need packets (Eq. 4 fails for what is outstanding), marking
+    /// those that Eq. 4 satisfies (their later shortfalls are repairs), and S_f's generation:
+    /// the first one still being allocated.
+    fn needs(&mut self, arrival: &[(f64, Instant)]) -> (Vec<bool>, Option<usize>) {
+        let mut first_open = None;
+        let mut needs = Vec::with_capacity(self.gens.len());
+        for (gi, g) in self.gens.iter_mut().enumerate() {
+            let n = g.needs_packets(arrival);
+            if !n && !g.decoded && !g.out.is_empty() {
+                g.satisfied_once = true;
+            }
+            if n && !g.satisfied_once && first_open.is_none() {
+                first_open = Some(gi);
+            }
+            needs.push(n);
+        }
+        (needs, first_open)
     }
 
     /// Whether `path` is an NC subflow now.
@@ -624,7 +688,7 @@ impl NcSender {
         };
         g.enc.encode(coding, &mut self.scratch).ok()?;
         let frame = Frame::Symbol(SymbolFrame {
-            block: g.index,
+            block: g.start,
             id: n,
             coding: if g.len == full {
                 Coding::Plain
@@ -668,15 +732,14 @@ impl NcSender {
             sent: ctx.now,
         });
         Some(PacketTag {
-            a: g.index,
+            a: g.start,
             b: u64::from(n),
         })
     }
 
     /// Removes the outstanding record of a packet; returns its generation's position.
     fn settle(&mut self, info: &SentInfo) -> Option<usize> {
-        let first = self.gens.front()?.index;
-        let gi = info.tag.a.checked_sub(first)? as usize;
+        let gi = self.position(info.tag.a)?;
         let g = self.gens.get_mut(gi)?;
         let pos = g
             .out
@@ -692,14 +755,19 @@ impl SchemeSender for NcSender {
         "nc-mptcp"
     }
 
+    /// A whole generation: a bulk writer keeps one written ahead, so generations are full.
+    fn write_ahead(&self) -> u64 {
+        self.gen_bytes()
+    }
+
     fn poll_packet(
         &mut self,
         ctx: &mut SendCtx<'_>,
         path: usize,
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag> {
-        self.refresh(ctx);
-        if self.gens.is_empty() || path >= ctx.paths.len() {
+        self.refresh(ctx, false);
+        if path >= ctx.paths.len() {
             return None;
         }
         let models: Vec<PathModel> = ctx
@@ -718,23 +786,18 @@ impl SchemeSender for NcSender {
         let now = ctx.now;
         let k = self.cfg.generation_size as u32;
         let cap = self.regular_cap(&models, k);
-        // Mark generations that Eq. 4 satisfies (their later shortfalls are repairs), and find
-        // S_f: the first generation still being allocated.
-        let mut first_open = None;
-        let mut needs = Vec::with_capacity(self.gens.len());
         let arrival: Vec<(f64, Instant)> = models
             .iter()
             .map(|m| (1.0 - m.loss_max, overdue_before(m.rtt, now)))
             .collect();
-        for (gi, g) in self.gens.iter_mut().enumerate() {
-            let n = g.needs_packets(&arrival);
-            if !n && !g.decoded && !g.out.is_empty() {
-                g.satisfied_once = true;
-            }
-            if n && !g.satisfied_once && first_open.is_none() {
-                first_open = Some(gi);
-            }
-            needs.push(n);
+        let (mut needs, mut first_open) = self.needs(&arrival);
+        if !needs.contains(&true) && self.refresh(ctx, true) {
+            // Idle: written bytes short of a generation go out now (module docs, "Short
+            // generations").
+            (needs, first_open) = self.needs(&arrival);
+        }
+        if self.gens.is_empty() {
+            return None;
         }
         // (1) Repairs, oldest first.
         let repairs: Vec<usize> = (0..self.gens.len())
@@ -827,14 +890,19 @@ impl SchemeSender for NcSender {
         else {
             return Err(SchemeError::Unexpected);
         };
-        if block >= self.next_gen {
+        if block >= self.next_start {
             return Err(SchemeError::Unknown("feedback for a generation never sent"));
+        }
+        let pos = self.position(block);
+        if pos.is_none() && self.gens.front().is_some_and(|g| block >= g.start) {
+            // Not stale (it is not below the open generations) and no generation starts there.
+            return Err(SchemeError::Invalid("feedback for no generation boundary"));
         }
         let k_full = self.cfg.generation_size as u64;
         if count > k_full {
             return Err(SchemeError::Invalid("rank above the generation size"));
         }
-        if let Some(g) = self.gen_mut(block) {
+        if let Some(g) = pos.and_then(|i| self.gens.get_mut(i)) {
             if count > u64::from(g.k) {
                 return Err(SchemeError::Invalid("rank above the generation size"));
             }
@@ -870,9 +938,10 @@ struct RxGen {
 pub struct NcReceiver {
     g: usize,
     seg: usize,
+    /// Generations being decoded, by id (first stream byte).
     gens: BTreeMap<u64, RxGen>,
-    /// Decoded generations not yet below the in-order point.
-    done: BTreeSet<u64>,
+    /// Decoded generations not yet below the in-order point: id → length.
+    done: BTreeMap<u64, u64>,
     stats: NcStats,
 }
 
@@ -882,7 +951,7 @@ impl NcReceiver {
             g,
             seg,
             gens: BTreeMap::new(),
-            done: BTreeSet::new(),
+            done: BTreeMap::new(),
             stats: NcStats::default(),
         }
     }
@@ -898,9 +967,7 @@ impl NcReceiver {
         if s.data.len() != t {
             return Err(SchemeError::Invalid("segment of the wrong size"));
         }
-        let Some(start) = s.block.checked_mul(full) else {
-            return Err(SchemeError::Unknown("generation beyond the stream"));
-        };
+        let start = s.block;
         let len = match s.coding {
             Coding::Plain | Coding::Coefficients(_) => full,
             Coding::Seed(len) if len > 0 && len < full => len,
@@ -917,17 +984,29 @@ impl NcReceiver {
                 ));
             }
         }
-        if end <= ctx.recv_buf.contiguous_end() || self.done.contains(&s.block) {
+        let contiguous = ctx.recv_buf.contiguous_end();
+        if end <= contiguous || self.done.get(&start) == Some(&len) {
             self.stats.late_symbols += 1;
             return Ok(());
         }
-        if let Some(f) = ctx.recv_buf.final_size() {
-            if start >= f || len != full.min(f - start) {
-                return Err(SchemeError::Unknown("generation past the stream end"));
-            }
+        if ctx.recv_buf.final_size().is_some_and(|f| end > f) {
+            return Err(SchemeError::Unknown("generation past the stream end"));
         }
         if end > ctx.recv_buf.max_data() {
             return Err(SchemeError::Unknown("generation beyond the receive window"));
+        }
+        if !self.gens.contains_key(&start) {
+            // A new generation starts where no delivered byte is and overlaps none known
+            // (the sender cuts the stream into consecutive generations).
+            if start < contiguous {
+                return Err(SchemeError::Invalid("generation straddles delivered data"));
+            }
+            if self.overlaps(start, end) {
+                return Err(SchemeError::Invalid("generation overlaps another one"));
+            }
+            if self.gens.len() + self.done.len() >= MAX_OPEN_GENERATIONS {
+                return Err(SchemeError::Invalid("too many open generations"));
+            }
         }
         let rg = match self.gens.entry(s.block) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
@@ -969,16 +1048,42 @@ impl NcReceiver {
             }
         }
         if progress.complete {
-            self.gens.remove(&s.block);
-            self.done.insert(s.block);
+            self.gens.remove(&start);
+            self.done.insert(start, len);
             self.stats.generations_decoded += 1;
             // The decoding-matrix status travels now, on the path that completed it.
             ctx.request_ack(from.path);
         }
-        let below = ctx.recv_buf.contiguous_end() / full;
-        self.done = self.done.split_off(&below);
-        self.gens = self.gens.split_off(&below);
+        // Forget the generations wholly below the in-order point (they do not overlap, so
+        // their ends grow with their starts).
+        let contiguous = ctx.recv_buf.contiguous_end();
+        while let Some(e) = self.done.first_entry() {
+            if e.key() + e.get() > contiguous {
+                break;
+            }
+            e.remove();
+        }
+        while let Some(e) = self.gens.first_entry() {
+            if e.key() + e.get().len > contiguous {
+                break;
+            }
+            e.remove();
+        }
         Ok(())
+    }
+
+    /// Whether `[start, end)` overlaps a generation being decoded or decoded.
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        let before = |m: Option<(u64, u64)>| m.is_some_and(|(s, l)| s + l > start);
+        let after = |m: Option<u64>| m.is_some_and(|s| s < end);
+        before(
+            self.gens
+                .range(..=start)
+                .next_back()
+                .map(|(&s, g)| (s, g.len)),
+        ) || before(self.done.range(..=start).next_back().map(|(&s, &l)| (s, l)))
+            || after(self.gens.range(start..).next().map(|(&s, _)| s))
+            || after(self.done.range(start..).next().map(|(&s, _)| s))
     }
 }
 
@@ -999,7 +1104,7 @@ impl SchemeReceiver for NcReceiver {
         // Oldest generations first: decoded ones above the in-order point, then the open ones
         // with their rank r(D).
         let mut items: Vec<(u64, u64, bool)> = Vec::new();
-        for &b in self.done.iter().take(MAX_FEEDBACK) {
+        for &b in self.done.keys().take(MAX_FEEDBACK) {
             items.push((b, 0, true));
         }
         for (&b, rg) in self.gens.iter().take(MAX_FEEDBACK) {
