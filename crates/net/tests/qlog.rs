@@ -85,6 +85,7 @@ fn protected_transfer_traced_at_both_ends() {
             creds: Credentials::Psk(psk),
             limits: Limits::default(),
             max_connections: 1,
+            admission: tributary_net::Admission::default(),
             service: Service::Files { resume: None },
         },
     )
