@@ -83,11 +83,16 @@
 //! it only uses capacity they would leave idle. It costs a little where the paper's scheme is
 //! already ahead (§III head-of-line case, 64 KiB, 5 % loss: 1.68 against 1.77 Mbit/s; see
 //! docs/experiments/stress.md). With `penalize` (on by default, acts only with `repair`), as MPTCP
-//! penalises the path holding the blocking segment, the path expected to deliver last (largest
-//! EDT, larger than the repairing path's) among those with symbols of the oldest repaired block
-//! in flight has its window reduced, at most once per its RTT:
-//! otherwise an unpenalised slow path keeps a large window, and a coupled controller (LIA)
-//! then leaves the fast path almost no increase (measured: the fast path stuck at 1 MSS).
+//! penalises the path holding the blocking segment, the path whose symbols of the oldest
+//! repaired block are expected to arrive last has its window reduced, at most once per its
+//! RTT, if they are expected after the repair symbol: a path's symbols of the block are
+//! expected at the send time of its latest one plus its EDT (Eq. 8; the FMTCP paper's
+//! expected arrival time, Eqs. 8–10, for a symbol already sent), the repair symbol at now +
+//! EDT of the repairing path. (Ranking by EDT alone, as first done, penalised a clean path
+//! whose symbols were merely sent later, about to arrive: docs/experiments/stress.md,
+//! bursty-8.) Without penalisation an unpenalised slow path keeps a large window, and a
+//! coupled controller (LIA) then leaves the fast path almost no increase (measured: the fast
+//! path stuck at 1 MSS).
 //!
 //! **Estimators.** p_f = the path's loss-rate estimate ([`PathView::loss_rate`]: EWMA of packet
 //! outcomes over about 100 packets, starting at 0), capped at 0.95 in Eqs. 8–10 and 4.
@@ -168,6 +173,10 @@ pub struct FmtcpConfig {
     pub repair: bool,
     /// With `repair`: reduce the window of slower paths holding symbols of a repaired block.
     pub penalize: bool,
+    /// With `penalize`: a path is penalised only if its symbols of the repaired block are
+    /// expected later than the repair symbol by more than this many response times (Eq. 9) of
+    /// the repairing path.
+    pub penalize_margin: f64,
     /// LT: robust soliton constant c.
     pub lt_c: f64,
     /// LT: robust soliton δ.
@@ -186,6 +195,7 @@ impl Default for FmtcpConfig {
             allocation: true,
             repair: false,
             penalize: true,
+            penalize_margin: 2.0,
             lt_c: 0.1,
             lt_delta: 0.05,
             lt_overhead: 0.25,
@@ -218,6 +228,9 @@ impl FmtcpConfig {
         }
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err("delta must be in (0, 1)".into());
+        }
+        if !(0.0..=100.0).contains(&self.penalize_margin) {
+            return Err("penalize_margin must be in [0, 100]".into());
         }
         if !(0.0..=10.0).contains(&self.lt_overhead) {
             return Err("lt_overhead must be in [0, 10]".into());
@@ -320,6 +333,11 @@ pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
             key: "penalize",
             doc: "with repair: reduce the window of slower paths holding symbols of a \
                   repaired block (as mptcp's penalisation)",
+        },
+        OptionDoc {
+            key: "penalize_margin",
+            doc: "with penalize: only paths whose symbols are expected later than the repair \
+                  by more than this many response times (Eq. 9) of the repairing path",
         },
         OptionDoc {
             key: "lt_c",
@@ -723,6 +741,8 @@ struct TxBlock {
     reported: u64,
     decoded: bool,
     in_flight: Vec<u64>,
+    /// Per path: when its latest symbol of this block was sent.
+    last_sent: Vec<Option<Instant>>,
     lost_unreplaced: u64,
     /// Packets carrying symbols of this block that a path reported lost (Fig. 6).
     lost_packets: u64,
@@ -961,14 +981,20 @@ impl FmtcpSender {
     }
 
     /// Penalisation after a repair (module docs): of the paths holding symbols of the first
-    /// repaired block (the oldest undecoded one, which holds the window), the one expected to
-    /// deliver last (largest EDT, if larger than `path`'s) has its window reduced, at most once
-    /// per its RTT, as `mptcp` penalises the path holding the segment at the window's edge.
+    /// repaired block (the oldest undecoded one, which holds the window), the one whose
+    /// symbols are expected to arrive last (send time of its latest symbol of the block plus
+    /// EDT_g, Eq. 8), if later than the repair symbol's arrival (now + EDT of `path`), has its
+    /// window reduced, at most once per its RTT, as `mptcp` penalises the path holding the
+    /// segment at the window's edge.
     fn penalize_slower(&mut self, ctx: &mut SendCtx<'_>, path: usize, items: &[(u64, u32)]) {
         if !self.cfg.penalize {
             return;
         }
-        let Some(me) = self.est.get(path).map(|e| e.edt) else {
+        let Some(me) = self
+            .est
+            .get(path)
+            .map(|e| e.edt + self.cfg.penalize_margin * e.rt)
+        else {
             return;
         };
         let Some(b) = items
@@ -980,11 +1006,13 @@ impl FmtcpSender {
         };
         let mut worst: Option<(usize, f64)> = None;
         for (g, &n) in b.in_flight.iter().enumerate() {
-            let Some(e) = self.est.get(g) else {
+            let (Some(e), Some(Some(sent))) = (self.est.get(g), b.last_sent.get(g)) else {
                 continue;
             };
-            if n > 0 && g != path && e.edt > me && worst.is_none_or(|(_, w)| e.edt > w) {
-                worst = Some((g, e.edt));
+            // Expected arrival of g's symbols of the block, in seconds from now.
+            let eat = e.edt - ctx.now.saturating_since(*sent).as_secs_f64();
+            if n > 0 && g != path && eat > me && worst.is_none_or(|(_, w)| eat > w) {
+                worst = Some((g, eat));
             }
         }
         let Some((g, _)) = worst else {
@@ -1088,6 +1116,7 @@ impl FmtcpSender {
                 reported: 0,
                 decoded: false,
                 in_flight: vec![0; ctx.paths.len()],
+                last_sent: vec![None; ctx.paths.len()],
                 lost_unreplaced: 0,
                 lost_packets: 0,
                 arr: None,
@@ -1154,6 +1183,10 @@ impl FmtcpSender {
             b.in_flight.resize(path + 1, 0);
         }
         b.in_flight[path] += 1;
+        if b.last_sent.len() <= path {
+            b.last_sent.resize(path + 1, None);
+        }
+        b.last_sent[path] = Some(ctx.now);
         true
     }
 
