@@ -425,6 +425,13 @@ fn invalid_configurations_are_refused() {
     )
     .unwrap();
     assert!(Connection::new(c, 2).is_err());
+    for m in [-1.0, f64::NAN, 1e9] {
+        let f = FmtcpConfig {
+            penalize_margin: m,
+            ..FmtcpConfig::default()
+        };
+        assert!(f.geometry(1400).is_err(), "penalize_margin {m}");
+    }
     // Geometry for MSS 1400: T = 1366, k = 24; two symbols per packet: T = 669, k = 49
     // (T_max = (1400 − 2·20)/2 = 680).
     let g = FmtcpConfig::default().geometry(1400).unwrap();
