@@ -150,9 +150,15 @@ fn fmtcp_completes_applications_that_write_less_than_a_block() {
 /// `mptcp` here has reinjection and penalisation (Linux), which already soften the blocking;
 /// fmtcp is still clearly ahead (the paper's claim: ratio > 1). Regression snapshot: means over
 /// 3 seeds of 100 s; measured ratios 1.34 and 1.42 at 64 KiB, 1.20 and 1.20 at 128 KiB (seeds
-/// 1-3), asserted with about 10 % of margin. Re-measured 2026-11-23 after the engine's honest
-/// congestion signals (growth only when window-limited, ack delay): the first case moved to
-/// 1.18 (fmtcp 1.725, mptcp 1.458 Mbit/s), so its snapshot is 1.10 now.
+/// 1-3), asserted with about 10 % of margin. The first case is now 1.18 (fmtcp 1.725, mptcp
+/// 1.458 Mbit/s), so its snapshot is 1.10. What moved it (bisected 2026-11-23, this case,
+/// seeds 1-3; docs/experiments/fmtcp.md "The head-of-line snapshot"): 1.31 at 5e28dee; mptcp
+/// +7.5 % over e9f2bdc (scheme interface) and the lab-scale/netsec merges -> 1.23; then
+/// ebf13bd's RFC 7661 rule (a window that did not limit sending may not grow), alone: fmtcp
+/// 1.808 -> 1.725 with it toggled off/on, mptcp 1.439 -> 1.458 (the ack-delay change: no
+/// effect). With the 64 KiB buffer flow control, not cwnd, limits sending, so sub1's window
+/// no longer inflates; Algorithm 1 (Eq. 10) then finds sub1 full more often and gives more
+/// symbols to the lossy sub2 (seed 1: 1259 packets there instead of 1033).
 #[test]
 fn fmtcp_beats_mptcp_in_the_head_of_line_case() {
     for (buffer, loss2, delay2, min_ratio) in [
