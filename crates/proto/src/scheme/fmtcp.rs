@@ -1224,7 +1224,12 @@ impl SchemeSender for FmtcpSender {
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag> {
         self.refresh(ctx, false);
-        if path >= ctx.paths.len() {
+        if self.blocks.is_empty() {
+            // Idle with nothing open: written bytes short of a block go out now (module
+            // docs, "Short blocks").
+            self.refresh(ctx, true);
+        }
+        if self.blocks.is_empty() || path >= ctx.paths.len() {
             return None;
         }
         self.estimates(ctx);
