@@ -312,8 +312,7 @@ def report(mixes):
            'schemes run on the first path of the mix. One repetition per point (the seed is '
            'the mix file\'s). Total: ' + str(nruns) + ' runs.', '',
            '"—" means the measurement does not exist for that run: the file or page did not '
-           'complete within the run (so `fmtcp` rows have no page load time: its web '
-           'page did not complete; not investigated here), or no block was delivered. The '
+           'complete within the run, or no block was delivered. The '
            'capacity of `failure` and `surge` is that before the event. The background flow '
            'of `shared` is one CUBIC flow; its goodput shows what each scheme leaves it. One '
            'repetition and one seed: differences of a few percent are within run-to-run noise '

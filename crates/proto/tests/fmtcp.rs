@@ -205,6 +205,69 @@ fn delivers_exactly_with_a_short_final_block() {
     }
 }
 
+/// Moves datagrams both ways for `rounds` rounds (5 ms steps when idle) and returns what each
+/// end read: (read by `b`, read by `a`).
+fn exchange(a: &mut Connection, b: &mut Connection, now: &mut Instant) -> (Vec<u8>, Vec<u8>) {
+    let (mut at_b, mut at_a) = (Vec::new(), Vec::new());
+    let mut buf = vec![0u8; 2048];
+    for _ in 0..400 {
+        let mut moved = false;
+        while let Some(t) = a.poll_transmit(*now, &mut buf) {
+            let _ = b.handle_datagram(*now, &buf[..t.len]);
+            moved = true;
+        }
+        while let Some(t) = b.poll_transmit(*now, &mut buf) {
+            let _ = a.handle_datagram(*now, &buf[..t.len]);
+            moved = true;
+        }
+        b.read_with(u64::MAX, |s| at_b.extend_from_slice(s));
+        a.read_with(u64::MAX, |s| at_a.extend_from_slice(s));
+        if !moved {
+            *now += Duration::from_millis(5);
+            a.handle_timeout(*now);
+            b.handle_timeout(*now);
+        }
+    }
+    (at_b, at_a)
+}
+
+/// Writes shorter than a block on a stream that stays open (a web request, a response's
+/// tail) must be delivered: the sender, idle, sends them as a short block instead of waiting
+/// for a full block that may never be written. Both directions (the web client requests
+/// from the receiving end). Regression: before short blocks, nothing was ever sent and the
+/// comparison suite's `web` never completed with fmtcp.
+#[test]
+fn writes_shorter_than_a_block_are_delivered_without_closing() {
+    for code in [Code::Raptorq, Code::Lt] {
+        let (mut a, mut b) = pair(code);
+        let mut now = Instant::ZERO;
+        let req = data(300);
+        assert_eq!(b.write(&req), 300);
+        let (_, at_a) = exchange(&mut a, &mut b, &mut now);
+        assert!(
+            at_a == req,
+            "{code:?}: request: {} of 300 bytes",
+            at_a.len()
+        );
+        // A response of one full block and a 27 232-byte tail, then a one-byte write.
+        let resp = data(60_000);
+        assert_eq!(a.write(&resp), resp.len());
+        let (at_b, _) = exchange(&mut a, &mut b, &mut now);
+        assert!(
+            at_b == resp,
+            "{code:?}: response: {} of 60000 bytes",
+            at_b.len()
+        );
+        assert_eq!(a.write(&[7]), 1);
+        let (at_b, _) = exchange(&mut a, &mut b, &mut now);
+        assert_eq!(at_b, vec![7], "{code:?}");
+        assert_eq!((a.data_acked(), b.data_acked()), (60_001, 300), "{code:?}");
+        let s = sender_coding(&a);
+        assert_eq!((s.blocks, s.short_blocks), (3, 2), "{code:?}: {s:?}");
+        assert_eq!(b.stats().frames_rejected + a.stats().frames_rejected, 0);
+    }
+}
+
 #[test]
 fn delivers_exactly_with_two_symbols_per_packet() {
     let c = cfg_with(FmtcpConfig {
@@ -218,8 +281,8 @@ fn delivers_exactly_with_two_symbols_per_packet() {
     let d = data(5 * 32768 + 700);
     let got = send_all(&mut a, &mut b, &d, 5, 20_000);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
-    // 48 source symbols per full block, 1 for the 700-byte tail (T = 683 → 2).
-    assert_eq!(sender_coding(&a).source_symbols, 5 * 48 + 2);
+    // 49 source symbols per full block, 2 for the 700-byte tail (T = 669).
+    assert_eq!(sender_coding(&a).source_symbols, 5 * 49 + 2);
 }
 
 #[test]
@@ -278,7 +341,7 @@ fn hostile_symbols_and_feedback_are_dropped_and_counted() {
     let d = data(130_000);
     let mut src = Source::new(&d);
     let mut now = Instant::ZERO;
-    // Let block 0 be decoded and a few more blocks start.
+    // Let the transfer go (zero delay: it is delivered in these rounds).
     let mut got = transfer_from(&mut a, &mut b, &mut now, &mut src, 3, 0);
     let t = 1366; // symbol size for MSS 1400 (module docs)
     static RIGHT: [u8; 1366] = [0xAB; 1366];
@@ -288,8 +351,9 @@ fn hostile_symbols_and_feedback_are_dropped_and_counted() {
         (symbol(1, 5, Coding::Plain, &WRONG), true),
         // block far beyond the receive window
         (symbol(1_000_000, 0, Coding::Plain, &RIGHT), true),
-        // block number that overflows the stream offset
+        // block ids (first stream byte) at the end of the offset space
         (symbol(u64::MAX >> 3, 0, Coding::Plain, &RIGHT), true),
+        (symbol((1 << 62) - 5, 0, Coding::Plain, &RIGHT), true),
         // ESI beyond RFC 6330's 24 bits
         (symbol(2, 1 << 24, Coding::Plain, &RIGHT), true),
         // explicit coefficients: not this scheme's coding
@@ -361,7 +425,15 @@ fn invalid_configurations_are_refused() {
     )
     .unwrap();
     assert!(Connection::new(c, 2).is_err());
-    // Geometry for MSS 1400: T = 1366, k = 24; two symbols per packet: T = 683, k = 48.
+    for m in [-1.0, f64::NAN, 1e9] {
+        let f = FmtcpConfig {
+            penalize_margin: m,
+            ..FmtcpConfig::default()
+        };
+        assert!(f.geometry(1400).is_err(), "penalize_margin {m}");
+    }
+    // Geometry for MSS 1400: T = 1366, k = 24; two symbols per packet: T = 669, k = 49
+    // (T_max = (1400 − 2·20)/2 = 680).
     let g = FmtcpConfig::default().geometry(1400).unwrap();
     assert_eq!((g.symbol, g.k), (1366, 24));
     let g2 = FmtcpConfig {
@@ -370,7 +442,48 @@ fn invalid_configurations_are_refused() {
     }
     .geometry(1400)
     .unwrap();
-    assert_eq!((g2.symbol, g2.k), (683, 48));
+    assert_eq!((g2.symbol, g2.k), (669, 49));
+}
+
+/// Blocks are named by their first stream byte, so a hostile peer could name overlapping
+/// ones: a block overlapping one being decoded, or reusing its id with another length, is
+/// refused and counted.
+#[test]
+fn overlapping_blocks_are_refused() {
+    let (_, mut b) = pair(Code::Raptorq);
+    static RIGHT: [u8; 1366] = [0xAB; 1366];
+    let cases: [(Frame<'static>, u64); 5] = [
+        // a two-symbol block at 40 000 (one repair symbol: not decodable yet)
+        (symbol(40_000, 5, Coding::Seed(2000), &RIGHT), 0),
+        // starting inside it, ending inside it, covering it, same id with another length
+        (symbol(40_005, 0, Coding::Seed(10), &RIGHT), 1),
+        (symbol(39_000, 0, Coding::Seed(1500), &RIGHT), 1),
+        (symbol(30_000, 0, Coding::Plain, &RIGHT), 1),
+        (symbol(40_000, 6, Coding::Seed(2001), &RIGHT), 1),
+    ];
+    let mut expected = 0;
+    for (i, (f, rejected)) in cases.iter().enumerate() {
+        let _ = b.handle_datagram(
+            Instant::ZERO,
+            &packet(0, 100 + i as u64, std::slice::from_ref(f)),
+        );
+        expected += rejected;
+        assert_eq!(b.stats().frames_rejected, expected, "case {i}");
+    }
+    // Adjacent blocks are fine: [38 000, 40 000) and [42 000, 42 100).
+    for (i, f) in [
+        symbol(38_000, 5, Coding::Seed(2000), &RIGHT),
+        symbol(42_000, 5, Coding::Seed(100), &RIGHT),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let _ = b.handle_datagram(
+            Instant::ZERO,
+            &packet(0, 200 + i as u64, std::slice::from_ref(f)),
+        );
+    }
+    assert_eq!(b.stats().frames_rejected, expected);
 }
 
 proptest! {

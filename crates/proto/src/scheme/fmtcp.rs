@@ -3,16 +3,27 @@
 //! (`shared/papers/fmtcp.txt`; equations cited by their number there).
 //!
 //! **Blocks and symbols (§IV-B).** The stream is cut into blocks of `block_size` bytes (32 KiB
-//! by default, as in the paper); block `b` covers stream bytes `[b·B, (b+1)·B)`. Each block is
+//! by default, as in the paper), each starting where the previous one ends. Each block is
 //! split into k source symbols of T bytes, with `symbols_per_packet` symbols per packet (1 by
 //! default). T is the largest size for which the packet's SYMBOL frames fit in the MSS,
 //! evened out so the block divides into k nearly equal symbols:
-//! `T_max = ⌊(MSS − 12·s)/s⌋` (12 = largest SYMBOL frame header), `k = ⌈B/T_max⌉`,
+//! `T_max = ⌊(MSS − 20·s)/s⌋` (20 = largest SYMBOL frame header), `k = ⌈B/T_max⌉`,
 //! `T = ⌈B/k⌉`. With MSS 1400, s = 1: T = 1366 B, k = 24 (16 padding bytes per block).
-//! A short final block (the stream ends inside it) has its own k = ⌈len/T⌉ and carries its
-//! byte length in the SYMBOL frame's seed field; full blocks use the plain coding. Symbols come
-//! from RaptorQ (RFC 6330; SYMBOL block = SBN, id = ESI, source symbols first) or, selectable,
-//! from the LT code of `tributary_codec::lt` (id = seed).
+//! A block is named on the wire by its first stream byte (SYMBOL and FEEDBACK `block` field);
+//! a full block uses the plain coding, a short one (below) has its own k = ⌈len/T⌉ and
+//! carries its byte length in the SYMBOL frame's seed field. Symbols come from RaptorQ
+//! (RFC 6330; id = ESI, source symbols first) or, selectable, from the LT code of
+//! `tributary_codec::lt` (id = seed).
+//!
+//! **Short blocks (not in the paper, which codes a bulk stream).** A block shorter than
+//! `block_size` is opened when the stream ends inside it, and when the sender is idle (every
+//! open block is δ-complete) while the application has written less than a block beyond the
+//! last one and a full block would fit the flow-control window: the written bytes go out at
+//! once as a short block instead of waiting for data that may never come (a request, a web
+//! object's tail, a video frame; without this a 300-byte request waited forever for 32 KiB).
+//! A sender limited by flow control or still busy with open blocks waits for full blocks, so
+//! a bulk transfer keeps the paper's block size. At most [`MAX_OPEN_BLOCKS`] blocks are open
+//! at either end.
 //!
 //! **No retransmission.** A packet lost on a path makes its block owe more symbols; they are
 //! new symbols (next ESI), sent on whichever path the allocator picks.
@@ -72,11 +83,16 @@
 //! it only uses capacity they would leave idle. It costs a little where the paper's scheme is
 //! already ahead (§III head-of-line case, 64 KiB, 5 % loss: 1.68 against 1.77 Mbit/s; see
 //! docs/experiments/stress.md). With `penalize` (on by default, acts only with `repair`), as MPTCP
-//! penalises the path holding the blocking segment, the path expected to deliver last (largest
-//! EDT, larger than the repairing path's) among those with symbols of the oldest repaired block
-//! in flight has its window reduced, at most once per its RTT:
-//! otherwise an unpenalised slow path keeps a large window, and a coupled controller (LIA)
-//! then leaves the fast path almost no increase (measured: the fast path stuck at 1 MSS).
+//! penalises the path holding the blocking segment, the path whose symbols of the oldest
+//! repaired block are expected to arrive last has its window reduced, at most once per its
+//! RTT, if they are expected after the repair symbol: a path's symbols of the block are
+//! expected at the send time of its latest one plus its EDT (Eq. 8; the FMTCP paper's
+//! expected arrival time, Eqs. 8–10, for a symbol already sent), the repair symbol at now +
+//! EDT of the repairing path. (Ranking by EDT alone, as first done, penalised a clean path
+//! whose symbols were merely sent later, about to arrive: docs/experiments/stress.md,
+//! bursty-8.) Without penalisation an unpenalised slow path keeps a large window, and a
+//! coupled controller (LIA) then leaves the fast path almost no increase (measured: the fast
+//! path stuck at 1 MSS).
 //!
 //! **Estimators.** p_f = the path's loss-rate estimate ([`PathView::loss_rate`]: EWMA of packet
 //! outcomes over about 100 packets, starting at 0), capped at 0.95 in Eqs. 8–10 and 4.
@@ -103,22 +119,30 @@ use crate::path::PathView;
 use crate::registry::{self, Entry, Factory, OptionDoc, Options};
 use crate::time::Instant;
 use crate::wire::{Coding, FeedbackFrame, Frame, PacketWriter, SymbolFrame};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use tributary_codec::lt::{LtDecoder, LtEncoder, LtParams, LtSymbolId};
 use tributary_codec::raptorq::{
     RaptorqConfig, RaptorqDecoder, RaptorqEncoder, MAX_ENCODING_SYMBOL_ID,
 };
 
-/// Largest SYMBOL frame header: type, block (varint ≤ 4 B below 2^30 blocks), id (≤ 4 B),
-/// coding byte, length (2 B).
-const SYMBOL_HEADER: usize = 12;
+/// Largest SYMBOL frame header: type, block id (the block's first stream byte, varint ≤ 8 B),
+/// id (≤ 4 B), coding byte, short-block length (seed varint, ≤ 4 B), data length (2 B).
+const SYMBOL_HEADER: usize = 20;
 /// Loss rates are capped here in Eqs. 4 and 8–10 (Eq. 8 diverges at p = 1).
 const MAX_LOSS: f64 = 0.95;
 /// Bound on virtual packets per allocation (Algorithm 1 ends far earlier in practice).
 const MAX_VIRTUAL_PACKETS: usize = 4096;
 /// Opportunistic repair looks at this many blocks from the head of the window.
 const REPAIR_BLOCKS: usize = 4;
+/// Most blocks open at once, at the sender and at the receiver (short blocks can be as small
+/// as one byte: this bounds the decoders a peer can make the receiver hold).
+pub const MAX_OPEN_BLOCKS: usize = 4096;
+
+/// The LT generator key of the block starting at stream byte `start` (both ends).
+fn lt_key(start: u64) -> u32 {
+    (start ^ (start >> 32)) as u32
+}
 
 /// The fountain code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -149,6 +173,10 @@ pub struct FmtcpConfig {
     pub repair: bool,
     /// With `repair`: reduce the window of slower paths holding symbols of a repaired block.
     pub penalize: bool,
+    /// With `penalize`: a path is penalised only if its symbols of the repaired block are
+    /// expected later than the repair symbol by more than this many response times (Eq. 9) of
+    /// the repairing path.
+    pub penalize_margin: f64,
     /// LT: robust soliton constant c.
     pub lt_c: f64,
     /// LT: robust soliton δ.
@@ -167,6 +195,7 @@ impl Default for FmtcpConfig {
             allocation: true,
             repair: false,
             penalize: true,
+            penalize_margin: 2.0,
             lt_c: 0.1,
             lt_delta: 0.05,
             lt_overhead: 0.25,
@@ -199,6 +228,9 @@ impl FmtcpConfig {
         }
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err("delta must be in (0, 1)".into());
+        }
+        if !(0.0..=100.0).contains(&self.penalize_margin) {
+            return Err("penalize_margin must be in [0, 100]".into());
         }
         if !(0.0..=10.0).contains(&self.lt_overhead) {
             return Err("lt_overhead must be in [0, 10]".into());
@@ -301,6 +333,11 @@ pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
             key: "penalize",
             doc: "with repair: reduce the window of slower paths holding symbols of a \
                   repaired block (as mptcp's penalisation)",
+        },
+        OptionDoc {
+            key: "penalize_margin",
+            doc: "with penalize: only paths whose symbols are expected later than the repair \
+                  by more than this many response times (Eq. 9) of the repairing path",
         },
         OptionDoc {
             key: "lt_c",
@@ -691,9 +728,9 @@ enum Encoder {
 
 #[derive(Debug)]
 struct TxBlock {
-    index: u64,
+    /// First stream byte; also the block's id on the wire.
     start: u64,
-    /// Stream bytes of the block (B, or less for a short final block).
+    /// Stream bytes of the block (B, or less for a short block).
     len: u64,
     /// k̂: symbols the receiver is expected to need.
     k_hat: u64,
@@ -704,6 +741,8 @@ struct TxBlock {
     reported: u64,
     decoded: bool,
     in_flight: Vec<u64>,
+    /// Per path: when its latest symbol of this block was sent.
+    last_sent: Vec<Option<Instant>>,
     lost_unreplaced: u64,
     /// Packets carrying symbols of this block that a path reported lost (Fig. 6).
     lost_packets: u64,
@@ -786,7 +825,8 @@ pub struct FmtcpSender {
     cfg: FmtcpConfig,
     geo: Geometry,
     blocks: VecDeque<TxBlock>,
-    next_block: u64,
+    /// Stream offset where the next block starts.
+    next_start: u64,
     records: HashMap<u64, Vec<(u64, u32)>>,
     next_record: u64,
     scratch: Vec<u8>,
@@ -816,7 +856,7 @@ impl FmtcpSender {
             cfg,
             geo,
             blocks: VecDeque::new(),
-            next_block: 0,
+            next_start: 0,
             records: HashMap::new(),
             next_record: 0,
             scratch: vec![0; geo.symbol],
@@ -859,9 +899,13 @@ impl FmtcpSender {
         self.geo
     }
 
-    fn block_mut(&mut self, index: u64) -> Option<&mut TxBlock> {
-        let first = self.blocks.front()?.index;
-        let pos = index.checked_sub(first)? as usize;
+    /// Position of the open block whose id (first stream byte) is `id`.
+    fn position(&self, id: u64) -> Option<usize> {
+        self.blocks.binary_search_by_key(&id, |b| b.start).ok()
+    }
+
+    fn block_mut(&mut self, id: u64) -> Option<&mut TxBlock> {
+        let pos = self.position(id)?;
         // Callers change the block's counts: it leaves the complete prefix.
         self.complete = self.complete.min(pos);
         self.blocks.get_mut(pos)
@@ -887,9 +931,8 @@ impl FmtcpSender {
     /// True if no new block can be opened: the next one does not fit below the peer's
     /// flow-control limit, or the stream ended and every block is open.
     fn window_blocked(&self, ctx: &SendCtx<'_>) -> bool {
-        let b = self.geo.block;
-        let start = self.next_block * b;
-        let mut end = start + b;
+        let start = self.next_start;
+        let mut end = start + self.geo.block;
         if let Some(f) = ctx.final_size {
             if start >= f {
                 return true;
@@ -938,34 +981,38 @@ impl FmtcpSender {
     }
 
     /// Penalisation after a repair (module docs): of the paths holding symbols of the first
-    /// repaired block (the oldest undecoded one, which holds the window), the one expected to
-    /// deliver last (largest EDT, if larger than `path`'s) has its window reduced, at most once
-    /// per its RTT, as `mptcp` penalises the path holding the segment at the window's edge.
+    /// repaired block (the oldest undecoded one, which holds the window), the one whose
+    /// symbols are expected to arrive last (send time of its latest symbol of the block plus
+    /// EDT_g, Eq. 8), if later than the repair symbol's arrival (now + EDT of `path`), has its
+    /// window reduced, at most once per its RTT, as `mptcp` penalises the path holding the
+    /// segment at the window's edge.
     fn penalize_slower(&mut self, ctx: &mut SendCtx<'_>, path: usize, items: &[(u64, u32)]) {
         if !self.cfg.penalize {
             return;
         }
-        let Some(me) = self.est.get(path).map(|e| e.edt) else {
-            return;
-        };
-        let (Some(&(index, _)), Some(first)) =
-            (items.first(), self.blocks.front().map(|b| b.index))
+        let Some(me) = self
+            .est
+            .get(path)
+            .map(|e| e.edt + self.cfg.penalize_margin * e.rt)
         else {
             return;
         };
-        let Some(b) = index
-            .checked_sub(first)
-            .and_then(|i| self.blocks.get(i as usize))
+        let Some(b) = items
+            .first()
+            .and_then(|&(id, _)| self.position(id))
+            .and_then(|i| self.blocks.get(i))
         else {
             return;
         };
         let mut worst: Option<(usize, f64)> = None;
         for (g, &n) in b.in_flight.iter().enumerate() {
-            let Some(e) = self.est.get(g) else {
+            let (Some(e), Some(Some(sent))) = (self.est.get(g), b.last_sent.get(g)) else {
                 continue;
             };
-            if n > 0 && g != path && e.edt > me && worst.is_none_or(|(_, w)| e.edt > w) {
-                worst = Some((g, e.edt));
+            // Expected arrival of g's symbols of the block, in seconds from now.
+            let eat = e.edt - ctx.now.saturating_since(*sent).as_secs_f64();
+            if n > 0 && g != path && eat > me && worst.is_none_or(|(_, w)| eat > w) {
+                worst = Some((g, eat));
             }
         }
         let Some((g, _)) = worst else {
@@ -985,12 +1032,34 @@ impl FmtcpSender {
         }
     }
 
-    /// Drops finished blocks and opens new ones inside the flow-control window.
-    fn refresh(&mut self, ctx: &mut SendCtx<'_>) {
+    /// Extends the prefix of δ-complete blocks (`complete`) as far as it goes.
+    fn advance_complete(&mut self) {
+        let est = &self.est;
+        let delta = self.cfg.delta;
+        while let Some(b) = self.blocks.get_mut(self.complete) {
+            if b.cached(est).failure() >= delta {
+                break;
+            }
+            self.complete += 1;
+        }
+    }
+
+    /// Drops finished blocks and opens new ones inside the flow-control window. With `short`
+    /// (the sender is idle: every open block is δ-complete), the written bytes that do not
+    /// make a full block yet are opened as a short block, if a full block would fit the
+    /// flow-control window (module docs, "Short blocks").
+    fn refresh(&mut self, ctx: &mut SendCtx<'_>, short: bool) {
         self.drop_finished(ctx.data_ack);
         let b = self.geo.block;
         loop {
-            let start = self.next_block * b;
+            if self.blocks.len() >= MAX_OPEN_BLOCKS {
+                return;
+            }
+            if self.next_start < ctx.data_ack {
+                // The receiver already holds it (cannot happen unless the peer misbehaves).
+                self.next_start = ctx.data_ack;
+            }
+            let start = self.next_start;
             let mut end = start + b;
             if let Some(f) = ctx.final_size {
                 if start >= f {
@@ -998,13 +1067,14 @@ impl FmtcpSender {
                 }
                 end = end.min(f);
             }
-            if end > ctx.max_data || end > ctx.send_buf.end() {
+            if end > ctx.max_data {
                 return;
             }
-            if start < ctx.data_ack {
-                // The receiver already holds it (cannot happen unless the peer misbehaves).
-                self.next_block += 1;
-                continue;
+            if end > ctx.send_buf.end() {
+                if !short || ctx.send_buf.end() <= start {
+                    return;
+                }
+                end = ctx.send_buf.end();
             }
             let len = end - start;
             let t = self.geo.symbol;
@@ -1027,8 +1097,7 @@ impl FmtcpSender {
                 Code::Lt => {
                     let p = LtParams::new(k, t, self.cfg.lt_c, self.cfg.lt_delta)
                         .expect("geometry validated");
-                    let e = LtEncoder::new(p, self.next_block as u32, &data)
-                        .expect("block of k·T bytes");
+                    let e = LtEncoder::new(p, lt_key(start), &data).expect("block of k·T bytes");
                     self.block_buf = data;
                     let k_hat = (k as f64 * (1.0 + self.cfg.lt_overhead)).ceil() as u64;
                     (Encoder::Lt(e), k_hat.max(k as u64))
@@ -1037,7 +1106,6 @@ impl FmtcpSender {
             self.stats.source_symbols += k as u64;
             self.stats.blocks += 1;
             self.blocks.push_back(TxBlock {
-                index: self.next_block,
                 start,
                 len,
                 k_hat,
@@ -1048,12 +1116,16 @@ impl FmtcpSender {
                 reported: 0,
                 decoded: false,
                 in_flight: vec![0; ctx.paths.len()],
+                last_sent: vec![None; ctx.paths.len()],
                 lost_unreplaced: 0,
                 lost_packets: 0,
                 arr: None,
                 fill: None,
             });
-            self.next_block += 1;
+            self.next_start = end;
+            if end - start < b && ctx.final_size.is_none() {
+                self.stats.short_blocks += 1;
+            }
         }
     }
 
@@ -1084,7 +1156,7 @@ impl FmtcpSender {
             Coding::Seed(b.len)
         };
         let frame = Frame::Symbol(SymbolFrame {
-            block: b.index,
+            block: b.start,
             id,
             coding,
             data: &self.scratch,
@@ -1111,6 +1183,10 @@ impl FmtcpSender {
             b.in_flight.resize(path + 1, 0);
         }
         b.in_flight[path] += 1;
+        if b.last_sent.len() <= path {
+            b.last_sent.resize(path + 1, None);
+        }
+        b.last_sent[path] = Some(ctx.now);
         true
     }
 
@@ -1147,19 +1223,27 @@ impl SchemeSender for FmtcpSender {
         path: usize,
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag> {
-        self.refresh(ctx);
+        self.refresh(ctx, false);
+        if self.blocks.is_empty() {
+            // Idle with nothing open: written bytes short of a block go out now (module
+            // docs, "Short blocks").
+            self.refresh(ctx, true);
+        }
         if self.blocks.is_empty() || path >= ctx.paths.len() {
             return None;
         }
         self.estimates(ctx);
+        self.advance_complete();
+        if self.complete == self.blocks.len() {
+            // Idle: written bytes short of a block go out now (module docs, "Short blocks").
+            self.refresh(ctx, true);
+            self.advance_complete();
+        }
+        if self.blocks.is_empty() {
+            return None;
+        }
         let est = &self.est;
         let delta = self.cfg.delta;
-        while let Some(b) = self.blocks.get_mut(self.complete) {
-            if b.cached(est).failure() >= delta {
-                break;
-            }
-            self.complete += 1;
-        }
         let skip = self.complete;
         let mut view = SenderBlocks {
             blocks: &mut self.blocks,
@@ -1189,7 +1273,7 @@ impl SchemeSender for FmtcpSender {
                 if !self.emit_symbol(ctx, bi, path, pkt) {
                     break 'outer;
                 }
-                let index = self.blocks[bi].index;
+                let index = self.blocks[bi].start;
                 match items.last_mut() {
                     Some((i, c)) if *i == index => *c += 1,
                     _ => items.push((index, 1)),
@@ -1241,7 +1325,7 @@ impl SchemeSender for FmtcpSender {
         if count > u64::from(MAX_ENCODING_SYMBOL_ID) + 1 {
             return Err(SchemeError::Invalid("symbol count beyond the id space"));
         }
-        if block >= self.next_block {
+        if block >= self.next_start {
             return Err(SchemeError::Unknown("feedback for a block never sent"));
         }
         if let Some(b) = self.block_mut(block) {
@@ -1282,9 +1366,10 @@ struct RxBlock {
 pub struct FmtcpReceiver {
     cfg: FmtcpConfig,
     geo: Geometry,
+    /// Blocks being decoded, by id (first stream byte).
     blocks: BTreeMap<u64, RxBlock>,
-    /// Decoded blocks not yet below the in-order delivery point.
-    done: BTreeSet<u64>,
+    /// Decoded blocks not yet below the in-order delivery point: id → length.
+    done: BTreeMap<u64, u64>,
     stats: CodingStats,
 }
 
@@ -1294,7 +1379,7 @@ impl FmtcpReceiver {
             cfg,
             geo,
             blocks: BTreeMap::new(),
-            done: BTreeSet::new(),
+            done: BTreeMap::new(),
             stats: CodingStats::default(),
         }
     }
@@ -1304,29 +1389,39 @@ impl FmtcpReceiver {
         if s.data.len() != g.symbol {
             return Err(SchemeError::Invalid("symbol of the wrong size"));
         }
-        let Some(start) = s.block.checked_mul(g.block) else {
-            return Err(SchemeError::Unknown("block beyond the stream"));
-        };
+        let start = s.block;
         let len = match s.coding {
             Coding::Plain => g.block,
             Coding::Seed(len) if len > 0 && len < g.block => len,
             _ => return Err(SchemeError::Invalid("bad block length")),
         };
+        let Some(end) = start.checked_add(len) else {
+            return Err(SchemeError::Unknown("block beyond the stream"));
+        };
         if s.id > MAX_ENCODING_SYMBOL_ID {
             return Err(SchemeError::Invalid("symbol id out of range"));
         }
         let contiguous = ctx.recv_buf.contiguous_end();
-        if start + len <= contiguous || self.done.contains(&s.block) {
+        if end <= contiguous || self.done.get(&start) == Some(&len) {
             self.stats.late_symbols += 1;
             return Ok(());
         }
-        if let Some(f) = ctx.recv_buf.final_size() {
-            if start >= f || len != g.block.min(f - start) {
-                return Err(SchemeError::Unknown("block past the stream end"));
-            }
+        if start < contiguous {
+            return Err(SchemeError::Invalid("block straddles delivered data"));
         }
-        if start + len > ctx.recv_buf.max_data() {
+        if ctx.recv_buf.final_size().is_some_and(|f| end > f) {
+            return Err(SchemeError::Unknown("block past the stream end"));
+        }
+        if end > ctx.recv_buf.max_data() {
             return Err(SchemeError::Unknown("block beyond the receive window"));
+        }
+        if !self.blocks.contains_key(&start) {
+            if self.overlaps(start, end) {
+                return Err(SchemeError::Invalid("block overlaps another block"));
+            }
+            if self.blocks.len() + self.done.len() >= MAX_OPEN_BLOCKS {
+                return Err(SchemeError::Invalid("too many open blocks"));
+            }
         }
         let k = (len as usize).div_ceil(g.symbol);
         let cfg = self.cfg;
@@ -1339,7 +1434,7 @@ impl FmtcpReceiver {
                         Err(_) => return Err(SchemeError::Invalid("bad block")),
                     },
                     Code::Lt => match LtParams::new(k, g.symbol, cfg.lt_c, cfg.lt_delta) {
-                        Ok(p) => Decoder::Lt(LtDecoder::with_elimination(p, s.block as u32)),
+                        Ok(p) => Decoder::Lt(LtDecoder::with_elimination(p, lt_key(start))),
                         Err(_) => return Err(SchemeError::Invalid("bad block")),
                     },
                 };
@@ -1354,7 +1449,7 @@ impl FmtcpReceiver {
             Decoder::Lt(d) => d
                 .push(
                     LtSymbolId {
-                        block: s.block as u32,
+                        block: lt_key(start),
                         seed: s.id,
                     },
                     s.data,
@@ -1374,15 +1469,31 @@ impl FmtcpReceiver {
                 if let Ok(data) = data {
                     ctx.recv_buf.insert(start, &data[..len as usize]);
                 }
-                self.done.insert(s.block);
+                self.done.insert(start, len);
                 self.stats.blocks_decoded += 1;
             }
         }
-        // Forget what the application can now read in order.
-        let below = ctx.recv_buf.contiguous_end() / g.block;
+        // Forget what the application can now read in order (blocks never overlap, so a
+        // block starting below the in-order point lies wholly below it).
+        let below = ctx.recv_buf.contiguous_end();
         self.done = self.done.split_off(&below);
         self.blocks = self.blocks.split_off(&below);
         Ok(())
+    }
+
+    /// True if stream bytes `[start, end)` overlap a block being decoded or decoded.
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        let before = |m: Option<(u64, u64)>| m.is_some_and(|(s, l)| s + l > start);
+        let after = |m: Option<u64>| m.is_some_and(|s| s < end);
+        before(self.done.range(..=start).next_back().map(|(&s, &l)| (s, l)))
+            || before(
+                self.blocks
+                    .range(..=start)
+                    .next_back()
+                    .map(|(&s, b)| (s, b.len)),
+            )
+            || after(self.done.range(start + 1..).next().map(|(&s, _)| s))
+            || after(self.blocks.range(start + 1..).next().map(|(&s, _)| s))
     }
 }
 
@@ -1404,7 +1515,7 @@ impl SchemeReceiver for FmtcpReceiver {
     }
 
     fn write_feedback(&mut self, _now: Instant, _path: usize, pkt: &mut PacketWriter<'_>) {
-        for &b in &self.done {
+        for &b in self.done.keys() {
             let f = Frame::Feedback(FeedbackFrame {
                 block: b,
                 count: 0,
@@ -1461,6 +1572,10 @@ pub struct CodingStats {
     /// Window reductions asked for slower paths after a repair (sender; `penalize`).
     #[serde(default)]
     pub penalizations: u64,
+    /// Blocks opened shorter than `block_size` before the stream's end because the sender
+    /// was idle and the application had written no more (sender; fmtcp).
+    #[serde(default)]
+    pub short_blocks: u64,
     /// Histogram of lost packets per finished block (sender): entry x counts the blocks
     /// for which x packets carrying their symbols were reported lost while the block was
     /// held (opened → acknowledged or reported decoded). Blocks unfinished at the end of a
@@ -1486,6 +1601,7 @@ impl CodingStats {
         self.late_symbols += receiver.late_symbols;
         self.repair_symbols += sender.repair_symbols;
         self.penalizations += sender.penalizations;
+        self.short_blocks += sender.short_blocks;
         for (x, &n) in sender.lost_per_block.iter().enumerate() {
             self.record_block_losses_n(x, n);
         }
