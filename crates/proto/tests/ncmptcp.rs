@@ -4,13 +4,14 @@
 
 mod common;
 
-use common::{data, send_all, transfer, transfer_from, wrap, Source};
+use common::{
+    data, overlapping_blocks_are_refused, packet, send_all, symbol, transfer, transfer_from, wrap,
+    Source,
+};
 use proptest::prelude::*;
 use tributary_proto::scheme::ncmptcp::NcStats;
 use tributary_proto::scheme::{NcMptcpConfig, SchemeConfig};
-use tributary_proto::wire::{
-    Coding, FeedbackFrame, Frame, FrameIter, Header, PacketWriter, SymbolFrame,
-};
+use tributary_proto::wire::{Coding, FeedbackFrame, Frame, FrameIter};
 use tributary_proto::{Connection, ConnectionConfig, Duration, Instant};
 
 fn cfg_with(f: NcMptcpConfig) -> ConnectionConfig {
@@ -118,31 +119,6 @@ fn delivers_exactly_with_plan_and_without_offsets() {
     let d = data(100_000);
     let got = send_all(&mut a, &mut b, &d, 5, 20_000);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
-}
-
-fn packet(path: u8, pn: u64, frames: &[Frame<'_>]) -> Vec<u8> {
-    let mut buf = vec![0u8; 2048];
-    let hdr = Header {
-        conn_id: ConnectionConfig::default().conn_id,
-        path,
-        pn,
-    };
-    let mut w = PacketWriter::new(&mut buf, 2048, hdr).unwrap();
-    for f in frames {
-        w.push(f).unwrap();
-    }
-    let n = w.finish();
-    buf.truncate(n);
-    buf
-}
-
-fn symbol(block: u64, id: u32, coding: Coding<'static>, data: &'static [u8]) -> Frame<'static> {
-    Frame::Symbol(SymbolFrame {
-        block,
-        id,
-        coding,
-        data,
-    })
 }
 
 /// Hostile SYMBOL and FEEDBACK frames against a live connection: each is dropped and counted
@@ -315,38 +291,7 @@ fn writes_shorter_than_a_generation_are_delivered_without_closing() {
 fn overlapping_generations_are_refused() {
     let (mut a, mut b) = pair();
     static RIGHT: [u8; 1380] = [0xAB; 1380];
-    let cases: [(Frame<'static>, u64); 5] = [
-        // a two-segment generation at 40 000 (one coded segment: not decodable yet)
-        (symbol(40_000, 5, Coding::Seed(2000), &RIGHT), 0),
-        // starting inside it, ending inside it, covering it, same id with another length
-        (symbol(40_005, 0, Coding::Seed(10), &RIGHT), 1),
-        (symbol(39_000, 0, Coding::Seed(1500), &RIGHT), 1),
-        (symbol(30_000, 0, Coding::Plain, &RIGHT), 1),
-        (symbol(40_000, 6, Coding::Seed(2001), &RIGHT), 1),
-    ];
-    let mut expected = 0;
-    for (i, (f, rejected)) in cases.iter().enumerate() {
-        let _ = b.handle_datagram(
-            Instant::ZERO,
-            &packet(0, 100 + i as u64, std::slice::from_ref(f)),
-        );
-        expected += rejected;
-        assert_eq!(b.stats().frames_rejected, expected, "case {i}");
-    }
-    // Adjacent generations are fine: [38 000, 40 000) and [42 000, 42 100).
-    for (i, f) in [
-        symbol(38_000, 5, Coding::Seed(2000), &RIGHT),
-        symbol(42_000, 5, Coding::Seed(100), &RIGHT),
-    ]
-    .iter()
-    .enumerate()
-    {
-        let _ = b.handle_datagram(
-            Instant::ZERO,
-            &packet(0, 200 + i as u64, std::slice::from_ref(f)),
-        );
-    }
-    assert_eq!(b.stats().frames_rejected, expected);
+    overlapping_blocks_are_refused(&mut b, &RIGHT);
     // The sender opens a short generation [0, 300); feedback for byte 150 names none.
     assert_eq!(a.write(&data(300)), 300);
     let mut buf = vec![0u8; 2048];

@@ -1,8 +1,8 @@
 //! Helpers shared by the connection-level integration tests.
 #![allow(dead_code)]
 
-use tributary_proto::wire::{Header, PacketWriter, CHECKSUM_LEN};
-use tributary_proto::{Connection, Duration, Instant};
+use tributary_proto::wire::{Coding, Frame, Header, PacketWriter, SymbolFrame, CHECKSUM_LEN};
+use tributary_proto::{Connection, ConnectionConfig, Duration, Instant};
 
 /// A datagram with a valid header and checksum around arbitrary frame bytes.
 pub fn wrap(conn_id: u64, path: u8, pn: u64, body: &[u8]) -> Vec<u8> {
@@ -125,4 +125,70 @@ pub fn send_all(
     }
     got.extend(transfer(a, b, &mut now, tail_rounds, drop));
     got
+}
+
+/// A datagram of the default connection id carrying `frames` on `path` as packet `pn`.
+pub fn packet(path: u8, pn: u64, frames: &[Frame<'_>]) -> Vec<u8> {
+    let mut buf = vec![0u8; 2048];
+    let hdr = Header {
+        conn_id: ConnectionConfig::default().conn_id,
+        path,
+        pn,
+    };
+    let mut w = PacketWriter::new(&mut buf, 2048, hdr).unwrap();
+    for f in frames {
+        w.push(f).unwrap();
+    }
+    let n = w.finish();
+    buf.truncate(n);
+    buf
+}
+
+/// A SYMBOL frame.
+pub fn symbol(block: u64, id: u32, coding: Coding<'static>, data: &'static [u8]) -> Frame<'static> {
+    Frame::Symbol(SymbolFrame {
+        block,
+        id,
+        coding,
+        data,
+    })
+}
+
+/// For coded schemes that name a block (generation) by its first stream byte: against the
+/// receiving end `b`, a block overlapping one being decoded, or reusing its id with another
+/// length, is refused and counted; adjacent blocks are not. `payload` is one symbol of the
+/// scheme's size.
+pub fn overlapping_blocks_are_refused(b: &mut Connection, payload: &'static [u8]) {
+    let cases: [(Frame<'static>, u64); 5] = [
+        // a two-symbol block at 40 000 (one repair symbol: not decodable yet)
+        (symbol(40_000, 5, Coding::Seed(2000), payload), 0),
+        // starting inside it, ending inside it, covering it, same id with another length
+        (symbol(40_005, 0, Coding::Seed(10), payload), 1),
+        (symbol(39_000, 0, Coding::Seed(1500), payload), 1),
+        (symbol(30_000, 0, Coding::Plain, payload), 1),
+        (symbol(40_000, 6, Coding::Seed(2001), payload), 1),
+    ];
+    let mut expected = 0;
+    for (i, (f, rejected)) in cases.iter().enumerate() {
+        let _ = b.handle_datagram(
+            Instant::ZERO,
+            &packet(0, 100 + i as u64, std::slice::from_ref(f)),
+        );
+        expected += rejected;
+        assert_eq!(b.stats().frames_rejected, expected, "case {i}");
+    }
+    // Adjacent blocks are fine: [38 000, 40 000) and [42 000, 42 100).
+    for (i, f) in [
+        symbol(38_000, 5, Coding::Seed(2000), payload),
+        symbol(42_000, 5, Coding::Seed(100), payload),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let _ = b.handle_datagram(
+            Instant::ZERO,
+            &packet(0, 200 + i as u64, std::slice::from_ref(f)),
+        );
+    }
+    assert_eq!(b.stats().frames_rejected, expected);
 }
