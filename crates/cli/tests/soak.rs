@@ -10,7 +10,7 @@
 //! tolerance of the measurement, not a requirement).
 //!
 //! Ignored by default (it takes SOAK_SECS plus a few); run with
-//! `SOAK_SECS=600 cargo test --release -p tributary --test soak -- --ignored --nocapture`.
+//! `SOAK_SECS=600 cargo test --release -p tributary --test integration -- --ignored --nocapture soak::`.
 //! Results: `docs/udp.md`, "Server soak".
 
 use std::fs;

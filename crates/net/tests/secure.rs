@@ -594,7 +594,7 @@ fn server_takes_many_concurrent_connections() {
 
 /// The target: 1,000 concurrent transfers on loopback, all correct. Ignored by
 /// default (about a minute on 2 cores); run with
-/// `cargo test --release -p tributary-net --test secure -- --ignored thousand`.
+/// `cargo test --release -p tributary-net --test integration -- --ignored secure::thousand`.
 /// One address opening 1,000 connections at once is what the handshake budget exists to
 /// refuse (docs/udp.md, "Handshake floods"); this test is about the server's concurrency, so
 /// it lifts the budget.

@@ -1,7 +1,7 @@
 //! `cmt-sctp`: the five retransmission policies of Iyengar, Amer & Stewart (ICON 2004, §3)
 //! choose the path they name, and the scheme delivers exactly under loss.
 
-mod common;
+use crate::common;
 
 use common::transfer;
 use rand_chacha::ChaCha8Rng;

@@ -4,8 +4,6 @@
 //! the ratio adaptation of §III-B (ii) moving toward its target, the duplicate-ACK threshold
 //! following the block size (§III-A), and TCP-IR's repairs counted as congestion.
 
-mod common;
-
 use tributary_proto::scheme::dfec::{PARITY, REPORT};
 use tributary_proto::scheme::{DfecConfig, SchemeConfig, TcpIrConfig};
 use tributary_proto::wire::{parse_packet, Frame, FrameIter, Header, PacketWriter};

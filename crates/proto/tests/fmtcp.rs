@@ -1,7 +1,7 @@
 //! `fmtcp`: the model of the paper (Eq. 4, Eqs. 8–10, Algorithm 1) on hand-built inputs, and
 //! the scheme on a live pair of connections, including hostile SYMBOL/FEEDBACK frames.
 
-mod common;
+use crate::common;
 
 use common::{
     data, overlapping_blocks_are_refused as overlapping_blocks_are_refused_by, packet, send_all,

@@ -2,7 +2,7 @@
 //! encoding of a partial chunk, pipelining without feedback, step 6's extra symbols, and
 //! hostile symbol and feedback frames dropped and counted.
 
-mod common;
+use crate::common;
 
 use common::{data, send_all, transfer};
 use tributary_proto::scheme::hmtp::{

@@ -1,7 +1,7 @@
 //! Hostile and malformed input: the connection drops and counts it, never panics, and keeps
 //! working afterwards.
 
-mod common;
+use crate::common;
 
 use common::{transfer, wrap};
 use proptest::prelude::*;

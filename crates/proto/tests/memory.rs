@@ -2,7 +2,7 @@
 //! stall, lie or bloat": a bulk source filled its whole send buffer at start, 1,000 flows took
 //! 4.8 GB).
 
-mod common;
+use crate::common;
 
 use common::{transfer_from, Source};
 use tributary_proto::conn::UNSENT_FLOOR;

@@ -2,7 +2,7 @@
 //! priorities, deadlines with abandonment that never stalls the stream, and receivers that
 //! honour an ABANDON only for a message announced as abandonable.
 
-mod common;
+use crate::common;
 
 use common::wrap;
 use tributary_proto::wire::{Frame, MessageFrame, PacketWriter};

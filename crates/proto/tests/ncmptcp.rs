@@ -2,7 +2,7 @@
 //! subflows, with only coded segments (the decoder does all the work), under loss, with a
 //! short final generation; hostile SYMBOL and FEEDBACK frames dropped and counted.
 
-mod common;
+use crate::common;
 
 use common::{
     data, overlapping_blocks_are_refused, packet, send_all, symbol, transfer, transfer_from, wrap,

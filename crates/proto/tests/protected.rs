@@ -2,7 +2,7 @@
 //! completes, and every forged, replayed, truncated or foreign datagram is refused and counted
 //! without touching the stream.
 
-mod common;
+use crate::common;
 
 use common::{transfer, wrap, Source};
 use tributary_proto::handshake::{accept, generate_keypair, Credentials, Initiator};

@@ -3,7 +3,7 @@
 //! ack/loss, timers on both halves, immediate-ACK requests, validated recovery marks, and
 //! feedback that does not make ACKs acknowledge each other.
 
-mod common;
+use crate::common;
 
 use common::wrap;
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! A tracer sees every packet sent, received and lost, and the congestion state after each
 //! change: its counts equal the connection's own counters.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use tributary_proto::trace::{TraceEvent, Tracer};

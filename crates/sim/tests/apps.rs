@@ -1,7 +1,7 @@
 //! Applications, lazy flows and arrivals, verification, observability: each feature against a
 //! requirement (fixed seeds).
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::sync::Arc;

@@ -10,9 +10,9 @@
 //! measured by `scripts/bbr-experiments.sh` and reported in the doc; RFC 6356 goals 1–3 for
 //! `bbr-coupled` are in `cc_goals.rs` beside LIA/OLIA/BALIA.
 //!
-//! `cargo test -p tributary-sim --release --test bbr -- --nocapture` prints the tables.
+//! `cargo test -p tributary-sim --release --test integration -- --nocapture bbr::` prints the tables.
 
-mod common;
+use crate::common;
 use common::*;
 use tributary_proto::scheme::SchemeConfig;
 use tributary_sim::*;

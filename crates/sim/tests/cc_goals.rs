@@ -9,9 +9,9 @@
 //! 3. *Balance congestion*: traffic moves off the more congested path.
 //!
 //! Each run is a fixed-seed simulation; the numbers are in docs/experiments/congestion.md.
-//! `cargo test -p tributary-sim --release --test cc_goals -- --nocapture` prints the tables.
+//! `cargo test -p tributary-sim --release --test integration -- --nocapture cc_goals::` prints the tables.
 
-mod common;
+use crate::common;
 use common::*;
 use tributary_proto::time::Duration;
 use tributary_sim::*;

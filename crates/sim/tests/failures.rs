@@ -1,7 +1,7 @@
 //! Failures a user hits on harsh paths (issue "Engine that does not stall, lie or bloat"):
 //! each test here failed on the engine before its fix.
 
-mod common;
+use crate::common;
 use common::*;
 use tributary_proto::scheme::SchemeConfig;
 use tributary_proto::time::Duration;

@@ -3,7 +3,7 @@
 //! `mptcp`, coding overhead, and the allocation switch. Paths as the FMTCP paper's §VI:
 //! subflow 1 100 ms one-way, 0.1 % loss; 10 Mbit/s; LIA.
 
-mod common;
+use crate::common;
 use common::*;
 use tributary_proto::scheme::fmtcp::Code;
 use tributary_proto::scheme::{CodingStats, FmtcpConfig, SchemeConfig};

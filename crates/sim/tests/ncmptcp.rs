@@ -1,7 +1,7 @@
 //! `nc-mptcp` in the simulator (which checks every delivered byte against those written on
 //! every run): applications that write less than a generation and wait for an answer.
 
-mod common;
+use crate::common;
 use common::*;
 use tributary_proto::scheme::SchemeConfig;
 use tributary_sim::*;

@@ -3,7 +3,7 @@
 //! keep a slow path out when waiting for the fast one is better. Every run verifies every
 //! delivered byte.
 
-mod common;
+use crate::common;
 use common::*;
 use tributary_proto::sched::SchedulerConfig;
 use tributary_sim::*;

@@ -1,6 +1,6 @@
 //! Validation of the engine against models and the properties the papers start from.
 
-mod common;
+use crate::common;
 use common::*;
 use tributary_proto::scheme::SchemeConfig;
 use tributary_proto::time::Duration;
