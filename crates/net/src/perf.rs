@@ -19,7 +19,7 @@
 use crate::driver::UdpDriver;
 use crate::negotiate::Content;
 use crate::server::ServerEvent;
-use crate::transfer::{wait_open, CLOSE_DONE};
+use crate::transfer::{wait_open, Linger, CLOSE_DONE};
 use crate::NetError;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -538,8 +538,14 @@ pub fn perf_client(
         }
         // Keep acknowledging until the server, all its data acknowledged, closes (the last
         // acknowledgement may be delayed or lost).
-        let t = StdInstant::now();
-        'linger: while t.elapsed() < LINGER {
+        // The wait restarts with every datagram the server sends after the end (see Linger).
+        let mut linger = Linger::start(conn(d)?, StdInstant::now());
+        'linger: loop {
+            let now = StdInstant::now();
+            linger.update(conn(d)?, now);
+            if linger.remaining(LINGER, now).is_zero() {
+                break;
+            }
             d.poll_io(TICK)?;
             while let Some(ev) = conn(d)?.poll_event() {
                 if let Event::Closed { .. } = ev {
@@ -662,9 +668,13 @@ struct Test {
     closed: bool,
     /// Forward: our receive side finished; reverse: everything we sent is acknowledged.
     finished: Option<StdInstant>,
+    /// Forward (we receive): the wait for the client's CLOSE after the end, restarted by the
+    /// client's retransmissions (see [`Linger`]); reverse: a fixed [`LINGER`].
+    linger: Option<Linger>,
 }
 
-/// How long a finished test waits for the peer's CLOSE.
+/// How long a finished test waits for the peer's CLOSE at least (a receiving end waits longer
+/// while the sender still retransmits, see [`Linger`]).
 const LINGER: StdDuration = StdDuration::from_secs(2);
 
 /// Serves perf tests until `stop` is set (or `max_tests` ended): forward tests are read
@@ -729,6 +739,7 @@ pub fn perf_serve(
                     progress: (0, now),
                     closed: false,
                     finished: None,
+                    linger: None,
                 },
             );
         }
@@ -776,7 +787,10 @@ pub fn perf_serve(
             let mut closed = None;
             while let Some(ev) = c.poll_event() {
                 match ev {
-                    Event::StreamFinished if !t.reverse => t.finished = Some(StdInstant::now()),
+                    Event::StreamFinished if !t.reverse => {
+                        t.finished = Some(StdInstant::now());
+                        t.linger = Some(Linger::start(c, StdInstant::now()));
+                    }
                     Event::AllAcked if t.reverse => t.finished = Some(StdInstant::now()),
                     Event::Closed { code } => closed = Some(code),
                     _ => {}
@@ -798,9 +812,18 @@ pub fn perf_serve(
                     .counters(s.connection(), |p| s.path_bytes_received(p), stream);
                 t.sampler.record(k);
             }
+            let now = StdInstant::now();
+            let lingered = match (&mut t.linger, t.finished) {
+                (Some(l), _) => {
+                    l.update(s.connection(), now);
+                    l.remaining(LINGER, now).is_zero()
+                }
+                (None, Some(f)) => now.saturating_duration_since(f) >= LINGER,
+                (None, None) => false,
+            };
             match (t.finished, closed) {
                 (Some(_), Some(_)) => ended.push((id, Ok(()))),
-                (Some(f), None) if f.elapsed() >= LINGER => ended.push((id, Ok(()))),
+                (Some(_), None) if lingered => ended.push((id, Ok(()))),
                 (Some(_), None) => {}
                 (None, Some(code)) => {
                     ended.push((id, Err(format!("the client closed (code {code}) early"))))
