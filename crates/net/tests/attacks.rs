@@ -461,15 +461,30 @@ fn replay_of_another_transfers_capture() {
             thread::sleep(Duration::from_millis(5));
         }
     });
-    let (injected, _) = relay.finish();
+    let (injected, genuine) = relay.finish();
     assert!(out == second, "wrong bytes delivered");
     assert_eq!(s.bytes, second.len() as u64);
-    assert!(injected > capture.len() as u64);
-    // As they were: another connection's id, dropped; rewritten: refused by the tag.
+    assert!(injected > 0);
+    // How many replayed datagrams the receiver read before it finished: what it received
+    // beyond the genuine ones the relay forwarded (at least; the second transfer may end
+    // before a whole pass of the capture was read, more often on a loaded machine). Each
+    // was refused: as they were (the old INIT, another connection's id) or rewritten (the
+    // tag no longer matches).
+    let replayed_read = r
+        .driver
+        .datagrams_received
+        .saturating_sub(genuine.len() as u64);
     assert!(
-        r.driver.datagrams_dropped >= capture.len() as u64,
-        "{:?}",
-        r.driver
+        replayed_read > 0,
+        "no replayed datagram reached the receiver"
+    );
+    // (The driver counts every datagram it did not accept as dropped: unknown id, refused
+    // INIT, failed tag.)
+    assert!(
+        r.driver.datagrams_dropped >= replayed_read,
+        "{replayed_read} replayed datagrams read, {:?} {:?}",
+        r.driver,
+        r.conn
     );
     assert!(r.conn.auth_failures > 0, "{:?}", r.conn);
 }
