@@ -380,6 +380,7 @@ impl Connection {
         let rtt = RttEstimator::new(self.cfg.initial_rto, self.cfg.min_rto, self.cfg.max_rto);
         let mut p = Path::new(id, mss, w.cwnd, rtt, self.cfg.loss_threshold);
         p.ssthresh = w.ssthresh;
+        p.rate_samples = self.cc.wants_delivery_rate();
         // Classic (ns-3): decreases from the flight, whole packets in the window.
         p.decrease_from_flight = self.cfg.profile == TcpProfile::Classic;
         p.whole_packet_window = self.cfg.profile == TcpProfile::Classic;
@@ -1078,8 +1079,10 @@ impl Connection {
                 path.stats.packets_acked += 1;
                 path.stats.bytes_acked += u64::from(sp.size);
                 path.loss.on_acked(1);
-                path.rate
-                    .on_acked(now, sp.time_sent, u64::from(sp.size), &sp.rate);
+                if path.rate_samples {
+                    path.rate
+                        .on_acked(now, sp.time_sent, u64::from(sp.size), &sp.rate);
+                }
                 if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
                     cc_bytes += u64::from(sp.size);
                 }
@@ -1169,7 +1172,12 @@ impl Connection {
             path.stats.packets_lost - lost_before.1,
         );
         let min_rtt = path.rtt.min_rtt();
-        if let Some(rs) = path.rate.finish(now, min_rtt, lost, prior_in_flight) {
+        let sample = if path.rate_samples {
+            path.rate.finish(now, min_rtt, lost, prior_in_flight)
+        } else {
+            None
+        };
+        if let Some(rs) = sample {
             if let Some(w) = self.cc.on_delivery(p, &rs, &self.views) {
                 self.apply_window(p, w);
             }

@@ -290,6 +290,10 @@ pub struct Path {
     pub(crate) tlp_sent: bool,
     /// Delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation).
     pub(crate) rate: DeliveryRate,
+    /// The controller reads delivery-rate samples
+    /// ([`CongestionControl::wants_delivery_rate`](crate::cc::CongestionControl::wants_delivery_rate)):
+    /// only then do sent packets take a snapshot and ACKs build a sample.
+    pub(crate) rate_samples: bool,
     /// Bytes declared lost on this path (the delivery-rate samples report the increase).
     pub(crate) bytes_lost: u64,
     // --- receiving side ---
@@ -340,6 +344,7 @@ impl Path {
             tlp_sent: false,
             largest_received_at: None,
             rate: DeliveryRate::default(),
+            rate_samples: false,
             bytes_lost: 0,
             received: RangeSet::new(),
             rx_floor: 0,
@@ -456,10 +461,12 @@ impl Path {
         if self.sent.is_empty() {
             self.sent_base = pn;
         }
-        let snap = self.rate.on_send(now, self.packets_in_flight == 0);
         self.push_sent(pn, now, size as u32, tag, flags, SentState::Outstanding);
-        if let Some(p) = self.sent.back_mut() {
-            p.rate = snap;
+        if self.rate_samples {
+            let snap = self.rate.on_send(now, self.packets_in_flight == 0);
+            if let Some(p) = self.sent.back_mut() {
+                p.rate = snap;
+            }
         }
         self.bytes_in_flight += size as u64;
         self.packets_in_flight += 1;
