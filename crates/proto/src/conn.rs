@@ -699,6 +699,32 @@ impl Connection {
         res
     }
 
+    /// Processes one received datagram that the caller knows to be byte for byte what the
+    /// peer's [`poll_transmit`](Self::poll_transmit) wrote: a simulator that delivered it
+    /// through links which flipped no bit of it. Without protection the checksum is then not
+    /// recomputed (the bytes are the ones it was computed over; debug builds still check and
+    /// panic if the promise was false); header and frames are validated as always, and a
+    /// protected connection authenticates as usual. Otherwise the same as
+    /// [`handle_datagram`](Self::handle_datagram). Never use it for bytes from a network.
+    pub fn handle_datagram_intact(
+        &mut self,
+        now: Instant,
+        data: &[u8],
+    ) -> Result<Received, DatagramError> {
+        if self.protect.is_some() {
+            return self.handle_datagram(now, data);
+        }
+        let (hdr, payload) = match wire::parse_packet_intact(data) {
+            Ok(x) => x,
+            Err(e) => {
+                self.stats.malformed += 1;
+                return Err(e.into());
+            }
+        };
+        let r = self.handle_packet(now, hdr, payload);
+        self.count_result(now, r, hdr, payload)
+    }
+
     /// Processes one received datagram that may be overwritten: a protected connection
     /// decrypts it in place (no copy), so the bytes of `data` are unspecified afterwards.
     /// Otherwise the same as [`handle_datagram`](Self::handle_datagram).

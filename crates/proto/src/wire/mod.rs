@@ -14,7 +14,7 @@ pub use frame::{
     SCHEME_FEEDBACK_KINDS,
 };
 pub use packet::{
-    parse_header, parse_packet, Header, PacketWriter, Trailer, CHECKSUM_LEN, FIXED_HEADER_LEN,
+    parse_header, parse_packet, parse_packet_intact, Header, PacketWriter, Trailer, CHECKSUM_LEN, FIXED_HEADER_LEN,
     MAGIC, MAX_HEADER_LEN, VERSION,
 };
 
