@@ -1776,7 +1776,7 @@ impl Connection {
             }
             path.on_sent(pn, now, len, true, tag, flags);
             path.tlp_due = false;
-            self.views[p] = self.paths[p].view();
+            self.paths[p].refresh_view_after_send(&mut self.views[p]);
             self.pace(now, p, len);
             self.arm_tlp(now, p);
             self.cc.on_packet_sent(p, now, len as u64, &self.views);

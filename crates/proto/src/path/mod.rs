@@ -381,6 +381,24 @@ impl Path {
         }
     }
 
+    /// Brings `v`, this path's snapshot from before an ack-eliciting [`Self::on_sent`] (and
+    /// current then), up to date after it, without re-taking the whole snapshot: a send
+    /// changes only the flight (bytes, packets, the largest flight of the round), hence
+    /// `cwnd_limited` and `flight_decrease`, and, from an empty flight, the oldest
+    /// outstanding packet and with it `in_recovery`. Debug builds compare with [`Self::view`].
+    pub(crate) fn refresh_view_after_send(&self, v: &mut PathView) {
+        v.bytes_in_flight = self.bytes_in_flight;
+        v.packets_in_flight = self.packets_in_flight;
+        v.cwnd_limited = self.cwnd_limited();
+        v.flight_decrease = self.decrease_from_flight.then_some(self.bytes_in_flight);
+        if v.oldest_unacked_sent.is_none() {
+            let oldest = self.oldest_outstanding_sent();
+            v.oldest_unacked_sent = oldest;
+            v.in_recovery = matches!((self.recovery_start, oldest), (Some(r), Some(t)) if t <= r);
+        }
+        debug_assert_eq!(*v, self.view(), "incremental path snapshot diverged");
+    }
+
     /// RFC 7661 / Linux `tcp_is_cwnd_limited`: in slow start the window counts as limiting
     /// while it is below twice the largest flight of this round trip or the previous one
     /// (slow start may double it); after slow start, while that flight left no room for
