@@ -72,9 +72,12 @@ pub fn parse_packet_intact(datagram: &[u8]) -> Result<(Header, &[u8]), WireError
     Ok((hdr, frames))
 }
 
-/// Length check and header: the header, the checksummed body, the frame bytes and the
-/// checksum the trailer carries.
-fn split_packet(datagram: &[u8]) -> Result<(Header, &[u8], &[u8], u32), WireError> {
+/// A datagram split by [`split_packet`]: the header, the checksummed body, the frame bytes
+/// and the checksum the trailer carries.
+type Split<'a> = (Header, &'a [u8], &'a [u8], u32);
+
+/// Length check and header (see [`Split`]).
+fn split_packet(datagram: &[u8]) -> Result<Split<'_>, WireError> {
     if datagram.len() < MIN_LEN {
         return Err(WireError::TooShort {
             len: datagram.len(),
