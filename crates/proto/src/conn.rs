@@ -380,6 +380,7 @@ impl Connection {
         let rtt = RttEstimator::new(self.cfg.initial_rto, self.cfg.min_rto, self.cfg.max_rto);
         let mut p = Path::new(id, mss, w.cwnd, rtt, self.cfg.loss_threshold);
         p.ssthresh = w.ssthresh;
+        p.rate_samples = self.cc.wants_delivery_rate();
         // Classic (ns-3): decreases from the flight, whole packets in the window.
         p.decrease_from_flight = self.cfg.profile == TcpProfile::Classic;
         p.whole_packet_window = self.cfg.profile == TcpProfile::Classic;
@@ -696,6 +697,32 @@ impl Connection {
             prot.scratch = scratch;
         }
         res
+    }
+
+    /// Processes one received datagram that the caller knows to be byte for byte what the
+    /// peer's [`poll_transmit`](Self::poll_transmit) wrote: a simulator that delivered it
+    /// through links which flipped no bit of it. Without protection the checksum is then not
+    /// recomputed (the bytes are the ones it was computed over; debug builds still check and
+    /// panic if the promise was false); header and frames are validated as always, and a
+    /// protected connection authenticates as usual. Otherwise the same as
+    /// [`handle_datagram`](Self::handle_datagram). Never use it for bytes from a network.
+    pub fn handle_datagram_intact(
+        &mut self,
+        now: Instant,
+        data: &[u8],
+    ) -> Result<Received, DatagramError> {
+        if self.protect.is_some() {
+            return self.handle_datagram(now, data);
+        }
+        let (hdr, payload) = match wire::parse_packet_intact(data) {
+            Ok(x) => x,
+            Err(e) => {
+                self.stats.malformed += 1;
+                return Err(e.into());
+            }
+        };
+        let r = self.handle_packet(now, hdr, payload);
+        self.count_result(now, r, hdr, payload)
     }
 
     /// Processes one received datagram that may be overwritten: a protected connection
@@ -1078,8 +1105,10 @@ impl Connection {
                 path.stats.packets_acked += 1;
                 path.stats.bytes_acked += u64::from(sp.size);
                 path.loss.on_acked(1);
-                path.rate
-                    .on_acked(now, sp.time_sent, u64::from(sp.size), &sp.rate);
+                if path.rate_samples {
+                    path.rate
+                        .on_acked(now, sp.time_sent, u64::from(sp.size), &sp.rate);
+                }
                 if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
                     cc_bytes += u64::from(sp.size);
                 }
@@ -1169,7 +1198,12 @@ impl Connection {
             path.stats.packets_lost - lost_before.1,
         );
         let min_rtt = path.rtt.min_rtt();
-        if let Some(rs) = path.rate.finish(now, min_rtt, lost, prior_in_flight) {
+        let sample = if path.rate_samples {
+            path.rate.finish(now, min_rtt, lost, prior_in_flight)
+        } else {
+            None
+        };
+        if let Some(rs) = sample {
             if let Some(w) = self.cc.on_delivery(p, &rs, &self.views) {
                 self.apply_window(p, w);
             }
@@ -1742,7 +1776,7 @@ impl Connection {
             }
             path.on_sent(pn, now, len, true, tag, flags);
             path.tlp_due = false;
-            self.views[p] = self.paths[p].view();
+            self.paths[p].refresh_view_after_send(&mut self.views[p]);
             self.pace(now, p, len);
             self.arm_tlp(now, p);
             self.cc.on_packet_sent(p, now, len as u64, &self.views);

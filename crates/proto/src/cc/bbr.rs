@@ -473,6 +473,10 @@ impl CongestionControl for Bbr {
         self.core.timeout(path, now, paths)
     }
 
+    fn wants_delivery_rate(&self) -> bool {
+        true
+    }
+
     fn on_delivery(&mut self, path: usize, rs: &RateSample, paths: &[PathView]) -> Option<Window> {
         let p = &paths[path];
         let s = self.core.state(path, p, rs.now);
@@ -554,6 +558,10 @@ impl CongestionControl for BbrCoupled {
 
     fn on_timeout(&mut self, path: usize, now: Instant, paths: &[PathView]) -> Window {
         self.core.timeout(path, now, paths)
+    }
+
+    fn wants_delivery_rate(&self) -> bool {
+        true
     }
 
     fn on_delivery(&mut self, path: usize, rs: &RateSample, paths: &[PathView]) -> Option<Window> {

@@ -102,10 +102,19 @@ pub trait CongestionControl: Send + std::fmt::Debug {
     /// A packet of `bytes` was sent on `path`.
     fn on_packet_sent(&mut self, _path: usize, _now: Instant, _bytes: u64, _paths: &[PathView]) {}
 
+    /// Whether this controller reads delivery-rate samples ([`Self::on_delivery`]). The
+    /// engine keeps the per-packet delivery-rate bookkeeping only for controllers that say
+    /// yes (asked once, when the connection is built); the default, `false`, saves it for
+    /// the loss- and delay-based controllers, which never look at a sample.
+    fn wants_delivery_rate(&self) -> bool {
+        false
+    }
+
     /// The delivery-rate sample of an ACK on `path` (draft-cheng-iccrg-delivery-rate-estimation
     /// §3.3; see [`RateSample`]), given after `on_ack` and loss detection for that ACK, for
-    /// every ACK that newly acknowledged packets of the path (in recovery too). Model-based
-    /// controllers (BBR) set their window here; `None` (the default) leaves it as it is.
+    /// every ACK that newly acknowledged packets of the path (in recovery too), if
+    /// [`Self::wants_delivery_rate`] is true. Model-based controllers (BBR) set their window
+    /// here; `None` (the default) leaves it as it is.
     fn on_delivery(
         &mut self,
         _path: usize,

@@ -290,6 +290,10 @@ pub struct Path {
     pub(crate) tlp_sent: bool,
     /// Delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation).
     pub(crate) rate: DeliveryRate,
+    /// The controller reads delivery-rate samples
+    /// ([`CongestionControl::wants_delivery_rate`](crate::cc::CongestionControl::wants_delivery_rate)):
+    /// only then do sent packets take a snapshot and ACKs build a sample.
+    pub(crate) rate_samples: bool,
     /// Bytes declared lost on this path (the delivery-rate samples report the increase).
     pub(crate) bytes_lost: u64,
     // --- receiving side ---
@@ -340,6 +344,7 @@ impl Path {
             tlp_sent: false,
             largest_received_at: None,
             rate: DeliveryRate::default(),
+            rate_samples: false,
             bytes_lost: 0,
             received: RangeSet::new(),
             rx_floor: 0,
@@ -374,6 +379,24 @@ impl Path {
             cwnd_limited: self.cwnd_limited(),
             flight_decrease: self.decrease_from_flight.then_some(self.bytes_in_flight),
         }
+    }
+
+    /// Brings `v`, this path's snapshot from before an ack-eliciting [`Self::on_sent`] (and
+    /// current then), up to date after it, without re-taking the whole snapshot: a send
+    /// changes only the flight (bytes, packets, the largest flight of the round), hence
+    /// `cwnd_limited` and `flight_decrease`, and, from an empty flight, the oldest
+    /// outstanding packet and with it `in_recovery`. Debug builds compare with [`Self::view`].
+    pub(crate) fn refresh_view_after_send(&self, v: &mut PathView) {
+        v.bytes_in_flight = self.bytes_in_flight;
+        v.packets_in_flight = self.packets_in_flight;
+        v.cwnd_limited = self.cwnd_limited();
+        v.flight_decrease = self.decrease_from_flight.then_some(self.bytes_in_flight);
+        if v.oldest_unacked_sent.is_none() {
+            let oldest = self.oldest_outstanding_sent();
+            v.oldest_unacked_sent = oldest;
+            v.in_recovery = matches!((self.recovery_start, oldest), (Some(r), Some(t)) if t <= r);
+        }
+        debug_assert_eq!(*v, self.view(), "incremental path snapshot diverged");
     }
 
     /// RFC 7661 / Linux `tcp_is_cwnd_limited`: in slow start the window counts as limiting
@@ -456,10 +479,12 @@ impl Path {
         if self.sent.is_empty() {
             self.sent_base = pn;
         }
-        let snap = self.rate.on_send(now, self.packets_in_flight == 0);
         self.push_sent(pn, now, size as u32, tag, flags, SentState::Outstanding);
-        if let Some(p) = self.sent.back_mut() {
-            p.rate = snap;
+        if self.rate_samples {
+            let snap = self.rate.on_send(now, self.packets_in_flight == 0);
+            if let Some(p) = self.sent.back_mut() {
+                p.rate = snap;
+            }
         }
         self.bytes_in_flight += size as u64;
         self.packets_in_flight += 1;

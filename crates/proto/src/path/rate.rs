@@ -7,7 +7,8 @@
 //!
 //! Generic engine state: any controller may read the samples
 //! ([`CongestionControl::on_delivery`](crate::cc::CongestionControl::on_delivery)); the
-//! engine feeds it for every path, whatever the scheme.
+//! engine feeds it for every path, whatever the scheme, when the controller asks for samples
+//! ([`CongestionControl::wants_delivery_rate`](crate::cc::CongestionControl::wants_delivery_rate)).
 
 use crate::time::{Duration, Instant};
 

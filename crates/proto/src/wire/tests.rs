@@ -54,6 +54,40 @@ fn literal_data_frame() {
 }
 
 #[test]
+fn intact_parse_agrees_and_still_validates_the_header() {
+    let mut buf = [0u8; 64];
+    let mut w = PacketWriter::new(&mut buf, 64, header()).unwrap();
+    w.push_data_with(300, 3, |d| d.copy_from_slice(b"abc"))
+        .unwrap();
+    let n = w.finish();
+    assert_eq!(parse_packet_intact(&buf[..n]), parse_packet(&buf[..n]));
+    // What does not need the checksum is still checked: length, marker, version.
+    assert!(matches!(
+        parse_packet_intact(&buf[..5]),
+        Err(WireError::TooShort { .. })
+    ));
+    let mut bad = buf;
+    bad[0] ^= 0xff;
+    assert!(matches!(
+        parse_packet_intact(&bad[..n]),
+        Err(WireError::BadMagic(_))
+    ));
+}
+
+/// Debug builds (the tests') catch a caller whose "intact" datagram was altered.
+#[cfg(debug_assertions)]
+#[test]
+#[should_panic(expected = "not what was written")]
+fn intact_parse_of_an_altered_datagram_panics_in_debug_builds() {
+    let mut buf = [0u8; 64];
+    let mut w = PacketWriter::new(&mut buf, 64, header()).unwrap();
+    w.push(&Frame::Ping).unwrap();
+    let n = w.finish();
+    buf[n - 6] ^= 1;
+    let _ = parse_packet_intact(&buf[..n]);
+}
+
+#[test]
 fn corruption_is_detected() {
     let mut buf = [0u8; 64];
     let mut w = PacketWriter::new(&mut buf, 64, header()).unwrap();
