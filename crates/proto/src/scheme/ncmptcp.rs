@@ -255,11 +255,14 @@ pub fn eq1_rate(rtt: f64, p: f64) -> f64 {
 /// Eq. 3's offset of path `i` in segments: Σ_{R_j > R_i} X_j·(R_j − R_i)/2, for paths given as
 /// (R in seconds, X in segments per second, usable).
 pub fn eq3_offset(i: usize, paths: &[(f64, f64, bool)]) -> f64 {
-    let ri = paths[i].0;
+    eq3_offset_of(paths[i].0, paths.iter().copied())
+}
+
+/// Eq. 3's offset of a path of RTT `ri` among `paths` (R, X, usable).
+fn eq3_offset_of(ri: f64, paths: impl Iterator<Item = (f64, f64, bool)>) -> f64 {
     paths
-        .iter()
-        .filter(|&&(rj, _, ok)| ok && rj > ri)
-        .map(|&(rj, xj, _)| xj * (rj - ri) / 2.0)
+        .filter(|&(rj, _, ok)| ok && rj > ri)
+        .map(|(rj, xj, _)| xj * (rj - ri) / 2.0)
         .sum()
 }
 
@@ -332,17 +335,13 @@ impl PathModel {
 /// Eq. 10 holds for every other active path, keeping `current` unless another is
 /// 1.25 times faster (`HYSTERESIS`). `None` with fewer than two active paths.
 pub fn choose_nc(paths: &[PathModel], current: Option<usize>) -> Option<usize> {
-    let active: Vec<usize> = (0..paths.len()).filter(|&i| paths[i].active).collect();
-    if active.len() < 2 {
+    let active = || (0..paths.len()).filter(|&i| paths[i].active);
+    if active().nth(1).is_none() {
         return None;
     }
-    let eq10 = |n: usize| {
-        active
-            .iter()
-            .all(|&r| r == n || paths[r].rtt / paths[n].rtt >= EQ10_MIN_RATIO)
-    };
+    let eq10 = |n: usize| active().all(|r| r == n || paths[r].rtt / paths[n].rtt >= EQ10_MIN_RATIO);
     let mut best: Option<usize> = None;
-    for &i in &active {
+    for i in active() {
         if !eq10(i) {
             continue;
         }
@@ -450,6 +449,10 @@ impl TxGen {
         if need == 0 {
             return false;
         }
+        if self.out.len() < need as usize {
+            // Every arrival probability is at most 1: Eq. 4 cannot hold.
+            return true;
+        }
         let q = self.out.iter().map(|o| match paths.get(o.path) {
             Some(&(q, due)) if o.sent >= due => q,
             _ => 0.0,
@@ -476,6 +479,11 @@ pub struct NcSender {
     nc: Option<usize>,
     scratch: Vec<u8>,
     gen_buf: Vec<u8>,
+    /// Per-packet work buffers, kept to avoid allocating on every packet: the path models,
+    /// their (arrival probability, overdue time) and which open generations need packets.
+    models: Vec<PathModel>,
+    arrival: Vec<(f64, Instant)>,
+    needs: Vec<bool>,
     stats: NcStats,
 }
 
@@ -489,6 +497,9 @@ impl NcSender {
             nc: None,
             scratch: vec![0; seg],
             gen_buf: Vec::new(),
+            models: Vec::new(),
+            arrival: Vec::new(),
+            needs: Vec::new(),
             stats: NcStats::default(),
         }
     }
@@ -598,9 +609,9 @@ impl NcSender {
     /// Which open generations need packets (Eq. 4 fails for what is outstanding), marking
     /// those that Eq. 4 satisfies (their later shortfalls are repairs), and S_f's generation:
     /// the first one still being allocated.
-    fn needs(&mut self, arrival: &[(f64, Instant)]) -> (Vec<bool>, Option<usize>) {
+    fn needs(&mut self, arrival: &[(f64, Instant)], needs: &mut Vec<bool>) -> Option<usize> {
         let mut first_open = None;
-        let mut needs = Vec::with_capacity(self.gens.len());
+        needs.clear();
         for (gi, g) in self.gens.iter_mut().enumerate() {
             let n = g.needs_packets(arrival);
             if !n && !g.decoded && !g.out.is_empty() {
@@ -611,7 +622,7 @@ impl NcSender {
             }
             needs.push(n);
         }
-        (needs, first_open)
+        first_open
     }
 
     /// Whether `path` is an NC subflow now.
@@ -737,6 +748,70 @@ impl NcSender {
         })
     }
 
+    /// [`SchemeSender::poll_packet`] with the path models and arrival probabilities of this
+    /// instant; `needs` is a work buffer.
+    fn poll_with(
+        &mut self,
+        ctx: &mut SendCtx<'_>,
+        path: usize,
+        pkt: &mut PacketWriter<'_>,
+        models: &[PathModel],
+        arrival: &[(f64, Instant)],
+        needs: &mut Vec<bool>,
+    ) -> Option<PacketTag> {
+        if self.cfg.nc_paths.is_empty() {
+            let nc = choose_nc(models, self.nc);
+            if nc != self.nc && self.nc.is_some() && nc.is_some() {
+                self.stats.nc_switches += 1;
+            }
+            self.nc = nc;
+        }
+        let nc = self.is_nc(path);
+        let k = self.cfg.generation_size as u32;
+        let cap = self.regular_cap(models, k);
+        let mut first_open = self.needs(arrival, needs);
+        if !needs.contains(&true) && self.refresh(ctx, true) {
+            // Idle: written bytes short of a generation go out now (module docs, "Short
+            // generations").
+            first_open = self.needs(arrival, needs);
+        }
+        if self.gens.is_empty() {
+            return None;
+        }
+        // (1) Repairs, oldest first.
+        for gi in 0..self.gens.len() {
+            if !(needs[gi] && self.gens[gi].satisfied_once) {
+                continue;
+            }
+            let c = self.gens[gi].k;
+            if let Some(n) = self.candidate(gi, nc, c, true) {
+                return self.emit(ctx, gi, n, path, true, pkt);
+            }
+        }
+        // (2) From Eq. 3's target on; (3) before it.
+        let first = first_open.unwrap_or(self.gens.len());
+        let target = if self.cfg.offset && first < self.gens.len() {
+            let view = models.iter().map(|m| (m.rtt, m.rate, m.active));
+            let s_f = f64::from(self.gens[first].allocated.min(self.gens[first].k));
+            let lead = eq3_offset_of(models[path].rtt, view);
+            first + ((s_f + lead) / f64::from(k.max(1))).floor() as usize
+        } else {
+            first
+        };
+        let target = target.min(self.gens.len());
+        let order = (target..self.gens.len()).chain(0..target);
+        for gi in order {
+            if !needs[gi] {
+                continue;
+            }
+            let c = self.gens[gi].k.min(cap);
+            if let Some(n) = self.candidate(gi, nc, c, false) {
+                return self.emit(ctx, gi, n, path, false, pkt);
+            }
+        }
+        None
+    }
+
     /// Removes the outstanding record of a packet; returns its generation's position.
     fn settle(&mut self, info: &SentInfo) -> Option<usize> {
         let gi = self.position(info.tag.a)?;
@@ -770,68 +845,26 @@ impl SchemeSender for NcSender {
         if path >= ctx.paths.len() {
             return None;
         }
-        let models: Vec<PathModel> = ctx
-            .paths
-            .iter()
-            .map(|v| PathModel::from_view(v, self.cfg.z))
-            .collect();
-        if self.cfg.nc_paths.is_empty() {
-            let nc = choose_nc(&models, self.nc);
-            if nc != self.nc && self.nc.is_some() && nc.is_some() {
-                self.stats.nc_switches += 1;
-            }
-            self.nc = nc;
-        }
-        let nc = self.is_nc(path);
-        let now = ctx.now;
-        let k = self.cfg.generation_size as u32;
-        let cap = self.regular_cap(&models, k);
-        let arrival: Vec<(f64, Instant)> = models
-            .iter()
-            .map(|m| (1.0 - m.loss_max, overdue_before(m.rtt, now)))
-            .collect();
-        let (mut needs, mut first_open) = self.needs(&arrival);
-        if !needs.contains(&true) && self.refresh(ctx, true) {
-            // Idle: written bytes short of a generation go out now (module docs, "Short
-            // generations").
-            (needs, first_open) = self.needs(&arrival);
-        }
-        if self.gens.is_empty() {
-            return None;
-        }
-        // (1) Repairs, oldest first.
-        let repairs: Vec<usize> = (0..self.gens.len())
-            .filter(|&gi| needs[gi] && self.gens[gi].satisfied_once)
-            .collect();
-        for gi in repairs {
-            let c = self.gens[gi].k;
-            if let Some(n) = self.candidate(gi, nc, c, true) {
-                return self.emit(ctx, gi, n, path, true, pkt);
-            }
-        }
-        // (2) From Eq. 3's target on; (3) before it.
-        let first = first_open.unwrap_or(self.gens.len());
-        let target = if self.cfg.offset && first < self.gens.len() {
-            let view: Vec<(f64, f64, bool)> =
-                models.iter().map(|m| (m.rtt, m.rate, m.active)).collect();
-            let s_f = f64::from(self.gens[first].allocated.min(self.gens[first].k));
-            let lead = eq3_offset(path, &view);
-            first + ((s_f + lead) / f64::from(k.max(1))).floor() as usize
-        } else {
-            first
-        };
-        let target = target.min(self.gens.len());
-        let order = (target..self.gens.len()).chain(0..target);
-        for gi in order {
-            if !needs[gi] {
-                continue;
-            }
-            let c = self.gens[gi].k.min(cap);
-            if let Some(n) = self.candidate(gi, nc, c, false) {
-                return self.emit(ctx, gi, n, path, false, pkt);
-            }
-        }
-        None
+        let mut models = std::mem::take(&mut self.models);
+        let mut arrival = std::mem::take(&mut self.arrival);
+        let mut needs = std::mem::take(&mut self.needs);
+        models.clear();
+        models.extend(
+            ctx.paths
+                .iter()
+                .map(|v| PathModel::from_view(v, self.cfg.z)),
+        );
+        arrival.clear();
+        arrival.extend(
+            models
+                .iter()
+                .map(|m| (1.0 - m.loss_max, overdue_before(m.rtt, ctx.now))),
+        );
+        let tag = self.poll_with(ctx, path, pkt, &models, &arrival, &mut needs);
+        self.models = models;
+        self.arrival = arrival;
+        self.needs = needs;
+        tag
     }
 
     fn on_acked(&mut self, _ctx: &mut SendCtx<'_>, info: &SentInfo) {
