@@ -72,19 +72,33 @@
 //! **Retransmit or send the next (§IV-B, last paragraph).** Every ACK carries the receiver's
 //! decoding-matrix status (a FEEDBACK frame per open generation: rank, decoded flag), and the
 //! receiver asks for an immediate ACK when a generation completes, so the fastest subflow's
-//! ACKs carry it first. A packet outstanding longer than 5/4·R + 25 ms on its path (the ACK
-//! should have come: RACK's idea, RFC 8985 §6.2, with the delayed-ACK timer as slack) is
-//! no longer counted as arriving, and a packet declared lost is removed; if Eq. 4 then fails
-//! for a generation that had been fully allocated, the generation is being *repaired*: it goes
-//! before any new data on every subflow (a regular one retransmits a lost source segment, an NC
-//! one sends a new combination, innovative for whatever is missing). Otherwise the subflows go
-//! on with the next data. A regular segment lost is thus always repaired before new data, as
-//! MPTCP retransmits it, but by whichever subflow can send first; this is the paper's argument
-//! that NC-MPTCP does no worse than MPTCP. Measured, it can do worse: Eq. 4's proactive
-//! redundancy costs about one packet per generation whenever the loss estimate is above zero,
-//! and a slow regular subflow's late segments trigger needless repairs
-//! (docs/experiments/nc-mptcp.md). When the engine reports the stream head stalled, the head
-//! generation owes one more packet.
+//! ACKs carry it first.
+//!
+//! **Repairs (`repair = "feedback"`, the default).** Once a generation has been fully
+//! allocated (Eq. 4 held), its *rank deficit* is `need` = k − max(reported rank, acknowledged
+//! packets) (+ what a head stall added, below). It is being *repaired* exactly while the
+//! deficit exceeds its packets in flight — a packet counts as in flight until it is
+//! acknowledged or the engine declares it lost (per-path RACK/RTO, RFC 8985), with no timer of
+//! the scheme's own and no re-evaluation of Eq. 4 when the loss estimates move — so a repair
+//! sends exactly the missing number of packets. A generation being repaired goes before any
+//! new data on every subflow (a regular one retransmits a lost source segment, an NC one sends
+//! a new combination, innovative for whatever is missing). A regular segment lost is thus
+//! always repaired before new data, as MPTCP retransmits it, but by whichever subflow can send
+//! first; this is the paper's argument that NC-MPTCP does no worse than MPTCP. Fallback when
+//! feedback stops: when the engine reports the stream head stalled (about two RTOs without
+//! progress, backed off while it lasts) the head generation owes one more packet.
+//! `repair = "timer"` keeps the rule before 2026-11-23 for comparison: Eq. 4 re-evaluated with
+//! the current estimates for repairs too, and a packet outstanding longer than 5/4·R + 25 ms
+//! on its path no longer counted as arriving (it fired for segments of a slow subflow that
+//! were late, not lost: docs/experiments/nc-mptcp.md, Fig. 4).
+//!
+//! **Unblocking (`unblock = true`, the default; not in the paper's text).** An NC subflow that
+//! has nothing else to send (no generation needs packets: the sender is limited by flow
+//! control or the written data) sends combinations for the generation that blocks delivery
+//! (the oldest open one) while its rank deficit exceeds the packets of it in flight on NC
+//! subflows. So a generation that waits only for a slow subflow's segments is completed by the
+//! fast NC subflow, with capacity that would otherwise go unused, and the slow segments arrive
+//! as late symbols. Counted apart (`coded_unblock`) from the repairs.
 //!
 //! **Receiver.** One progressive RLNC decoder per generation inside the receive window;
 //! regular segments enter it as unit vectors. Every source segment that becomes known (a
@@ -131,8 +145,10 @@ const LOSS_WINDOW: f64 = 100.0;
 const HYSTERESIS: f64 = 1.25;
 /// Eq. 10: R_r/R_n ≥ 0.03.
 const EQ10_MIN_RATIO: f64 = 0.03;
-/// Feedback frames per ACK (oldest generations first).
+/// Feedback frames per ACK.
 const MAX_FEEDBACK: usize = 8;
+/// ACKs that carry a newly decoded generation's status before it gives way to others.
+const FRESH_REPORTS: u8 = 3;
 
 /// Options of the `nc-mptcp` scheme.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -148,6 +164,25 @@ pub struct NcMptcpConfig {
     pub offset: bool,
     /// Cap each generation's regular share at Theorem 2's |G'| (Eq. 1 rates).
     pub plan: bool,
+    /// How a generation that was fully allocated is repaired (module docs, "Repairs").
+    pub repair: Repair,
+    /// Idle NC subflows send combinations for the generation that blocks delivery, up to its
+    /// reported rank deficit (module docs, "Unblocking").
+    pub unblock: bool,
+}
+
+/// Repair rule of `nc-mptcp` (module docs, "Repairs").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Repair {
+    /// The rank deficit (generation size − reported rank, or − acknowledged packets) against
+    /// the packets still in flight: exactly the missing number, when the engine declares
+    /// packets lost or the reported rank shows them missing.
+    #[default]
+    Feedback,
+    /// The rule before 2026-11-23: Eq. 4 re-evaluated with the current loss estimates, and a
+    /// packet unacknowledged 5/4·R + 25 ms after it was sent counted as lost.
+    Timer,
 }
 
 impl Default for NcMptcpConfig {
@@ -158,6 +193,8 @@ impl Default for NcMptcpConfig {
             z: 2.0,
             offset: true,
             plan: false,
+            repair: Repair::Feedback,
+            unblock: true,
         }
     }
 }
@@ -240,6 +277,14 @@ pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
         OptionDoc {
             key: "plan",
             doc: "cap the regular share of a generation at Theorem 2's |G'|",
+        },
+        OptionDoc {
+            key: "repair",
+            doc: "\"feedback\": repair the rank deficit not covered by packets in flight; \"timer\": Eq. 4 re-evaluated, overdue packets counted lost",
+        },
+        OptionDoc {
+            key: "unblock",
+            doc: "an idle NC subflow covers the rank deficit of the generation blocking delivery",
         },
     ],
     make: |o| Ok(Arc::new(registry::from_options::<NcMptcpConfig>(o)?)),
@@ -382,8 +427,11 @@ pub struct NcStats {
     pub regular_resent: u64,
     /// Coded segments sent on NC subflows.
     pub coded_sent: u64,
-    /// Coded segments sent to repair a generation (after losses or overdue packets).
+    /// Coded segments sent to repair a generation (its rank deficit exceeds the packets in
+    /// flight; with `repair = "timer"` also after estimate changes or overdue packets).
     pub coded_repairs: u64,
+    /// Coded segments an idle NC subflow sent for the generation blocking delivery (`unblock`).
+    pub coded_unblock: u64,
     /// Times the NC subflow changed (automatic choice).
     pub nc_switches: u64,
     /// Symbols received (receiver).
@@ -392,6 +440,17 @@ pub struct NcStats {
     pub non_innovative: u64,
     /// Symbols of generations already decoded or delivered (receiver).
     pub late_symbols: u64,
+}
+
+/// Why a packet is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    /// First allocation of a generation (Eq. 3, Eq. 4).
+    New,
+    /// A repair (module docs, "Repairs").
+    Repair,
+    /// An idle NC subflow covering the blocking generation (module docs, "Unblocking").
+    Unblock,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -443,8 +502,10 @@ impl TxGen {
     }
 
     /// Whether Eq. 4 fails for what is outstanding; `paths[i]` = (arrival probability
-    /// 1 − p_i^max, packets sent before this time are overdue).
-    fn needs_packets(&self, paths: &[(f64, Instant)]) -> bool {
+    /// 1 − p_i^max, packets sent before this time are overdue). With `feedback`, a generation
+    /// already satisfied once needs packets only while its rank deficit exceeds the packets in
+    /// flight (module docs, "Repairs").
+    fn needs_packets(&self, paths: &[(f64, Instant)], feedback: bool) -> bool {
         let need = self.need();
         if need == 0 {
             return false;
@@ -452,6 +513,10 @@ impl TxGen {
         if self.out.len() < need as usize {
             // Every arrival probability is at most 1: Eq. 4 cannot hold.
             return true;
+        }
+        if feedback && self.satisfied_once {
+            // Every packet in flight counts until it is acknowledged or declared lost.
+            return false;
         }
         let q = self.out.iter().map(|o| match paths.get(o.path) {
             Some(&(q, due)) if o.sent >= due => q,
@@ -611,9 +676,10 @@ impl NcSender {
     /// the first one still being allocated.
     fn needs(&mut self, arrival: &[(f64, Instant)], needs: &mut Vec<bool>) -> Option<usize> {
         let mut first_open = None;
+        let feedback = self.cfg.repair == Repair::Feedback;
         needs.clear();
         for (gi, g) in self.gens.iter_mut().enumerate() {
-            let n = g.needs_packets(arrival);
+            let n = g.needs_packets(arrival, feedback);
             if !n && !g.decoded && !g.out.is_empty() {
                 g.satisfied_once = true;
             }
@@ -687,7 +753,7 @@ impl NcSender {
         gi: usize,
         n: u32,
         path: usize,
-        repair: bool,
+        why: Why,
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag> {
         let full = self.gen_bytes();
@@ -730,7 +796,9 @@ impl NcSender {
         } else {
             g.next_seed += 1;
             st.coded_sent += 1;
-            if repair || g.satisfied_once {
+            if why == Why::Unblock {
+                st.coded_unblock += 1;
+            } else if why == Why::Repair || g.satisfied_once {
                 st.coded_repairs += 1;
             } else {
                 g.allocated += 1;
@@ -785,7 +853,7 @@ impl NcSender {
             }
             let c = self.gens[gi].k;
             if let Some(n) = self.candidate(gi, nc, c, true) {
-                return self.emit(ctx, gi, n, path, true, pkt);
+                return self.emit(ctx, gi, n, path, Why::Repair, pkt);
             }
         }
         // (2) From Eq. 3's target on; (3) before it.
@@ -806,7 +874,17 @@ impl NcSender {
             }
             let c = self.gens[gi].k.min(cap);
             if let Some(n) = self.candidate(gi, nc, c, false) {
-                return self.emit(ctx, gi, n, path, false, pkt);
+                return self.emit(ctx, gi, n, path, Why::New, pkt);
+            }
+        }
+        // (4) Nothing else to send on an NC subflow: cover the rank deficit of the generation
+        // that blocks delivery with combinations on this subflow (module docs, "Unblocking").
+        if self.cfg.unblock && nc {
+            let g = self.gens.front()?;
+            let on_nc = g.out.iter().filter(|o| self.is_nc(o.path)).count();
+            if g.satisfied_once && on_nc < g.need() as usize {
+                let n = self.candidate(0, true, g.k, true)?;
+                return self.emit(ctx, 0, n, path, Why::Unblock, pkt);
             }
         }
         None
@@ -975,6 +1053,8 @@ pub struct NcReceiver {
     gens: BTreeMap<u64, RxGen>,
     /// Decoded generations not yet below the in-order point: id → length.
     done: BTreeMap<u64, u64>,
+    /// Decoded generations whose status has not yet gone out [`FRESH_REPORTS`] times.
+    fresh: BTreeMap<u64, u8>,
     stats: NcStats,
 }
 
@@ -985,6 +1065,7 @@ impl NcReceiver {
             seg,
             gens: BTreeMap::new(),
             done: BTreeMap::new(),
+            fresh: BTreeMap::new(),
             stats: NcStats::default(),
         }
     }
@@ -1083,6 +1164,7 @@ impl NcReceiver {
         if progress.complete {
             self.gens.remove(&start);
             self.done.insert(start, len);
+            self.fresh.insert(start, FRESH_REPORTS);
             self.stats.generations_decoded += 1;
             // The decoding-matrix status travels now, on the path that completed it.
             ctx.request_ack(from.path);
@@ -1094,6 +1176,7 @@ impl NcReceiver {
             if e.key() + e.get() > contiguous {
                 break;
             }
+            self.fresh.remove(e.key());
             e.remove();
         }
         while let Some(e) = self.gens.first_entry() {
@@ -1134,17 +1217,30 @@ impl SchemeReceiver for NcReceiver {
     }
 
     fn write_feedback(&mut self, _now: Instant, _path: usize, pkt: &mut PacketWriter<'_>) {
-        // Oldest generations first: decoded ones above the in-order point, then the open ones
-        // with their rank r(D).
-        let mut items: Vec<(u64, u64, bool)> = Vec::new();
-        for &b in self.done.keys().take(MAX_FEEDBACK) {
+        // Generations decoded since they were last reported (up to half the frames), then the
+        // open ones with their rank r(D), oldest first, then other decoded ones above the
+        // in-order point. Reporting the oldest decoded ones first (as before 2026-11-23) let
+        // eight generations decoded behind a blocked head fill every ACK, so the sender never
+        // heard that later ones were decoded and repaired them needlessly.
+        let mut items: Vec<(u64, u64, bool)> = Vec::with_capacity(MAX_FEEDBACK);
+        for &b in self.fresh.keys().take(MAX_FEEDBACK / 2) {
             items.push((b, 0, true));
         }
-        for (&b, rg) in self.gens.iter().take(MAX_FEEDBACK) {
+        for (&b, rg) in self.gens.iter() {
+            if items.len() >= MAX_FEEDBACK {
+                break;
+            }
             items.push((b, rg.dec.rank() as u64, false));
         }
-        items.sort_unstable_by_key(|i| i.0);
-        for (block, count, decoded) in items.into_iter().take(MAX_FEEDBACK) {
+        for &b in self.fresh.keys().chain(self.done.keys()) {
+            if items.len() >= MAX_FEEDBACK {
+                break;
+            }
+            if !items.iter().any(|i| i.0 == b) {
+                items.push((b, 0, true));
+            }
+        }
+        for &(block, count, decoded) in &items {
             let f = Frame::Feedback(FeedbackFrame {
                 block,
                 count,
@@ -1152,6 +1248,14 @@ impl SchemeReceiver for NcReceiver {
             });
             if pkt.push(&f).is_err() {
                 return;
+            }
+            if decoded {
+                if let Some(n) = self.fresh.get_mut(&block) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.fresh.remove(&block);
+                    }
+                }
             }
         }
     }
