@@ -70,7 +70,8 @@
 //! rates ignore link capacity (docs/experiments/nc-mptcp.md compares both).
 //!
 //! **Retransmit or send the next (§IV-B, last paragraph).** Every ACK carries the receiver's
-//! decoding-matrix status (a FEEDBACK frame per open generation: rank, decoded flag), and the
+//! decoding-matrix status (FEEDBACK frames, at most 8: generation, rank, decoded flag; newly
+//! decoded generations first, each in three ACKs, then the open ones oldest first), and the
 //! receiver asks for an immediate ACK when a generation completes, so the fastest subflow's
 //! ACKs carry it first.
 //!
