@@ -382,9 +382,8 @@ impl PathModel {
 /// 1.25 times faster (`HYSTERESIS`). `None` with fewer than two active paths.
 pub fn choose_nc(paths: &[PathModel], current: Option<usize>) -> Option<usize> {
     let active = || (0..paths.len()).filter(|&i| paths[i].active);
-    if active().nth(1).is_none() {
-        return None;
-    }
+    // Fewer than two active paths: no NC subflow.
+    active().nth(1)?;
     let eq10 = |n: usize| active().all(|r| r == n || paths[r].rtt / paths[n].rtt >= EQ10_MIN_RATIO);
     let mut best: Option<usize> = None;
     for i in active() {
@@ -848,8 +847,8 @@ impl NcSender {
             return None;
         }
         // (1) Repairs, oldest first.
-        for gi in 0..self.gens.len() {
-            if !(needs[gi] && self.gens[gi].satisfied_once) {
+        for (gi, &need) in needs.iter().enumerate() {
+            if !(need && self.gens[gi].satisfied_once) {
                 continue;
             }
             let c = self.gens[gi].k;
