@@ -171,11 +171,50 @@ fn combine<'s>(kernel: Kernel, out: &mut [u8], terms: impl Iterator<Item = (u8, 
     }
 }
 
+/// `out ^= Σ c·symbol` for symbols stored as nibbles (`(c, lo, hi)`), grouping non-zero terms
+/// by four for the fused split kernel.
+fn combine_split<'s>(
+    kernel: Kernel,
+    out: &mut [u8],
+    terms: impl Iterator<Item = (u8, &'s [u8], &'s [u8])>,
+) {
+    let mut group: [(u8, &[u8], &[u8]); 4] = [(0, &[], &[]); 4];
+    let mut n = 0;
+    for (c, lo, hi) in terms {
+        if c == 0 {
+            continue;
+        }
+        group[n] = (c, lo, hi);
+        n += 1;
+        if n == 4 {
+            // SAFETY: `kernel` is available; every term has `out.len()` bytes (callers' invariant).
+            unsafe { kernel.mul_add_multi_split_unchecked(out, &group) };
+            n = 0;
+        }
+    }
+    if n > 0 {
+        // SAFETY: as above.
+        unsafe { kernel.mul_add_multi_split_unchecked(out, &group[..n]) };
+    }
+}
+
+/// Stores `src` (T bytes) as nibbles into a slot of 2·T bytes: low nibbles, then high ones.
+fn store_split(slot: &mut [u8], src: &[u8]) {
+    let (lo, hi) = slot.split_at_mut(src.len());
+    gf256::split_nibbles(src, lo, hi);
+}
+
 /// Produces coded symbols of one generation (the sender side).
+///
+/// With the AVX2 kernel the encoder also keeps the generation as nibbles (2·g·T bytes), since
+/// every source symbol is multiplied once per coded symbol: the split-table multiply then
+/// needs no shift or masks.
 #[derive(Debug, Clone)]
 pub struct RlncEncoder {
     config: RlncConfig,
     data: Vec<u8>,
+    /// The generation as nibbles (slot i = 2·T bytes), or empty.
+    nibbles: Vec<u8>,
     coeffs: Vec<u8>,
     kernel: Kernel,
 }
@@ -185,11 +224,24 @@ impl RlncEncoder {
     /// `i·T..(i+1)·T`).
     pub fn new(config: RlncConfig, generation: &[u8]) -> Result<Self> {
         check_len(config.generation_bytes(), generation.len())?;
+        let kernel = Kernel::best();
+        let t = config.symbol_size;
+        let mut nibbles = Vec::new();
+        if kernel.prefers_split() {
+            nibbles = vec![0; 2 * config.generation_bytes()];
+            for (slot, src) in nibbles
+                .chunks_exact_mut(2 * t)
+                .zip(generation.chunks_exact(t))
+            {
+                store_split(slot, src);
+            }
+        }
         Ok(Self {
             config,
             data: generation.to_vec(),
+            nibbles,
             coeffs: vec![0; config.generation_size],
-            kernel: Kernel::best(),
+            kernel,
         })
     }
 
@@ -222,11 +274,22 @@ impl RlncEncoder {
         }
         coefficients_into(&self.config, coding, &mut self.coeffs)?;
         out.fill(0);
-        combine(
-            self.kernel,
-            out,
-            self.coeffs.iter().copied().zip(self.data.chunks_exact(t)),
-        );
+        if self.nibbles.is_empty() {
+            combine(
+                self.kernel,
+                out,
+                self.coeffs.iter().copied().zip(self.data.chunks_exact(t)),
+            );
+        } else {
+            combine_split(
+                self.kernel,
+                out,
+                self.coeffs
+                    .iter()
+                    .zip(self.nibbles.chunks_exact(2 * t))
+                    .map(|(&c, slot)| (c, &slot[..t], &slot[t..])),
+            );
+        }
         Ok(())
     }
 }
@@ -266,8 +329,10 @@ pub struct RlncDecoder {
     coeffs: Vec<u8>,
     trans: Vec<u8>,
     data: Vec<u8>,
-    /// The s-th innovative payload received, at `raw[s·T..]`.
+    /// The s-th innovative payload received, at `raw[s·W..]`: W = T bytes, or W = 2·T as
+    /// nibbles (low, then high) when `split` (the AVX2 kernel; each is multiplied up to g times).
     raw: Vec<u8>,
+    split: bool,
     has_row: Vec<bool>,
     /// Columns without a row (the only places a stored row can be non-zero besides its pivot).
     free: Vec<usize>,
@@ -287,13 +352,16 @@ impl RlncDecoder {
     /// An empty decoder.
     pub fn new(config: RlncConfig) -> Self {
         let g = config.generation_size;
+        let kernel = Kernel::best();
+        let split = kernel.prefers_split();
         Self {
             config,
-            kernel: Kernel::best(),
+            kernel,
             coeffs: vec![0; g * g],
             trans: vec![0; g * g],
             data: vec![0; config.generation_bytes()],
-            raw: vec![0; config.generation_bytes()],
+            raw: vec![0; config.generation_bytes() * if split { 2 } else { 1 }],
+            split,
             has_row: vec![false; g],
             free: (0..g).collect(),
             free_pos: (0..g).collect(),
@@ -337,7 +405,7 @@ impl RlncDecoder {
                 let row = &mut self.trans[i * g..(i + 1) * g];
                 row.fill(0);
                 row[s] = 1;
-                self.raw[s * t..(s + 1) * t].copy_from_slice(payload);
+                self.store_raw(s, payload);
                 self.data[i * t..(i + 1) * t].copy_from_slice(payload);
                 self.add_row(i, true);
                 true
@@ -358,7 +426,6 @@ impl RlncDecoder {
     /// arithmetic happens here.
     fn insert_scratch(&mut self, payload: &[u8]) -> bool {
         let g = self.config.generation_size;
-        let t = self.config.symbol_size;
         let s = self.rank;
         self.scratch_t.fill(0);
         self.scratch_t[s] = 1;
@@ -394,7 +461,7 @@ impl RlncDecoder {
             self.kernel
                 .mul_unchecked(&mut self.trans[p * g..(p + 1) * g], &self.scratch_t, inv);
         }
-        self.raw[s * t..(s + 1) * t].copy_from_slice(payload);
+        self.store_raw(s, payload);
         self.add_row(p, false);
         true
     }
@@ -441,6 +508,16 @@ impl RlncDecoder {
         }
     }
 
+    /// Stores the s-th innovative payload.
+    fn store_raw(&mut self, s: usize, payload: &[u8]) {
+        let t = self.config.symbol_size;
+        if self.split {
+            store_split(&mut self.raw[2 * s * t..2 * (s + 1) * t], payload);
+        } else {
+            self.raw[s * t..(s + 1) * t].copy_from_slice(payload);
+        }
+    }
+
     /// Computes source symbol `r` (its row is a unit vector) from the received payloads its
     /// transform names, in one fused pass, and marks it decoded.
     fn materialize(&mut self, r: usize) {
@@ -448,15 +525,21 @@ impl RlncDecoder {
         let t = self.config.symbol_size;
         self.scratch_p.fill(0);
         let raw = &self.raw;
-        combine(
-            self.kernel,
-            &mut self.scratch_p,
-            self.trans[r * g..(r + 1) * g]
-                .iter()
-                .enumerate()
-                .take(self.rank)
-                .map(|(s, &c)| (c, &raw[s * t..(s + 1) * t])),
-        );
+        let row = self.trans[r * g..(r + 1) * g].iter().take(self.rank);
+        if self.split {
+            combine_split(
+                self.kernel,
+                &mut self.scratch_p,
+                row.zip(raw.chunks_exact(2 * t))
+                    .map(|(&c, slot)| (c, &slot[..t], &slot[t..])),
+            );
+        } else {
+            combine(
+                self.kernel,
+                &mut self.scratch_p,
+                row.zip(raw.chunks_exact(t)).map(|(&c, s)| (c, s)),
+            );
+        }
         self.data[r * t..(r + 1) * t].copy_from_slice(&self.scratch_p);
         self.mark_decoded(r);
     }
