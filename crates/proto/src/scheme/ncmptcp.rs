@@ -93,13 +93,16 @@
 //! on its path no longer counted as arriving (it fired for segments of a slow subflow that
 //! were late, not lost: docs/experiments/nc-mptcp.md, Fig. 4).
 //!
-//! **Unblocking (`unblock = true`, the default; not in the paper's text).** An NC subflow that
+//! **Unblocking (`unblock = true`; off by default; not in the paper's text).** An NC subflow that
 //! has nothing else to send (no generation needs packets: the sender is limited by flow
 //! control or the written data) sends combinations for the generation that blocks delivery
 //! (the oldest open one) while its rank deficit exceeds the packets of it in flight on NC
 //! subflows. So a generation that waits only for a slow subflow's segments is completed by the
 //! fast NC subflow, with capacity that would otherwise go unused, and the slow segments arrive
-//! as late symbols. Counted apart (`coded_unblock`) from the repairs.
+//! as late symbols. Counted apart (`coded_unblock`) from the repairs. Off by default: it lifts
+//! bulk goodput with a slow subflow (docs/experiments/nc-mptcp.md, Fig. 4 and Table II), but in
+//! the comparison suite's `shared` mix with BBR and the `video` application it stalled the
+//! flow (11 of 375 frames delivered, against 360 without it); the cause is not found yet.
 //!
 //! **Receiver.** One progressive RLNC decoder per generation inside the receive window;
 //! regular segments enter it as unit vectors. Every source segment that becomes known (a
@@ -168,7 +171,7 @@ pub struct NcMptcpConfig {
     /// How a generation that was fully allocated is repaired (module docs, "Repairs").
     pub repair: Repair,
     /// Idle NC subflows send combinations for the generation that blocks delivery, up to its
-    /// reported rank deficit (module docs, "Unblocking").
+    /// reported rank deficit (module docs, "Unblocking"; off by default).
     pub unblock: bool,
 }
 
@@ -195,7 +198,7 @@ impl Default for NcMptcpConfig {
             offset: true,
             plan: false,
             repair: Repair::Feedback,
-            unblock: true,
+            unblock: false,
         }
     }
 }
