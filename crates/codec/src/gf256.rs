@@ -251,6 +251,34 @@ impl Kernel {
         }
     }
 
+    /// Whether [`Kernel::mul_add_multi_split_unchecked`] is faster than the plain multi-source
+    /// kernel (the AVX2 split-table kernel: with the nibbles stored apart it skips the shift and
+    /// the two masks per source and 32 bytes). GFNI multiplies whole bytes and does not need it.
+    pub(crate) fn prefers_split(self) -> bool {
+        matches!(self, Kernel::Avx2)
+    }
+
+    /// `dst ^= Σ cⱼ·srcⱼ` for sources given as their low and high nibbles (see
+    /// [`split_nibbles`]): each source is `(c, lo, hi)`.
+    ///
+    /// # Safety
+    /// `self` is available and every `lo` and `hi` has `dst.len()` bytes.
+    pub(crate) unsafe fn mul_add_multi_split_unchecked(
+        self,
+        dst: &mut [u8],
+        srcs: &[(u8, &[u8], &[u8])],
+    ) {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => unsafe { x86::mul_add_multi_split_avx2(dst, srcs) },
+            _ => {
+                for &(c, lo, hi) in srcs {
+                    scalar::mul_add_split(dst, lo, hi, c);
+                }
+            }
+        }
+    }
+
     /// # Safety
     /// `self` is available and `dst.len() == src.len()`.
     pub(crate) unsafe fn xor_unchecked(self, dst: &mut [u8], src: &[u8]) {
@@ -260,6 +288,17 @@ impl Kernel {
             Kernel::Avx2 | Kernel::Gfni => unsafe { x86::xor_avx2(dst, src) },
             _ => scalar::xor(dst, src),
         }
+    }
+}
+
+/// Splits `src` into its low and high nibbles (`lo[i] = src[i] & 15`, `hi[i] = src[i] >> 4`),
+/// the form the split-table kernel reads without reshuffling (the RLNC coder keeps a
+/// generation's source symbols and the received payloads this way, since each is multiplied
+/// many times). `lo` and `hi` must have `src.len()` bytes.
+pub(crate) fn split_nibbles(src: &[u8], lo: &mut [u8], hi: &mut [u8]) {
+    for ((&s, l), h) in src.iter().zip(lo.iter_mut()).zip(hi.iter_mut()) {
+        *l = s & 15;
+        *h = s >> 4;
     }
 }
 
@@ -292,6 +331,13 @@ mod scalar {
         let row = &MUL[c as usize];
         for (d, &s) in dst.iter_mut().zip(src) {
             *d = row[s as usize];
+        }
+    }
+
+    pub(super) fn mul_add_split(dst: &mut [u8], lo: &[u8], hi: &[u8], c: u8) {
+        let row = &MUL[c as usize];
+        for ((d, &l), &h) in dst.iter_mut().zip(lo).zip(hi) {
+            *d ^= row[usize::from(l | (h << 4))];
         }
     }
 
@@ -570,6 +616,92 @@ mod x86 {
         }
     }
 
+    /// `dst[i..i+32] ^ Σ cⱼ·srcⱼ[i..i+32]` for four sources stored as nibbles: two shuffles
+    /// and two XORs per source.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn window4_split(
+        dst: *const u8,
+        s: &[(*const u8, *const u8); 4],
+        t: &[(__m256i, __m256i); 4],
+        i: usize,
+    ) -> __m256i {
+        unsafe {
+            let a = _mm256_xor_si256(split_term(&t[0], s[0], i), split_term(&t[1], s[1], i));
+            let b = _mm256_xor_si256(split_term(&t[2], s[2], i), split_term(&t[3], s[3], i));
+            _mm256_xor_si256(load32(dst.add(i)), _mm256_xor_si256(a, b))
+        }
+    }
+
+    /// `c·src[i..i+32]` from the nibbles `s = (lo, hi)` and the split tables `t` of c.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn split_term(t: &(__m256i, __m256i), s: (*const u8, *const u8), i: usize) -> __m256i {
+        unsafe {
+            _mm256_xor_si256(
+                _mm256_shuffle_epi8(t.0, load32(s.0.add(i))),
+                _mm256_shuffle_epi8(t.1, load32(s.1.add(i))),
+            )
+        }
+    }
+
+    /// [`mul_add_multi_impl`] for sources stored as nibbles (`(c, lo, hi)`), four at a time;
+    /// fewer than four left, or a slice shorter than 32 bytes, go through the scalar kernel.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn mul_add_multi_split_avx2(dst: &mut [u8], srcs: &[(u8, &[u8], &[u8])]) {
+        let len = dst.len();
+        if len < 32 {
+            for &(c, lo, hi) in srcs {
+                scalar::mul_add_split(dst, lo, hi, c);
+            }
+            return;
+        }
+        let n = len / 32 * 32;
+        let mut groups = srcs.chunks_exact(4);
+        for g in &mut groups {
+            unsafe {
+                let t = [
+                    tables256(g[0].0),
+                    tables256(g[1].0),
+                    tables256(g[2].0),
+                    tables256(g[3].0),
+                ];
+                let s = [
+                    (g[0].1.as_ptr(), g[0].2.as_ptr()),
+                    (g[1].1.as_ptr(), g[1].2.as_ptr()),
+                    (g[2].1.as_ptr(), g[2].2.as_ptr()),
+                    (g[3].1.as_ptr(), g[3].2.as_ptr()),
+                ];
+                let d = dst.as_mut_ptr();
+                // The ragged end as in `mul_impl`: computed before the loop, stored after.
+                let last = window4_split(d, &s, &t, len - 32);
+                let mut i = 0;
+                while i < n {
+                    store32(d.add(i), window4_split(d, &s, &t, i));
+                    i += 32;
+                }
+                store32(d.add(len - 32), last);
+            }
+        }
+        for &(c, lo, hi) in groups.remainder() {
+            unsafe {
+                let t = tables256(c);
+                let s = (lo.as_ptr(), hi.as_ptr());
+                let d = dst.as_mut_ptr();
+                let last = _mm256_xor_si256(load32(d.add(len - 32)), split_term(&t, s, len - 32));
+                let mut i = 0;
+                while i < n {
+                    store32(
+                        d.add(i),
+                        _mm256_xor_si256(load32(d.add(i)), split_term(&t, s, i)),
+                    );
+                    i += 32;
+                }
+                store32(d.add(len - 32), last);
+            }
+        }
+    }
+
     pub(super) unsafe fn mul_add_multi_gfni(dst: &mut [u8], srcs: &[(u8, &[u8])]) {
         unsafe { mul_add_multi_impl::<true>(dst, srcs) }
     }
@@ -616,6 +748,50 @@ mod tests {
             b >>= 1;
         }
         p
+    }
+
+    /// The split-nibble multi-source kernel equals the scalar multiply-add, on every kernel,
+    /// for lengths around the 32-byte windows and any number of sources.
+    #[test]
+    fn split_kernel_matches_scalar() {
+        let mut x = 0x1234_5678u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        };
+        for kernel in Kernel::available() {
+            for len in [1, 31, 32, 33, 63, 64, 65, 100, 1380] {
+                for n in 0..=9 {
+                    let srcs: Vec<Vec<u8>> =
+                        (0..n).map(|_| (0..len).map(|_| next()).collect()).collect();
+                    let cs: Vec<u8> = (0..n).map(|_| next()).collect();
+                    let init: Vec<u8> = (0..len).map(|_| next()).collect();
+                    let mut want = init.clone();
+                    for (s, &c) in srcs.iter().zip(&cs) {
+                        scalar::mul_add(&mut want, s, c);
+                    }
+                    let split: Vec<(Vec<u8>, Vec<u8>)> = srcs
+                        .iter()
+                        .map(|s| {
+                            let (mut lo, mut hi) = (vec![0; len], vec![0; len]);
+                            split_nibbles(s, &mut lo, &mut hi);
+                            (lo, hi)
+                        })
+                        .collect();
+                    let terms: Vec<(u8, &[u8], &[u8])> = split
+                        .iter()
+                        .zip(&cs)
+                        .map(|((lo, hi), &c)| (c, &lo[..], &hi[..]))
+                        .collect();
+                    let mut got = init.clone();
+                    // SAFETY: the kernel is available; every slice has `len` bytes.
+                    unsafe { kernel.mul_add_multi_split_unchecked(&mut got, &terms) };
+                    assert_eq!(got, want, "{kernel:?}, len {len}, {n} sources");
+                }
+            }
+        }
     }
 
     #[test]

@@ -171,11 +171,50 @@ fn combine<'s>(kernel: Kernel, out: &mut [u8], terms: impl Iterator<Item = (u8, 
     }
 }
 
+/// `out ^= Σ c·symbol` for symbols stored as nibbles (`(c, lo, hi)`), grouping non-zero terms
+/// by four for the fused split kernel.
+fn combine_split<'s>(
+    kernel: Kernel,
+    out: &mut [u8],
+    terms: impl Iterator<Item = (u8, &'s [u8], &'s [u8])>,
+) {
+    let mut group: [(u8, &[u8], &[u8]); 4] = [(0, &[], &[]); 4];
+    let mut n = 0;
+    for (c, lo, hi) in terms {
+        if c == 0 {
+            continue;
+        }
+        group[n] = (c, lo, hi);
+        n += 1;
+        if n == 4 {
+            // SAFETY: `kernel` is available; every term has `out.len()` bytes (callers' invariant).
+            unsafe { kernel.mul_add_multi_split_unchecked(out, &group) };
+            n = 0;
+        }
+    }
+    if n > 0 {
+        // SAFETY: as above.
+        unsafe { kernel.mul_add_multi_split_unchecked(out, &group[..n]) };
+    }
+}
+
+/// Stores `src` (T bytes) as nibbles into a slot of 2·T bytes: low nibbles, then high ones.
+fn store_split(slot: &mut [u8], src: &[u8]) {
+    let (lo, hi) = slot.split_at_mut(src.len());
+    gf256::split_nibbles(src, lo, hi);
+}
+
 /// Produces coded symbols of one generation (the sender side).
+///
+/// With the AVX2 kernel the encoder also keeps the generation as nibbles (2·g·T bytes), since
+/// every source symbol is multiplied once per coded symbol: the split-table multiply then
+/// needs no shift or masks.
 #[derive(Debug, Clone)]
 pub struct RlncEncoder {
     config: RlncConfig,
     data: Vec<u8>,
+    /// The generation as nibbles (slot i = 2·T bytes), or empty.
+    nibbles: Vec<u8>,
     coeffs: Vec<u8>,
     kernel: Kernel,
 }
@@ -185,11 +224,24 @@ impl RlncEncoder {
     /// `i·T..(i+1)·T`).
     pub fn new(config: RlncConfig, generation: &[u8]) -> Result<Self> {
         check_len(config.generation_bytes(), generation.len())?;
+        let kernel = Kernel::best();
+        let t = config.symbol_size;
+        let mut nibbles = Vec::new();
+        if kernel.prefers_split() {
+            nibbles = vec![0; 2 * config.generation_bytes()];
+            for (slot, src) in nibbles
+                .chunks_exact_mut(2 * t)
+                .zip(generation.chunks_exact(t))
+            {
+                store_split(slot, src);
+            }
+        }
         Ok(Self {
             config,
             data: generation.to_vec(),
+            nibbles,
             coeffs: vec![0; config.generation_size],
-            kernel: Kernel::best(),
+            kernel,
         })
     }
 
@@ -222,11 +274,22 @@ impl RlncEncoder {
         }
         coefficients_into(&self.config, coding, &mut self.coeffs)?;
         out.fill(0);
-        combine(
-            self.kernel,
-            out,
-            self.coeffs.iter().copied().zip(self.data.chunks_exact(t)),
-        );
+        if self.nibbles.is_empty() {
+            combine(
+                self.kernel,
+                out,
+                self.coeffs.iter().copied().zip(self.data.chunks_exact(t)),
+            );
+        } else {
+            combine_split(
+                self.kernel,
+                out,
+                self.coeffs
+                    .iter()
+                    .zip(self.nibbles.chunks_exact(2 * t))
+                    .map(|(&c, slot)| (c, &slot[..t], &slot[t..])),
+            );
+        }
         Ok(())
     }
 }
@@ -245,13 +308,31 @@ pub struct RlncProgress {
 }
 
 /// Progressive Gauss–Jordan decoder of one generation (the receiver side).
+///
+/// **Payload work is deferred.** The elimination runs on the coefficient vectors only (g bytes
+/// per row); beside each reduced row the decoder keeps its *transform*, the combination of the
+/// received innovative payloads (stored as they arrived) that the row stands for. A payload is
+/// computed only when its row becomes a unit vector, once, as one fused combination of received
+/// payloads. So a non-innovative symbol costs no payload arithmetic, a source symbol on a free
+/// column costs a copy, and a generation received as c coded symbols costs c·g payload
+/// multiply-adds in all (the eager form reduced every arriving payload against every stored row
+/// and every stored row against each new pivot: the same count, but as single-source passes
+/// over the payload instead of fused ones, plus the work spent on symbols that never decode
+/// anything early). Which symbols become known, and when, is the same as with eager reduction:
+/// the coefficient matrix goes through the same steps.
 #[derive(Debug, Clone)]
 pub struct RlncDecoder {
     config: RlncConfig,
     kernel: Kernel,
-    /// Row with pivot p lives at `coeffs[p·g..]` and `data[p·T..]`.
+    /// Row with pivot p lives at `coeffs[p·g..]`; its transform (over received payloads) at
+    /// `trans[p·g..]`; a decoded source symbol i at `data[i·T..]`.
     coeffs: Vec<u8>,
+    trans: Vec<u8>,
     data: Vec<u8>,
+    /// The s-th innovative payload received, at `raw[s·W..]`: W = T bytes, or W = 2·T as
+    /// nibbles (low, then high) when `split` (the AVX2 kernel; each is multiplied up to g times).
+    raw: Vec<u8>,
+    split: bool,
     has_row: Vec<bool>,
     /// Columns without a row (the only places a stored row can be non-zero besides its pivot).
     free: Vec<usize>,
@@ -263,19 +344,24 @@ pub struct RlncDecoder {
     rank: usize,
     received: usize,
     scratch_c: Vec<u8>,
+    scratch_t: Vec<u8>,
     scratch_p: Vec<u8>,
-    terms: Vec<(u8, usize)>,
 }
 
 impl RlncDecoder {
     /// An empty decoder.
     pub fn new(config: RlncConfig) -> Self {
         let g = config.generation_size;
+        let kernel = Kernel::best();
+        let split = kernel.prefers_split();
         Self {
             config,
-            kernel: Kernel::best(),
+            kernel,
             coeffs: vec![0; g * g],
+            trans: vec![0; g * g],
             data: vec![0; config.generation_bytes()],
+            raw: vec![0; config.generation_bytes() * if split { 2 } else { 1 }],
+            split,
             has_row: vec![false; g],
             free: (0..g).collect(),
             free_pos: (0..g).collect(),
@@ -284,8 +370,8 @@ impl RlncDecoder {
             rank: 0,
             received: 0,
             scratch_c: vec![0; g],
+            scratch_t: vec![0; g],
             scratch_p: vec![0; config.symbol_size],
-            terms: Vec::with_capacity(g),
         }
     }
 
@@ -310,18 +396,22 @@ impl RlncDecoder {
         } else if let Coding::Source(i) = coding {
             let i = i as usize;
             if self.has_row[i] {
-                self.scratch_p.copy_from_slice(payload);
-                self.insert_scratch()
+                self.insert_scratch(payload)
             } else {
-                // A unit vector on a free column is already reduced: store it directly.
+                // A unit vector on a free column is already reduced and already decoded:
+                // store it directly (its transform is the unit vector of its payload slot).
+                let s = self.rank;
                 self.coeffs[i * g..(i + 1) * g].copy_from_slice(&self.scratch_c);
+                let row = &mut self.trans[i * g..(i + 1) * g];
+                row.fill(0);
+                row[s] = 1;
+                self.store_raw(s, payload);
                 self.data[i * t..(i + 1) * t].copy_from_slice(payload);
-                self.add_row(i);
+                self.add_row(i, true);
                 true
             }
         } else {
-            self.scratch_p.copy_from_slice(payload);
-            self.insert_scratch()
+            self.insert_scratch(payload)
         };
         Ok(RlncProgress {
             innovative,
@@ -331,12 +421,14 @@ impl RlncDecoder {
         })
     }
 
-    /// Reduces the symbol in the scratch buffers against the stored rows and stores it if it
-    /// is innovative.
-    fn insert_scratch(&mut self) -> bool {
+    /// Reduces the coefficient vector in `scratch_c` against the stored rows (tracking the
+    /// transform in `scratch_t`) and stores the symbol if it is innovative. No payload
+    /// arithmetic happens here.
+    fn insert_scratch(&mut self, payload: &[u8]) -> bool {
         let g = self.config.generation_size;
-        let t = self.config.symbol_size;
-        self.terms.clear();
+        let s = self.rank;
+        self.scratch_t.fill(0);
+        self.scratch_t[s] = 1;
         for j in 0..g {
             let m = self.scratch_c[j];
             if m == 0 || !self.has_row[j] {
@@ -344,48 +436,41 @@ impl RlncDecoder {
             }
             // Rows are reduced (zero in every other pivot column), so the multiplier of row j
             // is the symbol's original coefficient j, whatever order rows are subtracted in.
-            if self.known.contains(j) {
-                self.scratch_c[j] = 0;
-            } else {
-                // SAFETY: the kernel is available; both slices have g bytes.
-                unsafe {
-                    self.kernel.mul_add_unchecked(
-                        &mut self.scratch_c,
-                        &self.coeffs[j * g..(j + 1) * g],
-                        m,
-                    )
-                };
+            // SAFETY: the kernel is available; all slices have g bytes.
+            unsafe {
+                self.kernel.mul_add_unchecked(
+                    &mut self.scratch_c,
+                    &self.coeffs[j * g..(j + 1) * g],
+                    m,
+                );
+                self.kernel.mul_add_unchecked(
+                    &mut self.scratch_t,
+                    &self.trans[j * g..(j + 1) * g],
+                    m,
+                );
             }
-            self.terms.push((m, j));
         }
-        let data = &self.data;
-        combine(
-            self.kernel,
-            &mut self.scratch_p,
-            self.terms
-                .iter()
-                .map(|&(m, j)| (m, &data[j * t..(j + 1) * t])),
-        );
         let Some(p) = self.scratch_c.iter().position(|&c| c != 0) else {
             return false;
         };
         let inv = gf256::inv(self.scratch_c[p]).unwrap_or(1);
-        // SAFETY: the kernel is available; slices have g resp. T bytes.
+        // SAFETY: the kernel is available; slices have g bytes.
         unsafe {
             self.kernel
                 .mul_unchecked(&mut self.coeffs[p * g..(p + 1) * g], &self.scratch_c, inv);
             self.kernel
-                .mul_unchecked(&mut self.data[p * t..(p + 1) * t], &self.scratch_p, inv);
+                .mul_unchecked(&mut self.trans[p * g..(p + 1) * g], &self.scratch_t, inv);
         }
-        self.add_row(p);
+        self.store_raw(s, payload);
+        self.add_row(p, false);
         true
     }
 
     /// Registers the normalised row stored at pivot `p` and eliminates column p from every
     /// other row (keeping the form reduced), releasing rows that become unit vectors.
-    fn add_row(&mut self, p: usize) {
+    /// `decoded`: row p is a source symbol whose payload is already in `data`.
+    fn add_row(&mut self, p: usize, decoded: bool) {
         let g = self.config.generation_size;
-        let t = self.config.symbol_size;
         self.has_row[p] = true;
         self.rank += 1;
         let at = self.free_pos[p];
@@ -400,25 +485,63 @@ impl RlncDecoder {
             let m = self.coeffs[r * g + p];
             if m != 0 {
                 let (row_r, row_p) = two_rows(&mut self.coeffs, g, r, p);
-                let (data_r, data_p) = two_rows(&mut self.data, t, r, p);
-                // SAFETY: the kernel is available; rows have g resp. T bytes.
+                let (tr_r, tr_p) = two_rows(&mut self.trans, g, r, p);
+                // SAFETY: the kernel is available; rows have g bytes.
                 unsafe {
                     self.kernel.mul_add_unchecked(row_r, row_p, m);
-                    self.kernel.mul_add_unchecked(data_r, data_p, m);
+                    self.kernel.mul_add_unchecked(tr_r, tr_p, m);
                 }
                 if self.is_unit(r) {
                     self.pending.swap_remove(i);
-                    self.mark_decoded(r);
+                    self.materialize(r);
                     continue;
                 }
             }
             i += 1;
         }
-        if self.is_unit(p) {
+        if decoded {
             self.mark_decoded(p);
+        } else if self.is_unit(p) {
+            self.materialize(p);
         } else {
             self.pending.push(p);
         }
+    }
+
+    /// Stores the s-th innovative payload.
+    fn store_raw(&mut self, s: usize, payload: &[u8]) {
+        let t = self.config.symbol_size;
+        if self.split {
+            store_split(&mut self.raw[2 * s * t..2 * (s + 1) * t], payload);
+        } else {
+            self.raw[s * t..(s + 1) * t].copy_from_slice(payload);
+        }
+    }
+
+    /// Computes source symbol `r` (its row is a unit vector) from the received payloads its
+    /// transform names, in one fused pass, and marks it decoded.
+    fn materialize(&mut self, r: usize) {
+        let g = self.config.generation_size;
+        let t = self.config.symbol_size;
+        self.scratch_p.fill(0);
+        let raw = &self.raw;
+        let row = self.trans[r * g..(r + 1) * g].iter().take(self.rank);
+        if self.split {
+            combine_split(
+                self.kernel,
+                &mut self.scratch_p,
+                row.zip(raw.chunks_exact(2 * t))
+                    .map(|(&c, slot)| (c, &slot[..t], &slot[t..])),
+            );
+        } else {
+            combine(
+                self.kernel,
+                &mut self.scratch_p,
+                row.zip(raw.chunks_exact(t)).map(|(&c, s)| (c, s)),
+            );
+        }
+        self.data[r * t..(r + 1) * t].copy_from_slice(&self.scratch_p);
+        self.mark_decoded(r);
     }
 
     /// Whether the row with pivot `r` is a unit vector. Rows are normalised and zero in every

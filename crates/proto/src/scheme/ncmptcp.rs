@@ -70,21 +70,39 @@
 //! rates ignore link capacity (docs/experiments/nc-mptcp.md compares both).
 //!
 //! **Retransmit or send the next (§IV-B, last paragraph).** Every ACK carries the receiver's
-//! decoding-matrix status (a FEEDBACK frame per open generation: rank, decoded flag), and the
+//! decoding-matrix status (FEEDBACK frames, at most 8: generation, rank, decoded flag; newly
+//! decoded generations first, each in three ACKs, then the open ones oldest first), and the
 //! receiver asks for an immediate ACK when a generation completes, so the fastest subflow's
-//! ACKs carry it first. A packet outstanding longer than 5/4·R + 25 ms on its path (the ACK
-//! should have come: RACK's idea, RFC 8985 §6.2, with the delayed-ACK timer as slack) is
-//! no longer counted as arriving, and a packet declared lost is removed; if Eq. 4 then fails
-//! for a generation that had been fully allocated, the generation is being *repaired*: it goes
-//! before any new data on every subflow (a regular one retransmits a lost source segment, an NC
-//! one sends a new combination, innovative for whatever is missing). Otherwise the subflows go
-//! on with the next data. A regular segment lost is thus always repaired before new data, as
-//! MPTCP retransmits it, but by whichever subflow can send first; this is the paper's argument
-//! that NC-MPTCP does no worse than MPTCP. Measured, it can do worse: Eq. 4's proactive
-//! redundancy costs about one packet per generation whenever the loss estimate is above zero,
-//! and a slow regular subflow's late segments trigger needless repairs
-//! (docs/experiments/nc-mptcp.md). When the engine reports the stream head stalled, the head
-//! generation owes one more packet.
+//! ACKs carry it first.
+//!
+//! **Repairs (`repair = "feedback"`, the default).** Once a generation has been fully
+//! allocated (Eq. 4 held), its *rank deficit* is `need` = k − max(reported rank, acknowledged
+//! packets) (+ what a head stall added, below). It is being *repaired* exactly while the
+//! deficit exceeds its packets in flight — a packet counts as in flight until it is
+//! acknowledged or the engine declares it lost (per-path RACK/RTO, RFC 8985), with no timer of
+//! the scheme's own and no re-evaluation of Eq. 4 when the loss estimates move — so a repair
+//! sends exactly the missing number of packets. A generation being repaired goes before any
+//! new data on every subflow (a regular one retransmits a lost source segment, an NC one sends
+//! a new combination, innovative for whatever is missing). A regular segment lost is thus
+//! always repaired before new data, as MPTCP retransmits it, but by whichever subflow can send
+//! first; this is the paper's argument that NC-MPTCP does no worse than MPTCP. Fallback when
+//! feedback stops: when the engine reports the stream head stalled (about two RTOs without
+//! progress, backed off while it lasts) the head generation owes one more packet.
+//! `repair = "timer"` keeps the rule before 2026-11-23 for comparison: Eq. 4 re-evaluated with
+//! the current estimates for repairs too, and a packet outstanding longer than 5/4·R + 25 ms
+//! on its path no longer counted as arriving (it fired for segments of a slow subflow that
+//! were late, not lost: docs/experiments/nc-mptcp.md, Fig. 4).
+//!
+//! **Unblocking (`unblock = true`; off by default; not in the paper's text).** An NC subflow that
+//! has nothing else to send (no generation needs packets: the sender is limited by flow
+//! control or the written data) sends combinations for the generation that blocks delivery
+//! (the oldest open one) while its rank deficit exceeds the packets of it in flight on NC
+//! subflows. So a generation that waits only for a slow subflow's segments is completed by the
+//! fast NC subflow, with capacity that would otherwise go unused, and the slow segments arrive
+//! as late symbols. Counted apart (`coded_unblock`) from the repairs. Off by default: it lifts
+//! bulk goodput with a slow subflow (docs/experiments/nc-mptcp.md, Fig. 4 and Table II), but in
+//! the comparison suite's `shared` mix with BBR and the `video` application it stalled the
+//! flow (11 of 375 frames delivered, against 360 without it); the cause is not found yet.
 //!
 //! **Receiver.** One progressive RLNC decoder per generation inside the receive window;
 //! regular segments enter it as unit vectors. Every source segment that becomes known (a
@@ -131,8 +149,10 @@ const LOSS_WINDOW: f64 = 100.0;
 const HYSTERESIS: f64 = 1.25;
 /// Eq. 10: R_r/R_n ≥ 0.03.
 const EQ10_MIN_RATIO: f64 = 0.03;
-/// Feedback frames per ACK (oldest generations first).
+/// Feedback frames per ACK.
 const MAX_FEEDBACK: usize = 8;
+/// ACKs that carry a newly decoded generation's status before it gives way to others.
+const FRESH_REPORTS: u8 = 3;
 
 /// Options of the `nc-mptcp` scheme.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -148,6 +168,25 @@ pub struct NcMptcpConfig {
     pub offset: bool,
     /// Cap each generation's regular share at Theorem 2's |G'| (Eq. 1 rates).
     pub plan: bool,
+    /// How a generation that was fully allocated is repaired (module docs, "Repairs").
+    pub repair: Repair,
+    /// Idle NC subflows send combinations for the generation that blocks delivery, up to its
+    /// reported rank deficit (module docs, "Unblocking"; off by default).
+    pub unblock: bool,
+}
+
+/// Repair rule of `nc-mptcp` (module docs, "Repairs").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Repair {
+    /// The rank deficit (generation size − reported rank, or − acknowledged packets) against
+    /// the packets still in flight: exactly the missing number, when the engine declares
+    /// packets lost or the reported rank shows them missing.
+    #[default]
+    Feedback,
+    /// The rule before 2026-11-23: Eq. 4 re-evaluated with the current loss estimates, and a
+    /// packet unacknowledged 5/4·R + 25 ms after it was sent counted as lost.
+    Timer,
 }
 
 impl Default for NcMptcpConfig {
@@ -158,6 +197,8 @@ impl Default for NcMptcpConfig {
             z: 2.0,
             offset: true,
             plan: false,
+            repair: Repair::Feedback,
+            unblock: false,
         }
     }
 }
@@ -241,6 +282,14 @@ pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
             key: "plan",
             doc: "cap the regular share of a generation at Theorem 2's |G'|",
         },
+        OptionDoc {
+            key: "repair",
+            doc: "\"feedback\": repair the rank deficit not covered by packets in flight; \"timer\": Eq. 4 re-evaluated, overdue packets counted lost",
+        },
+        OptionDoc {
+            key: "unblock",
+            doc: "an idle NC subflow covers the rank deficit of the generation blocking delivery",
+        },
     ],
     make: |o| Ok(Arc::new(registry::from_options::<NcMptcpConfig>(o)?)),
 };
@@ -255,11 +304,14 @@ pub fn eq1_rate(rtt: f64, p: f64) -> f64 {
 /// Eq. 3's offset of path `i` in segments: Σ_{R_j > R_i} X_j·(R_j − R_i)/2, for paths given as
 /// (R in seconds, X in segments per second, usable).
 pub fn eq3_offset(i: usize, paths: &[(f64, f64, bool)]) -> f64 {
-    let ri = paths[i].0;
+    eq3_offset_of(paths[i].0, paths.iter().copied())
+}
+
+/// Eq. 3's offset of a path of RTT `ri` among `paths` (R, X, usable).
+fn eq3_offset_of(ri: f64, paths: impl Iterator<Item = (f64, f64, bool)>) -> f64 {
     paths
-        .iter()
-        .filter(|&&(rj, _, ok)| ok && rj > ri)
-        .map(|&(rj, xj, _)| xj * (rj - ri) / 2.0)
+        .filter(|&(rj, _, ok)| ok && rj > ri)
+        .map(|(rj, xj, _)| xj * (rj - ri) / 2.0)
         .sum()
 }
 
@@ -332,17 +384,12 @@ impl PathModel {
 /// Eq. 10 holds for every other active path, keeping `current` unless another is
 /// 1.25 times faster (`HYSTERESIS`). `None` with fewer than two active paths.
 pub fn choose_nc(paths: &[PathModel], current: Option<usize>) -> Option<usize> {
-    let active: Vec<usize> = (0..paths.len()).filter(|&i| paths[i].active).collect();
-    if active.len() < 2 {
-        return None;
-    }
-    let eq10 = |n: usize| {
-        active
-            .iter()
-            .all(|&r| r == n || paths[r].rtt / paths[n].rtt >= EQ10_MIN_RATIO)
-    };
+    let active = || (0..paths.len()).filter(|&i| paths[i].active);
+    // Fewer than two active paths: no NC subflow.
+    active().nth(1)?;
+    let eq10 = |n: usize| active().all(|r| r == n || paths[r].rtt / paths[n].rtt >= EQ10_MIN_RATIO);
     let mut best: Option<usize> = None;
-    for &i in &active {
+    for i in active() {
         if !eq10(i) {
             continue;
         }
@@ -383,8 +430,11 @@ pub struct NcStats {
     pub regular_resent: u64,
     /// Coded segments sent on NC subflows.
     pub coded_sent: u64,
-    /// Coded segments sent to repair a generation (after losses or overdue packets).
+    /// Coded segments sent to repair a generation (its rank deficit exceeds the packets in
+    /// flight; with `repair = "timer"` also after estimate changes or overdue packets).
     pub coded_repairs: u64,
+    /// Coded segments an idle NC subflow sent for the generation blocking delivery (`unblock`).
+    pub coded_unblock: u64,
     /// Times the NC subflow changed (automatic choice).
     pub nc_switches: u64,
     /// Symbols received (receiver).
@@ -393,6 +443,17 @@ pub struct NcStats {
     pub non_innovative: u64,
     /// Symbols of generations already decoded or delivered (receiver).
     pub late_symbols: u64,
+}
+
+/// Why a packet is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    /// First allocation of a generation (Eq. 3, Eq. 4).
+    New,
+    /// A repair (module docs, "Repairs").
+    Repair,
+    /// An idle NC subflow covering the blocking generation (module docs, "Unblocking").
+    Unblock,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -444,10 +505,20 @@ impl TxGen {
     }
 
     /// Whether Eq. 4 fails for what is outstanding; `paths[i]` = (arrival probability
-    /// 1 − p_i^max, packets sent before this time are overdue).
-    fn needs_packets(&self, paths: &[(f64, Instant)]) -> bool {
+    /// 1 − p_i^max, packets sent before this time are overdue). With `feedback`, a generation
+    /// already satisfied once needs packets only while its rank deficit exceeds the packets in
+    /// flight (module docs, "Repairs").
+    fn needs_packets(&self, paths: &[(f64, Instant)], feedback: bool) -> bool {
         let need = self.need();
         if need == 0 {
+            return false;
+        }
+        if self.out.len() < need as usize {
+            // Every arrival probability is at most 1: Eq. 4 cannot hold.
+            return true;
+        }
+        if feedback && self.satisfied_once {
+            // Every packet in flight counts until it is acknowledged or declared lost.
             return false;
         }
         let q = self.out.iter().map(|o| match paths.get(o.path) {
@@ -476,6 +547,11 @@ pub struct NcSender {
     nc: Option<usize>,
     scratch: Vec<u8>,
     gen_buf: Vec<u8>,
+    /// Per-packet work buffers, kept to avoid allocating on every packet: the path models,
+    /// their (arrival probability, overdue time) and which open generations need packets.
+    models: Vec<PathModel>,
+    arrival: Vec<(f64, Instant)>,
+    needs: Vec<bool>,
     stats: NcStats,
 }
 
@@ -489,6 +565,9 @@ impl NcSender {
             nc: None,
             scratch: vec![0; seg],
             gen_buf: Vec::new(),
+            models: Vec::new(),
+            arrival: Vec::new(),
+            needs: Vec::new(),
             stats: NcStats::default(),
         }
     }
@@ -598,11 +677,12 @@ impl NcSender {
     /// Which open generations need packets (Eq. 4 fails for what is outstanding), marking
     /// those that Eq. 4 satisfies (their later shortfalls are repairs), and S_f's generation:
     /// the first one still being allocated.
-    fn needs(&mut self, arrival: &[(f64, Instant)]) -> (Vec<bool>, Option<usize>) {
+    fn needs(&mut self, arrival: &[(f64, Instant)], needs: &mut Vec<bool>) -> Option<usize> {
         let mut first_open = None;
-        let mut needs = Vec::with_capacity(self.gens.len());
+        let feedback = self.cfg.repair == Repair::Feedback;
+        needs.clear();
         for (gi, g) in self.gens.iter_mut().enumerate() {
-            let n = g.needs_packets(arrival);
+            let n = g.needs_packets(arrival, feedback);
             if !n && !g.decoded && !g.out.is_empty() {
                 g.satisfied_once = true;
             }
@@ -611,7 +691,7 @@ impl NcSender {
             }
             needs.push(n);
         }
-        (needs, first_open)
+        first_open
     }
 
     /// Whether `path` is an NC subflow now.
@@ -676,7 +756,7 @@ impl NcSender {
         gi: usize,
         n: u32,
         path: usize,
-        repair: bool,
+        why: Why,
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag> {
         let full = self.gen_bytes();
@@ -719,7 +799,9 @@ impl NcSender {
         } else {
             g.next_seed += 1;
             st.coded_sent += 1;
-            if repair || g.satisfied_once {
+            if why == Why::Unblock {
+                st.coded_unblock += 1;
+            } else if why == Why::Repair || g.satisfied_once {
                 st.coded_repairs += 1;
             } else {
                 g.allocated += 1;
@@ -735,6 +817,80 @@ impl NcSender {
             a: g.start,
             b: u64::from(n),
         })
+    }
+
+    /// [`SchemeSender::poll_packet`] with the path models and arrival probabilities of this
+    /// instant; `needs` is a work buffer.
+    fn poll_with(
+        &mut self,
+        ctx: &mut SendCtx<'_>,
+        path: usize,
+        pkt: &mut PacketWriter<'_>,
+        models: &[PathModel],
+        arrival: &[(f64, Instant)],
+        needs: &mut Vec<bool>,
+    ) -> Option<PacketTag> {
+        if self.cfg.nc_paths.is_empty() {
+            let nc = choose_nc(models, self.nc);
+            if nc != self.nc && self.nc.is_some() && nc.is_some() {
+                self.stats.nc_switches += 1;
+            }
+            self.nc = nc;
+        }
+        let nc = self.is_nc(path);
+        let k = self.cfg.generation_size as u32;
+        let cap = self.regular_cap(models, k);
+        let mut first_open = self.needs(arrival, needs);
+        if !needs.contains(&true) && self.refresh(ctx, true) {
+            // Idle: written bytes short of a generation go out now (module docs, "Short
+            // generations").
+            first_open = self.needs(arrival, needs);
+        }
+        if self.gens.is_empty() {
+            return None;
+        }
+        // (1) Repairs, oldest first.
+        for (gi, &need) in needs.iter().enumerate() {
+            if !(need && self.gens[gi].satisfied_once) {
+                continue;
+            }
+            let c = self.gens[gi].k;
+            if let Some(n) = self.candidate(gi, nc, c, true) {
+                return self.emit(ctx, gi, n, path, Why::Repair, pkt);
+            }
+        }
+        // (2) From Eq. 3's target on; (3) before it.
+        let first = first_open.unwrap_or(self.gens.len());
+        let target = if self.cfg.offset && first < self.gens.len() {
+            let view = models.iter().map(|m| (m.rtt, m.rate, m.active));
+            let s_f = f64::from(self.gens[first].allocated.min(self.gens[first].k));
+            let lead = eq3_offset_of(models[path].rtt, view);
+            first + ((s_f + lead) / f64::from(k.max(1))).floor() as usize
+        } else {
+            first
+        };
+        let target = target.min(self.gens.len());
+        let order = (target..self.gens.len()).chain(0..target);
+        for gi in order {
+            if !needs[gi] {
+                continue;
+            }
+            let c = self.gens[gi].k.min(cap);
+            if let Some(n) = self.candidate(gi, nc, c, false) {
+                return self.emit(ctx, gi, n, path, Why::New, pkt);
+            }
+        }
+        // (4) Nothing else to send on an NC subflow: cover the rank deficit of the generation
+        // that blocks delivery with combinations on this subflow (module docs, "Unblocking").
+        if self.cfg.unblock && nc {
+            let g = self.gens.front()?;
+            let on_nc = g.out.iter().filter(|o| self.is_nc(o.path)).count();
+            if g.satisfied_once && on_nc < g.need() as usize {
+                let n = self.candidate(0, true, g.k, true)?;
+                return self.emit(ctx, 0, n, path, Why::Unblock, pkt);
+            }
+        }
+        None
     }
 
     /// Removes the outstanding record of a packet; returns its generation's position.
@@ -770,68 +926,26 @@ impl SchemeSender for NcSender {
         if path >= ctx.paths.len() {
             return None;
         }
-        let models: Vec<PathModel> = ctx
-            .paths
-            .iter()
-            .map(|v| PathModel::from_view(v, self.cfg.z))
-            .collect();
-        if self.cfg.nc_paths.is_empty() {
-            let nc = choose_nc(&models, self.nc);
-            if nc != self.nc && self.nc.is_some() && nc.is_some() {
-                self.stats.nc_switches += 1;
-            }
-            self.nc = nc;
-        }
-        let nc = self.is_nc(path);
-        let now = ctx.now;
-        let k = self.cfg.generation_size as u32;
-        let cap = self.regular_cap(&models, k);
-        let arrival: Vec<(f64, Instant)> = models
-            .iter()
-            .map(|m| (1.0 - m.loss_max, overdue_before(m.rtt, now)))
-            .collect();
-        let (mut needs, mut first_open) = self.needs(&arrival);
-        if !needs.contains(&true) && self.refresh(ctx, true) {
-            // Idle: written bytes short of a generation go out now (module docs, "Short
-            // generations").
-            (needs, first_open) = self.needs(&arrival);
-        }
-        if self.gens.is_empty() {
-            return None;
-        }
-        // (1) Repairs, oldest first.
-        let repairs: Vec<usize> = (0..self.gens.len())
-            .filter(|&gi| needs[gi] && self.gens[gi].satisfied_once)
-            .collect();
-        for gi in repairs {
-            let c = self.gens[gi].k;
-            if let Some(n) = self.candidate(gi, nc, c, true) {
-                return self.emit(ctx, gi, n, path, true, pkt);
-            }
-        }
-        // (2) From Eq. 3's target on; (3) before it.
-        let first = first_open.unwrap_or(self.gens.len());
-        let target = if self.cfg.offset && first < self.gens.len() {
-            let view: Vec<(f64, f64, bool)> =
-                models.iter().map(|m| (m.rtt, m.rate, m.active)).collect();
-            let s_f = f64::from(self.gens[first].allocated.min(self.gens[first].k));
-            let lead = eq3_offset(path, &view);
-            first + ((s_f + lead) / f64::from(k.max(1))).floor() as usize
-        } else {
-            first
-        };
-        let target = target.min(self.gens.len());
-        let order = (target..self.gens.len()).chain(0..target);
-        for gi in order {
-            if !needs[gi] {
-                continue;
-            }
-            let c = self.gens[gi].k.min(cap);
-            if let Some(n) = self.candidate(gi, nc, c, false) {
-                return self.emit(ctx, gi, n, path, false, pkt);
-            }
-        }
-        None
+        let mut models = std::mem::take(&mut self.models);
+        let mut arrival = std::mem::take(&mut self.arrival);
+        let mut needs = std::mem::take(&mut self.needs);
+        models.clear();
+        models.extend(
+            ctx.paths
+                .iter()
+                .map(|v| PathModel::from_view(v, self.cfg.z)),
+        );
+        arrival.clear();
+        arrival.extend(
+            models
+                .iter()
+                .map(|m| (1.0 - m.loss_max, overdue_before(m.rtt, ctx.now))),
+        );
+        let tag = self.poll_with(ctx, path, pkt, &models, &arrival, &mut needs);
+        self.models = models;
+        self.arrival = arrival;
+        self.needs = needs;
+        tag
     }
 
     fn on_acked(&mut self, _ctx: &mut SendCtx<'_>, info: &SentInfo) {
@@ -942,6 +1056,8 @@ pub struct NcReceiver {
     gens: BTreeMap<u64, RxGen>,
     /// Decoded generations not yet below the in-order point: id → length.
     done: BTreeMap<u64, u64>,
+    /// Decoded generations whose status has not yet gone out [`FRESH_REPORTS`] times.
+    fresh: BTreeMap<u64, u8>,
     stats: NcStats,
 }
 
@@ -952,6 +1068,7 @@ impl NcReceiver {
             seg,
             gens: BTreeMap::new(),
             done: BTreeMap::new(),
+            fresh: BTreeMap::new(),
             stats: NcStats::default(),
         }
     }
@@ -1050,6 +1167,7 @@ impl NcReceiver {
         if progress.complete {
             self.gens.remove(&start);
             self.done.insert(start, len);
+            self.fresh.insert(start, FRESH_REPORTS);
             self.stats.generations_decoded += 1;
             // The decoding-matrix status travels now, on the path that completed it.
             ctx.request_ack(from.path);
@@ -1061,6 +1179,7 @@ impl NcReceiver {
             if e.key() + e.get() > contiguous {
                 break;
             }
+            self.fresh.remove(e.key());
             e.remove();
         }
         while let Some(e) = self.gens.first_entry() {
@@ -1101,17 +1220,30 @@ impl SchemeReceiver for NcReceiver {
     }
 
     fn write_feedback(&mut self, _now: Instant, _path: usize, pkt: &mut PacketWriter<'_>) {
-        // Oldest generations first: decoded ones above the in-order point, then the open ones
-        // with their rank r(D).
-        let mut items: Vec<(u64, u64, bool)> = Vec::new();
-        for &b in self.done.keys().take(MAX_FEEDBACK) {
+        // Generations decoded since they were last reported (up to half the frames), then the
+        // open ones with their rank r(D), oldest first, then other decoded ones above the
+        // in-order point. Reporting the oldest decoded ones first (as before 2026-11-23) let
+        // eight generations decoded behind a blocked head fill every ACK, so the sender never
+        // heard that later ones were decoded and repaired them needlessly.
+        let mut items: Vec<(u64, u64, bool)> = Vec::with_capacity(MAX_FEEDBACK);
+        for &b in self.fresh.keys().take(MAX_FEEDBACK / 2) {
             items.push((b, 0, true));
         }
-        for (&b, rg) in self.gens.iter().take(MAX_FEEDBACK) {
+        for (&b, rg) in self.gens.iter() {
+            if items.len() >= MAX_FEEDBACK {
+                break;
+            }
             items.push((b, rg.dec.rank() as u64, false));
         }
-        items.sort_unstable_by_key(|i| i.0);
-        for (block, count, decoded) in items.into_iter().take(MAX_FEEDBACK) {
+        for &b in self.fresh.keys().chain(self.done.keys()) {
+            if items.len() >= MAX_FEEDBACK {
+                break;
+            }
+            if !items.iter().any(|i| i.0 == b) {
+                items.push((b, 0, true));
+            }
+        }
+        for &(block, count, decoded) in &items {
             let f = Frame::Feedback(FeedbackFrame {
                 block,
                 count,
@@ -1119,6 +1251,14 @@ impl SchemeReceiver for NcReceiver {
             });
             if pkt.push(&f).is_err() {
                 return;
+            }
+            if decoded {
+                if let Some(n) = self.fresh.get_mut(&block) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.fresh.remove(&block);
+                    }
+                }
             }
         }
     }
