@@ -33,8 +33,16 @@ fn single(scheme_name: &str, cc_name: &str, p: f64) -> f64 {
         conn(scheme(scheme_name), cc(cc_name), 2 << 20),
         FlowKind::Multipath,
     );
-    let r = run(sim(links, vec![f], SECS, SEED)).unwrap();
-    r.flows[0].goodput_mbps / (10.0 * (1.0 - p))
+    // Mean over MULTI_SEEDS seeds, as in [`multi`]: at 30 % loss one seed's outcome is no
+    // snapshot either (seed 14 alone gave 0.738 on 2026-11-23 where five CLI seeds average
+    // 0.52 ± 0.28).
+    let total: f64 = (SEED..SEED + MULTI_SEEDS)
+        .map(|seed| {
+            let r = run(sim(links.clone(), vec![f.clone()], SECS, seed)).unwrap();
+            r.flows[0].goodput_mbps
+        })
+        .sum();
+    total / MULTI_SEEDS as f64 / (10.0 * (1.0 - p))
 }
 
 /// Goodput over capacity on a Wi-Fi-like (20 Mbit/s, 20 ms RTT) plus a cellular-like
@@ -81,8 +89,12 @@ fn bound(p: f64) -> f64 {
 /// them worse fails; a change that meets the target should move them out of this list.
 fn snapshot(kind: &str, cc: &str, p: f64) -> Option<f64> {
     let measured = match (kind, cc, (p * 100.0).round() as u32) {
-        ("single", "bbr", 5) => 0.751,
-        ("single", "bbr", 30) => 0.301,
+        // Single path re-based 2026-11-23 22:40 when `single` became a mean over seeds 14-17
+        // (seed 14 alone: 0.887 / 0.751 -> 0.832 / 0.301 -> 0.738 at 1 / 5 / 30 %). The mean
+        // misses at 1 % because of one seed where tcp over the same BBR also falls (tcp/bbr
+        // mean 0.798); at 5 % it now meets the target (0.831).
+        ("single", "bbr", 1) => 0.756,
+        ("single", "bbr", 30) => 0.463,
         ("multi", "bbr", 5) => 0.675,
         // Re-based on branch fmtcp14 (2026-11-23) from 0.582 (one seed): this case is
         // chaotic in packet sizes. Seeds 14-17: main 0.608; main with 2 padding bytes after
@@ -100,10 +112,17 @@ fn snapshot(kind: &str, cc: &str, p: f64) -> Option<f64> {
 fn check(kind: &str, cc: &str, p: f64, got: f64) {
     match snapshot(kind, cc, p) {
         Some(floor) => {
-            println!(
-                "MISS (snapshot) {kind} fmtcp/{cc} at {p}: {got:.3} < target {}",
-                bound(p)
-            );
+            if got >= bound(p) {
+                println!(
+                    "MET {kind} fmtcp/{cc} at {p}: {got:.3} >= target {}: take it out of the snapshot list",
+                    bound(p)
+                );
+            } else {
+                println!(
+                    "MISS (snapshot) {kind} fmtcp/{cc} at {p}: {got:.3} < target {}",
+                    bound(p)
+                );
+            }
             assert!(
                 got >= floor,
                 "{kind} fmtcp/{cc} at {p}: {got:.3} below snapshot {floor:.3}"
