@@ -22,9 +22,12 @@
 //! **Decoding.** [`LtDecoder`] is the message-passing (peeling) decoder HMTP uses: a symbol
 //! whose undecoded neighbours drop to one releases that source, which is then XORed out of every
 //! other symbol containing it. Peeling can stall with enough symbols for a unique solution;
-//! [`LtDecoder::solve`] completes it by Gaussian elimination over GF(2) on the residual
-//! symbols, and [`LtDecoder::with_elimination`] makes the decoder track the GF(2) rank of what it
-//! received and run that completion as soon as the rank reaches k.
+//! [`LtDecoder::solve`] completes it exactly (whenever the GF(2) rank is k, like Gaussian
+//! elimination) by inactivation decoding (RFC 6330 §5.4.2): the elimination runs on bit-packed
+//! rows only, and the payloads are then computed in one pass whose XOR count follows the
+//! residual symbols' degrees plus a small dense core. [`LtDecoder::with_elimination`] makes the
+//! decoder track the GF(2) rank of what it received and run that completion as soon as the
+//! rank reaches k.
 
 use crate::error::{check_len, Error, Result};
 use crate::gf256::Kernel;
@@ -322,58 +325,175 @@ pub struct LtProgress {
     pub complete: bool,
 }
 
-/// Echelon form of the received neighbour sets over GF(2), without payloads: tells exactly
-/// when the received symbols determine the block.
+/// Marks a row slot of the [`RankTracker`] arena as absent.
+const NO_ROW: u32 = u32::MAX;
+
+/// Echelon basis, over GF(2) and without payloads, of the received symbols' *residual* rows:
+/// their neighbour sets restricted to the sources not yet known. Tells exactly when the
+/// received symbols determine the block.
+///
+/// Let R be the row space of everything received and D the sources known (every known source
+/// is determined, so e_i ∈ R for i ∈ D). Then rank R = |D| + rank P(R), P the projection onto
+/// the unknown sources; this tracker holds an echelon basis of P(R). When a source n becomes
+/// known, e_n ∈ P(R), so the basis has a row whose lowest unknown bit is n: dropping that row
+/// and masking bit n out of the others leaves an echelon basis of the new P(R) (the others keep
+/// their lowest unknown bit). Bits of known sources are left in the stored rows and ignored
+/// through `unknown`, so a newly known source costs O(1).
 #[derive(Debug, Clone)]
 struct RankTracker {
     words: usize,
-    /// Row with lowest set bit b, if any.
-    rows: Vec<Option<Box<[u64]>>>,
+    /// Arena slot of the row whose lowest unknown bit is b, or [`NO_ROW`].
+    pivot: Vec<u32>,
+    arena: Vec<u64>,
+    free: Vec<u32>,
+    /// Bit i set while source i is unknown.
+    unknown: Vec<u64>,
+    /// rank P(R).
     rank: usize,
     scratch: Vec<u64>,
 }
 
 impl RankTracker {
     fn new(k: usize) -> Self {
+        let words = k.div_ceil(64);
+        let mut unknown = vec![u64::MAX; words];
+        if k % 64 != 0 {
+            unknown[words - 1] = (1u64 << (k % 64)) - 1;
+        }
         Self {
-            words: k.div_ceil(64),
-            rows: vec![None; k],
+            words,
+            pivot: vec![NO_ROW; k],
+            arena: Vec::new(),
+            free: Vec::new(),
+            unknown,
             rank: 0,
-            scratch: vec![0; k.div_ceil(64)],
+            scratch: vec![0; words],
         }
     }
 
+    /// Adds a residual row (its neighbours, all unknown).
     fn insert(&mut self, neighbours: &[u32]) {
-        let v = &mut self.scratch;
+        let Self {
+            words,
+            pivot,
+            arena,
+            free,
+            unknown,
+            rank,
+            scratch: v,
+        } = self;
+        let words = *words;
         v.fill(0);
         for &n in neighbours {
             v[n as usize / 64] |= 1 << (n % 64);
         }
         let mut w = 0;
-        while w < self.words {
-            if v[w] == 0 {
+        while w < words {
+            let x = v[w] & unknown[w];
+            if x == 0 {
                 w += 1;
                 continue;
             }
-            let b = w * 64 + v[w].trailing_zeros() as usize;
-            match &self.rows[b] {
-                Some(row) => {
-                    for (x, r) in v[w..].iter_mut().zip(&row[w..]) {
-                        *x ^= r;
-                    }
-                }
-                None => {
-                    self.rows[b] = Some(v.clone().into_boxed_slice());
-                    self.rank += 1;
-                    return;
-                }
+            let b = w * 64 + x.trailing_zeros() as usize;
+            let slot = pivot[b];
+            if slot == NO_ROW {
+                let slot = free.pop().unwrap_or_else(|| {
+                    arena.resize(arena.len() + words, 0);
+                    (arena.len() / words - 1) as u32
+                });
+                let s = slot as usize * words;
+                arena[s..s + words].copy_from_slice(v);
+                pivot[b] = slot;
+                *rank += 1;
+                return;
             }
+            let s = slot as usize * words;
+            for (x, r) in v[w..].iter_mut().zip(&arena[s + w..s + words]) {
+                *x ^= r;
+            }
+        }
+    }
+
+    /// Source n became known.
+    fn forget(&mut self, n: usize) {
+        self.unknown[n / 64] &= !(1 << (n % 64));
+        let slot = std::mem::replace(&mut self.pivot[n], NO_ROW);
+        if slot != NO_ROW {
+            self.free.push(slot);
+            self.rank -= 1;
         }
     }
 }
 
-/// Peeling decoder of one block, with optional Gaussian-elimination completion (the receiver
-/// side).
+/// Role of an unknown source (a column) in an inactivation plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Column {
+    Unresolved,
+    /// Released by a row: its value is that row minus its other (earlier) columns.
+    Pivot,
+    /// Inactivated: solved in the dense core.
+    Inactive,
+}
+
+/// The binary half of an inactivation decode (see [`LtDecoder::solve`]): which row releases
+/// which source and in what order, which sources are inactivated, and how the core rows give
+/// the inactivated sources. Indices: "row" is a position in `rows`, "column" a position in
+/// `unknowns`.
+#[derive(Debug)]
+struct Plan {
+    /// Source of each column.
+    unknowns: Vec<u32>,
+    /// Stored symbol of each row.
+    rows: Vec<u32>,
+    /// Columns of row r: `row_cols[row_start[r]..row_start[r + 1]]`.
+    row_start: Vec<usize>,
+    row_cols: Vec<u32>,
+    state: Vec<Column>,
+    /// (row, column) in release order; the row's other columns are earlier pivots or inactive.
+    pivots: Vec<(u32, u32)>,
+    /// Inactivated columns; position j is inactive variable j.
+    inactive: Vec<u32>,
+    /// Per pivot (same order), `iw` words: the inactive variables its value depends on.
+    ivec: Vec<u64>,
+    iw: usize,
+    /// i core rows with independent inactive parts.
+    core: Vec<u32>,
+    /// Gauss–Jordan on the core: `(dst, src)` means core slot dst ^= core slot src.
+    ops: Vec<(u32, u32)>,
+    /// Core slot holding inactive variable j once `ops` are applied.
+    owner: Vec<u32>,
+}
+
+impl Plan {
+    fn cols(&self, r: usize) -> &[u32] {
+        &self.row_cols[self.row_start[r]..self.row_start[r + 1]]
+    }
+}
+
+/// `buf[dst] ^= buf[src]`, blocks of `t` bytes, `dst != src`.
+fn xor_blocks(kernel: Kernel, buf: &mut [u8], t: usize, dst: usize, src: usize) {
+    let (d, s) = if dst < src {
+        let (lo, hi) = buf.split_at_mut(src * t);
+        (&mut lo[dst * t..(dst + 1) * t], &hi[..t])
+    } else {
+        let (lo, hi) = buf.split_at_mut(dst * t);
+        (&mut hi[..t], &lo[src * t..(src + 1) * t])
+    };
+    // SAFETY: the kernel is available; both slices have T bytes.
+    unsafe { kernel.xor_unchecked(d, s) };
+}
+
+/// XORs `v` (`w` words) into row `dst` of `m` where `v` is row `src < dst` of `m`.
+fn xor_words(m: &mut [u64], w: usize, dst: usize, src: usize) {
+    debug_assert!(src < dst);
+    let (lo, hi) = m.split_at_mut(dst * w);
+    for (d, s) in hi[..w].iter_mut().zip(&lo[src * w..(src + 1) * w]) {
+        *d ^= s;
+    }
+}
+
+/// Peeling decoder of one block, with optional exact completion by inactivation decoding (the
+/// receiver side).
 #[derive(Debug, Clone)]
 pub struct LtDecoder {
     params: LtParams,
@@ -420,8 +540,9 @@ impl LtDecoder {
     }
 
     /// A decoder that also tracks the GF(2) rank of the received symbols and completes a
-    /// stalled peel by Gaussian elimination as soon as the rank reaches k. Costs about
-    /// rank·k/64 word operations per symbol.
+    /// stalled peel ([`LtDecoder::solve`]) as soon as the rank reaches k. The tracking works on
+    /// the residual rows (sources not yet peeled) and costs at most rank·k/64 word operations
+    /// per symbol.
     pub fn with_elimination(params: LtParams, block: u32) -> Self {
         let mut d = Self::new(params, block);
         d.tracker = Some(RankTracker::new(d.params.k()));
@@ -450,17 +571,16 @@ impl LtDecoder {
         let before = self.known.count();
         if !self.is_complete() {
             self.params.neighbours(id, &mut self.neighbours);
-            if let Some(tr) = &mut self.tracker {
-                tr.insert(&self.neighbours);
-            }
             self.store(payload);
             self.peel();
+            let k = self.params.k();
             let full_rank = self
                 .tracker
                 .as_ref()
-                .is_some_and(|tr| tr.rank == tr.rows.len());
+                .is_some_and(|tr| self.known.count() + tr.rank == k);
             if !self.is_complete() && full_rank {
-                self.solve();
+                let solved = self.solve();
+                debug_assert!(solved, "full rank but the inactivation decode failed");
             }
         }
         Ok(LtProgress {
@@ -472,9 +592,13 @@ impl LtDecoder {
     }
 
     /// Stores the symbol whose neighbours are in `self.neighbours`, reduced by the sources
-    /// already known.
+    /// already known, and adds its residual row to the rank tracker.
     fn store(&mut self, payload: &[u8]) {
         let t = self.params.symbol_size;
+        if self.sym_data.capacity() == 0 {
+            // About k symbols are stored before a block completes: one allocation.
+            self.sym_data.reserve(self.params.k() * t);
+        }
         let idx = self.sym_remaining.len() as u32;
         let off = self.sym_data.len();
         self.sym_data.extend_from_slice(payload);
@@ -499,6 +623,9 @@ impl LtDecoder {
             self.sym_data.truncate(off);
             self.sym_neigh.truncate(start);
             return;
+        }
+        if let Some(tr) = &mut self.tracker {
+            tr.insert(&self.sym_neigh[start..]);
         }
         for &n in &self.sym_neigh[start..] {
             self.adjacency[n as usize].push(idx);
@@ -563,98 +690,369 @@ impl LtDecoder {
 
     fn mark_decoded(&mut self, i: usize) {
         self.known.mark(i);
+        if let Some(tr) = &mut self.tracker {
+            tr.forget(i);
+        }
     }
 
-    /// Completes decoding by Gaussian elimination over GF(2) on the symbols the peel could not
-    /// use. Returns whether the block is now complete; if the received symbols do not determine
-    /// the block, nothing changes and the result is `false`.
+    /// Completes decoding from the symbols the peel could not use, by inactivation decoding
+    /// (the method RFC 6330 §5.4.2 describes for RaptorQ, applied to LT rows). Returns whether
+    /// the block is now complete; if the received symbols do not determine the block (their
+    /// GF(2) rank is below k), nothing changes and the result is `false`. The outcome is the
+    /// same as Gaussian elimination's: complete exactly when the rank is k.
+    ///
+    /// First on the bit-level rows only: peel; when no row has a single unresolved source,
+    /// take a row of least unresolved degree and *inactivate* all its unresolved sources but
+    /// the one of fewest rows (they become unknowns of a small dense core), and go on peeling.
+    /// Each released source is then its row's payload plus a combination of inactive
+    /// variables; the rows not used to release anything give equations in the inactive
+    /// variables only (the Schur complement of the triangular peeled part), solved by
+    /// Gauss–Jordan; full rank ⇔ that core has full rank. Only then are payloads touched: each
+    /// released source's payload with the inactive part left out, in release order; the
+    /// core's right-hand sides; the core's row operations; and each released source finished
+    /// by adding its inactive variables or by re-reading its row, whichever is fewer XORs. The
+    /// payload work is about twice the residual rows' degrees plus the core's i² (i inactive
+    /// sources), instead of Gauss–Jordan's rows × unknowns.
     pub fn solve(&mut self) -> bool {
         if self.is_complete() {
             return true;
         }
-        let t = self.params.symbol_size;
+        let Some(plan) = self.plan() else {
+            return false;
+        };
+        self.execute(&plan);
+        true
+    }
+
+    /// The binary half of [`LtDecoder::solve`]; `None` when the rank is below k.
+    fn plan(&self) -> Option<Plan> {
         let k = self.params.k();
         let mut col_of = vec![u32::MAX; k];
-        let unknowns: Vec<usize> = (0..k).filter(|&i| !self.known.contains(i)).collect();
-        for (c, &i) in unknowns.iter().enumerate() {
-            col_of[i] = c as u32;
+        let mut unknowns = Vec::new();
+        for i in 0..k {
+            if !self.known.contains(i) {
+                col_of[i] = unknowns.len() as u32;
+                unknowns.push(i as u32);
+            }
         }
         let u = unknowns.len();
-        let words = u.div_ceil(64);
-        let active: Vec<usize> = (0..self.sym_active.len())
-            .filter(|&e| self.sym_active[e])
+        let rows: Vec<u32> = (0..self.sym_active.len() as u32)
+            .filter(|&e| self.sym_active[e as usize])
             .collect();
-        if active.len() < u {
-            return false;
+        if rows.len() < u {
+            return None;
         }
-        let mut bits = vec![0u64; active.len() * words];
-        let mut payload = vec![0u8; active.len() * t];
-        for (r, &e) in active.iter().enumerate() {
-            for &n in self.symbol_neighbours(e) {
-                if !self.known.contains(n as usize) {
-                    let c = col_of[n as usize] as usize;
-                    bits[r * words + c / 64] |= 1 << (c % 64);
-                }
-            }
-            payload[r * t..(r + 1) * t].copy_from_slice(&self.sym_data[e * t..(e + 1) * t]);
+        let m = rows.len();
+        let mut row_start = Vec::with_capacity(m + 1);
+        let mut row_cols = Vec::new();
+        for &e in &rows {
+            row_start.push(row_cols.len());
+            row_cols.extend(
+                self.symbol_neighbours(e as usize)
+                    .iter()
+                    .filter(|&&n| !self.known.contains(n as usize))
+                    .map(|&n| col_of[n as usize]),
+            );
         }
-        // Gauss–Jordan: after column c is processed, row c is its pivot and no other row has
-        // bit c.
-        let rows = active.len();
+        row_start.push(row_cols.len());
+        // Columns → rows.
+        let mut col_start = vec![0usize; u + 1];
+        for &c in &row_cols {
+            col_start[c as usize + 1] += 1;
+        }
         for c in 0..u {
-            let (w, b) = (c / 64, 1u64 << (c % 64));
-            let Some(p) = (c..rows).find(|&r| bits[r * words + w] & b != 0) else {
-                return false;
-            };
-            if p != c {
-                for x in 0..words {
-                    bits.swap(c * words + x, p * words + x);
-                }
-                let (lo, hi) = payload.split_at_mut(p * t);
-                lo[c * t..(c + 1) * t].swap_with_slice(&mut hi[..t]);
+            col_start[c + 1] += col_start[c];
+        }
+        let mut fill = col_start.clone();
+        let mut col_rows = vec![0u32; row_cols.len()];
+        for r in 0..m {
+            for &c in &row_cols[row_start[r]..row_start[r + 1]] {
+                col_rows[fill[c as usize]] = r as u32;
+                fill[c as usize] += 1;
             }
-            for r in 0..rows {
-                if r == c || bits[r * words + w] & b == 0 {
+        }
+        let col_degree = |c: u32| col_start[c as usize + 1] - col_start[c as usize];
+
+        // Peeling with inactivation. `count[r]`: unresolved columns of row r. Every row
+        // containing an unresolved column is unused (a row releases only its last one).
+        let mut count: Vec<u32> = (0..m)
+            .map(|r| (row_start[r + 1] - row_start[r]) as u32)
+            .collect();
+        let mut state = vec![Column::Unresolved; u];
+        let mut used = vec![false; m];
+        let mut ripple: Vec<u32> = (0..m as u32).filter(|&r| count[r as usize] == 1).collect();
+        // Rows whose count dropped to 2 (checked when popped): where inactivation looks first.
+        let mut pairs: Vec<u32> = (0..m as u32).filter(|&r| count[r as usize] == 2).collect();
+        let mut pivots = Vec::with_capacity(u);
+        let mut inactive = Vec::new();
+        let mut resolved = 0;
+        let mut cols = Vec::new();
+        while resolved < u {
+            let chosen = if let Some(r) = ripple.pop() {
+                let r = r as usize;
+                if used[r] || count[r] != 1 {
                     continue;
                 }
-                let (dst_bits, src_bits, dst_pay, src_pay) = if r < c {
-                    let (lo, hi) = bits.split_at_mut(c * words);
-                    let (plo, phi) = payload.split_at_mut(c * t);
-                    (
-                        &mut lo[r * words..(r + 1) * words],
-                        &hi[..words],
-                        &mut plo[r * t..(r + 1) * t],
-                        &phi[..t],
-                    )
-                } else {
-                    let (lo, hi) = bits.split_at_mut(r * words);
-                    let (plo, phi) = payload.split_at_mut(r * t);
-                    (
-                        &mut hi[..words],
-                        &lo[c * words..(c + 1) * words],
-                        &mut phi[..t],
-                        &plo[c * t..(c + 1) * t],
-                    )
-                };
-                for (d, s) in dst_bits[w..].iter_mut().zip(&src_bits[w..]) {
-                    *d ^= s;
+                let c = *row_cols[row_start[r]..row_start[r + 1]]
+                    .iter()
+                    .find(|&&c| state[c as usize] == Column::Unresolved)?;
+                used[r] = true;
+                state[c as usize] = Column::Pivot;
+                pivots.push((r as u32, c));
+                cols.clear();
+                cols.push(c);
+                &cols
+            } else {
+                // Stalled. A row of least unresolved degree ≥ 2 (2 if any, from `pairs`);
+                // none means an unresolved column that no row contains: rank < k.
+                while pairs
+                    .last()
+                    .is_some_and(|&r| used[r as usize] || count[r as usize] != 2)
+                {
+                    pairs.pop();
                 }
-                // SAFETY: the kernel is available; both slices have T bytes.
-                unsafe { self.kernel.xor_unchecked(dst_pay, src_pay) };
+                let r = match pairs.last() {
+                    Some(&r) => r as usize,
+                    None => (0..m)
+                        .filter(|&r| !used[r] && count[r] >= 2)
+                        .min_by_key(|&r| count[r])?,
+                };
+                cols.clear();
+                cols.extend(
+                    row_cols[row_start[r]..row_start[r + 1]]
+                        .iter()
+                        .filter(|&&c| state[c as usize] == Column::Unresolved),
+                );
+                let keep = (0..cols.len()).min_by_key(|&j| col_degree(cols[j]))?;
+                cols.swap_remove(keep);
+                for &c in &cols {
+                    state[c as usize] = Column::Inactive;
+                    inactive.push(c);
+                }
+                &cols
+            };
+            for &c in chosen {
+                resolved += 1;
+                for &r2 in &col_rows[col_start[c as usize]..col_start[c as usize + 1]] {
+                    let r2 = r2 as usize;
+                    count[r2] -= 1;
+                    if count[r2] == 1 && !used[r2] {
+                        ripple.push(r2 as u32);
+                    }
+                    if count[r2] == 2 && !used[r2] {
+                        pairs.push(r2 as u32);
+                    }
+                }
             }
         }
-        for (c, &i) in unknowns.iter().enumerate() {
-            self.data[i * t..(i + 1) * t].copy_from_slice(&payload[c * t..(c + 1) * t]);
-            self.mark_decoded(i);
+
+        // Inactive dependence of each pivot, in release order.
+        let i = inactive.len();
+        let iw = i.div_ceil(64);
+        let mut inact_idx = vec![u32::MAX; u];
+        for (j, &c) in inactive.iter().enumerate() {
+            inact_idx[c as usize] = j as u32;
+        }
+        let mut piv_idx = vec![u32::MAX; u];
+        let mut ivec = vec![0u64; pivots.len() * iw];
+        for (p, &(r, c)) in pivots.iter().enumerate() {
+            piv_idx[c as usize] = p as u32;
+            let r = r as usize;
+            for &c2 in &row_cols[row_start[r]..row_start[r + 1]] {
+                if c2 == c {
+                    continue;
+                }
+                match state[c2 as usize] {
+                    Column::Inactive => {
+                        let j = inact_idx[c2 as usize] as usize;
+                        ivec[p * iw + j / 64] ^= 1 << (j % 64);
+                    }
+                    _ => xor_words(&mut ivec, iw, p, piv_idx[c2 as usize] as usize),
+                }
+            }
+        }
+
+        // The core: unused rows as equations in the inactive variables. Pick i independent
+        // ones (forward elimination on copies), then record Gauss–Jordan on them.
+        let mut core = Vec::with_capacity(i);
+        let mut core_vecs: Vec<u64> = Vec::with_capacity(i * iw);
+        if i > 0 {
+            let mut basis: Vec<Option<Vec<u64>>> = vec![None; i];
+            let mut v = vec![0u64; iw];
+            for r in (0..m).filter(|&r| !used[r]) {
+                v.fill(0);
+                for &c2 in &row_cols[row_start[r]..row_start[r + 1]] {
+                    if state[c2 as usize] == Column::Inactive {
+                        let j = inact_idx[c2 as usize] as usize;
+                        v[j / 64] ^= 1 << (j % 64);
+                    } else {
+                        let p = piv_idx[c2 as usize] as usize;
+                        for (x, y) in v.iter_mut().zip(&ivec[p * iw..(p + 1) * iw]) {
+                            *x ^= y;
+                        }
+                    }
+                }
+                let original = v.clone();
+                let mut w = 0;
+                while w < iw {
+                    if v[w] == 0 {
+                        w += 1;
+                        continue;
+                    }
+                    let j = w * 64 + v[w].trailing_zeros() as usize;
+                    match &basis[j] {
+                        Some(b) => {
+                            for (x, y) in v[w..].iter_mut().zip(&b[w..]) {
+                                *x ^= y;
+                            }
+                        }
+                        None => {
+                            basis[j] = Some(v.clone());
+                            core.push(r as u32);
+                            core_vecs.extend_from_slice(&original);
+                            break;
+                        }
+                    }
+                }
+                if core.len() == i {
+                    break;
+                }
+            }
+            if core.len() < i {
+                return None;
+            }
+        }
+        let mut ops = Vec::new();
+        let mut owner = vec![u32::MAX; i];
+        let mut assigned = vec![false; i];
+        for j in 0..i {
+            let (w, b) = (j / 64, 1u64 << (j % 64));
+            let p = (0..i).find(|&s| !assigned[s] && core_vecs[s * iw + w] & b != 0)?;
+            assigned[p] = true;
+            owner[j] = p as u32;
+            for s in 0..i {
+                if s != p && core_vecs[s * iw + w] & b != 0 {
+                    let (d, src) = if s < p {
+                        let (lo, hi) = core_vecs.split_at_mut(p * iw);
+                        (&mut lo[s * iw..(s + 1) * iw], &hi[..iw])
+                    } else {
+                        let (lo, hi) = core_vecs.split_at_mut(s * iw);
+                        (&mut hi[..iw], &lo[p * iw..(p + 1) * iw])
+                    };
+                    for (x, y) in d.iter_mut().zip(src) {
+                        *x ^= y;
+                    }
+                    ops.push((s as u32, p as u32));
+                }
+            }
+        }
+        Some(Plan {
+            unknowns,
+            rows,
+            row_start,
+            row_cols,
+            state,
+            pivots,
+            inactive,
+            ivec,
+            iw,
+            core,
+            ops,
+            owner,
+        })
+    }
+
+    /// The payload half of [`LtDecoder::solve`].
+    fn execute(&mut self, plan: &Plan) {
+        let t = self.params.symbol_size;
+        let kernel = self.kernel;
+        let src = |n: u32| n as usize;
+        let sym = |e: u32| e as usize * t..(e as usize + 1) * t;
+        // 1. Each pivot without its inactive part, in release order (earlier pivots are ready).
+        for &(r, c) in &plan.pivots {
+            let n = src(plan.unknowns[c as usize]);
+            let e = plan.rows[r as usize];
+            self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[sym(e)]);
+            for &c2 in plan.cols(r as usize) {
+                if c2 != c && plan.state[c2 as usize] == Column::Pivot {
+                    xor_blocks(
+                        kernel,
+                        &mut self.data,
+                        t,
+                        n,
+                        src(plan.unknowns[c2 as usize]),
+                    );
+                }
+            }
+        }
+        // 2. Right-hand sides of the core rows.
+        let i = plan.inactive.len();
+        let mut rhs = vec![0u8; i * t];
+        for (s, &r) in plan.core.iter().enumerate() {
+            let out = &mut rhs[s * t..(s + 1) * t];
+            out.copy_from_slice(&self.sym_data[sym(plan.rows[r as usize])]);
+            for &c2 in plan.cols(r as usize) {
+                if plan.state[c2 as usize] == Column::Pivot {
+                    let n = src(plan.unknowns[c2 as usize]);
+                    // SAFETY: the kernel is available; both slices have T bytes.
+                    unsafe { kernel.xor_unchecked(out, &self.data[n * t..(n + 1) * t]) };
+                }
+            }
+        }
+        // 3. The core's Gauss–Jordan, then the inactive sources.
+        for &(d, s) in &plan.ops {
+            xor_blocks(kernel, &mut rhs, t, d as usize, s as usize);
+        }
+        for (j, &c) in plan.inactive.iter().enumerate() {
+            let n = src(plan.unknowns[c as usize]);
+            let s = plan.owner[j] as usize;
+            self.data[n * t..(n + 1) * t].copy_from_slice(&rhs[s * t..(s + 1) * t]);
+        }
+        // 4. Finish each pivot, in release order: add its inactive variables, or recompute it
+        //    from its row (all other columns final by now), whichever is fewer XORs.
+        let iw = plan.iw;
+        for (p, &(r, c)) in plan.pivots.iter().enumerate() {
+            let n = src(plan.unknowns[c as usize]);
+            let deps = &plan.ivec[p * iw..(p + 1) * iw];
+            let weight: u32 = deps.iter().map(|x| x.count_ones()).sum();
+            let cols = plan.cols(r as usize);
+            if weight as usize <= cols.len() {
+                for (w, &x) in deps.iter().enumerate() {
+                    let mut x = x;
+                    while x != 0 {
+                        let j = w * 64 + x.trailing_zeros() as usize;
+                        x &= x - 1;
+                        let z = src(plan.unknowns[plan.inactive[j] as usize]);
+                        xor_blocks(kernel, &mut self.data, t, n, z);
+                    }
+                }
+            } else {
+                let e = plan.rows[r as usize];
+                self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[sym(e)]);
+                for &c2 in cols {
+                    if c2 != c {
+                        xor_blocks(
+                            kernel,
+                            &mut self.data,
+                            t,
+                            n,
+                            src(plan.unknowns[c2 as usize]),
+                        );
+                    }
+                }
+            }
+        }
+        for &n in &plan.unknowns {
+            self.mark_decoded(n as usize);
         }
         self.sym_active.iter_mut().for_each(|a| *a = false);
         self.adjacency.iter_mut().for_each(Vec::clear);
-        true
+        self.ripple.clear();
     }
 
     /// GF(2) rank of the received symbols, if tracked ([`LtDecoder::with_elimination`]).
     pub fn rank(&self) -> Option<usize> {
-        self.tracker.as_ref().map(|tr| tr.rank)
+        self.tracker.as_ref().map(|tr| self.known.count() + tr.rank)
     }
 
     /// Symbols pushed so far (malformed ones not counted).
