@@ -466,7 +466,7 @@ impl HmtpSender {
         let Ok(params) = LtParams::new(k, self.t, self.cfg.c, self.cfg.delta) else {
             return false;
         };
-        let Ok(enc) = LtEncoder::new(params, id, &data) else {
+        let Ok(enc) = LtEncoder::from_vec(params, id, data) else {
             return false;
         };
         let k_prime = self.cfg.k_prime(k);
