@@ -30,7 +30,7 @@
 //! rank reaches k.
 
 use crate::error::{check_len, Error, Result};
-use crate::gf256::Kernel;
+use crate::gf256::{prefetch, Kernel};
 use crate::known::Known;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -295,6 +295,11 @@ impl LtEncoder {
         &self.params
     }
 
+    /// Gives the block's bytes back (to reuse the allocation).
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
     /// Writes the symbol with this seed into `out` (T bytes) and returns its id.
     pub fn encode(&mut self, seed: u32, out: &mut [u8]) -> Result<LtSymbolId> {
         let t = self.params.symbol_size;
@@ -304,10 +309,17 @@ impl LtEncoder {
             seed,
         };
         self.params.neighbours(id, &mut self.neighbours);
-        // Every symbol has a neighbour (degree ≥ 1): copy the first, XOR the others.
-        let first = self.neighbours[0] as usize;
-        out.copy_from_slice(&self.data[first * t..(first + 1) * t]);
-        for &n in &self.neighbours[1..] {
+        // Every symbol has a neighbour (degree ≥ 1): copy the first, XOR the others, each
+        // while the next one is prefetched.
+        let row = |n: u32| n as usize * t..(n as usize + 1) * t;
+        if let Some(&n) = self.neighbours.get(1) {
+            prefetch(&self.data[row(n)]);
+        }
+        out.copy_from_slice(&self.data[row(self.neighbours[0])]);
+        for (j, &n) in self.neighbours.iter().enumerate().skip(1) {
+            if let Some(&next) = self.neighbours.get(j + 1) {
+                prefetch(&self.data[row(next)]);
+            }
             let n = n as usize;
             // SAFETY: the kernel is available; both slices have T bytes.
             unsafe {
@@ -753,6 +765,29 @@ impl LtDecoder {
         d
     }
 
+    /// Makes this decoder a fresh one for block `block` with `params` (the same kind, peeling
+    /// or eliminating), reusing its memory: a receiver decoding block after block avoids
+    /// allocating and zeroing a few k·T bytes each time.
+    pub fn reset(&mut self, params: LtParams, block: u32) {
+        let k = params.k();
+        // Bytes of unknown sources are never read, so `data` need not be cleared.
+        self.data.resize(k * params.symbol_size, 0);
+        self.known.reset(k);
+        self.received = 0;
+        self.sym_data.clear();
+        self.sym_neigh.clear();
+        self.sym_start.clear();
+        self.sym_remaining.clear();
+        self.sym_active.clear();
+        self.active = 0;
+        self.adjacency.iter_mut().for_each(Vec::clear);
+        self.adjacency.resize_with(k, Vec::new);
+        self.ripple.clear();
+        self.plan = None;
+        self.params = params;
+        self.block = block;
+    }
+
     /// The parameters.
     pub fn params(&self) -> &LtParams {
         &self.params
@@ -820,9 +855,11 @@ impl LtDecoder {
     /// not kept). With `peeling`, it also joins the peeling structures.
     fn store(&mut self, payload: &[u8], peeling: bool) -> Option<u32> {
         let t = self.params.symbol_size;
-        if self.sym_data.capacity() == 0 {
-            // About k symbols are stored before a block completes: one allocation.
-            self.sym_data.reserve(self.params.k() * t);
+        if self.sym_data.is_empty() {
+            // A little over k symbols are stored before a block completes (with elimination
+            // usually k + a few): one allocation, not a copy of the block when k is passed.
+            let k = self.params.k();
+            self.sym_data.reserve((k + k / 16 + 8) * t);
         }
         let idx = self.sym_remaining.len() as u32;
         let off = self.sym_data.len();
@@ -969,7 +1006,12 @@ impl LtDecoder {
         for &(r, c) in &plan.pivots {
             let n = src(c);
             self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[sym(r)]);
-            for &c2 in plan.cols(r as usize) {
+            let cols = plan.cols(r as usize);
+            for (j, &c2) in cols.iter().enumerate() {
+                if let Some(&next) = cols.get(j + 1) {
+                    let m = src(next);
+                    prefetch(&self.data[m * t..(m + 1) * t]);
+                }
                 if c2 != c && plan.state[c2 as usize] == Column::Pivot {
                     xor_blocks(kernel, &mut self.data, t, n, src(c2));
                 }
@@ -1018,7 +1060,11 @@ impl LtDecoder {
                 }
             } else {
                 self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[sym(r)]);
-                for &c2 in cols {
+                for (j, &c2) in cols.iter().enumerate() {
+                    if let Some(&next) = cols.get(j + 1) {
+                        let m = src(next);
+                        prefetch(&self.data[m * t..(m + 1) * t]);
+                    }
                     if c2 != c {
                         xor_blocks(kernel, &mut self.data, t, n, src(c2));
                     }
