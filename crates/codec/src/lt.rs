@@ -231,7 +231,9 @@ impl LtParams {
         let d = self.dist.degree_for(u);
         out.clear();
         let mut draw = || ((u128::from(rng.next_u64()) * k as u128) >> 64) as u32;
-        if d <= 64 {
+        // Rejecting repeats by a linear search or by a bitset gives the same list; the
+        // bitset is cheaper beyond a few neighbours (the spike degree is ≈ 50 for k = 1000).
+        if d <= 16 {
             while out.len() < d {
                 let x = draw();
                 if !out.contains(&x) {
@@ -239,7 +241,14 @@ impl LtParams {
                 }
             }
         } else {
-            let mut seen = vec![0u64; k.div_ceil(64)];
+            let mut small = [0u64; 16];
+            let mut large = Vec::new();
+            let seen: &mut [u64] = if k <= 16 * 64 {
+                &mut small
+            } else {
+                large.resize(k.div_ceil(64), 0);
+                &mut large
+            };
             while out.len() < d {
                 let x = draw();
                 let (w, b) = (x as usize / 64, x % 64);
@@ -1193,6 +1202,40 @@ mod tests {
             s.dedup();
             assert_eq!(s.len(), a.len());
             assert!(a.iter().all(|&n| n < 100));
+        }
+    }
+
+    /// The module's rule written plainly (degree from the first output, then neighbours
+    /// `⌊x·k/2^64⌋` redrawn while already chosen, by linear search whatever the degree): the
+    /// crate's lists (which use a bitset for larger degrees) are the same, for k below and above
+    /// the 1024 sources of its stack bitset.
+    #[test]
+    fn neighbours_follow_the_documented_rule() {
+        for k in [10usize, 1000, 3000] {
+            let p = LtParams::new(k, 1, 0.057, 0.03).unwrap();
+            let mut fast = Vec::new();
+            let mut long = 0;
+            for seed in 0..3000 {
+                let id = LtSymbolId { block: 5, seed };
+                p.neighbours(id, &mut fast);
+                let mut key = [0u8; 32];
+                key[..16].copy_from_slice(b"tributary-lt-v1\0");
+                key[16..20].copy_from_slice(&5u32.to_le_bytes());
+                key[20..24].copy_from_slice(&seed.to_le_bytes());
+                let mut rng = ChaCha8Rng::from_seed(key);
+                let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+                let d = p.distribution().degree_for(u);
+                let mut plain: Vec<u32> = Vec::new();
+                while plain.len() < d {
+                    let x = ((u128::from(rng.next_u64()) * k as u128) >> 64) as u32;
+                    if !plain.contains(&x) {
+                        plain.push(x);
+                    }
+                }
+                assert_eq!(fast, plain, "k {k} seed {seed}");
+                long += usize::from(d > 16);
+            }
+            assert!(k < 20 || long > 100, "k {k}: only {long} symbols of degree > 16");
         }
     }
 

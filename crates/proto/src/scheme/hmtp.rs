@@ -468,13 +468,14 @@ impl HmtpSender {
         };
         let len = end - start;
         let k = (len as usize).div_ceil(self.t);
+        // The spare buffer's old bytes are overwritten: the chunk's, then zero padding.
         let mut data = std::mem::take(&mut self.spare);
-        data.clear();
         data.resize(k * self.t, 0);
         if !ctx.send_buf.copy_out(start, &mut data[..len as usize]) {
             self.spare = data;
             return false;
         }
+        data[len as usize..].fill(0);
         let Ok(params) = LtParams::new(k, self.t, self.cfg.c, self.cfg.delta) else {
             return false;
         };
