@@ -575,13 +575,11 @@ impl Plan {
             core_vecs: Vec::with_capacity(i * iw),
             basis: vec![None; i],
         };
-        for r in 0..m {
+        for (r, _) in used.iter().enumerate().filter(|(_, &u)| !u) {
             if plan.is_complete() {
                 break;
             }
-            if !used[r] {
-                plan.offer(r);
-            }
+            plan.offer(r);
         }
         plan
     }
@@ -661,14 +659,14 @@ impl Plan {
         let mut ops = Vec::new();
         let mut owner = vec![u32::MAX; i];
         let mut assigned = vec![false; i];
-        for j in 0..i {
+        for (j, slot) in owner.iter_mut().enumerate() {
             let (w, b) = (j / 64, 1u64 << (j % 64));
             // The core is independent, so some unassigned slot has variable j.
             let Some(p) = (0..i).find(|&s| !assigned[s] && mat[s * iw + w] & b != 0) else {
                 continue;
             };
             assigned[p] = true;
-            owner[j] = p as u32;
+            *slot = p as u32;
             for s in 0..i {
                 if s != p && mat[s * iw + w] & b != 0 {
                     let (d, src) = if s < p {
@@ -1235,7 +1233,10 @@ mod tests {
                 assert_eq!(fast, plain, "k {k} seed {seed}");
                 long += usize::from(d > 16);
             }
-            assert!(k < 20 || long > 100, "k {k}: only {long} symbols of degree > 16");
+            assert!(
+                k < 20 || long > 100,
+                "k {k}: only {long} symbols of degree > 16"
+            );
         }
     }
 

@@ -86,7 +86,8 @@ pub fn max_seed(k: usize) -> u64 {
 pub enum DecoderKind {
     /// Message passing only (the paper's decoder).
     Peeling,
-    /// Peeling, completed by Gaussian elimination over GF(2) once the rank reaches k.
+    /// Peeling, completed by exact GF(2) elimination (inactivation decoding) as soon as the rank
+    /// reaches k.
     Elimination,
 }
 
