@@ -21,6 +21,14 @@ impl Known {
         }
     }
 
+    /// Forgets everything and resizes to `k` symbols, keeping the allocations.
+    pub(crate) fn reset(&mut self, k: usize) {
+        self.flags.clear();
+        self.flags.resize(k, false);
+        self.count = 0;
+        self.ready.clear();
+    }
+
     /// Records symbol `i` as known (once); it is then handed out by [`Known::pop`].
     pub(crate) fn mark(&mut self, i: usize) {
         if !self.flags[i] {

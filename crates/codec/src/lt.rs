@@ -22,12 +22,15 @@
 //! **Decoding.** [`LtDecoder`] is the message-passing (peeling) decoder HMTP uses: a symbol
 //! whose undecoded neighbours drop to one releases that source, which is then XORed out of every
 //! other symbol containing it. Peeling can stall with enough symbols for a unique solution;
-//! [`LtDecoder::solve`] completes it by Gaussian elimination over GF(2) on the residual
-//! symbols, and [`LtDecoder::with_elimination`] makes the decoder track the GF(2) rank of what it
-//! received and run that completion as soon as the rank reaches k.
+//! [`LtDecoder::solve`] completes it exactly (whenever the GF(2) rank is k, like Gaussian
+//! elimination) by inactivation decoding (RFC 6330 §5.4.2): the elimination runs on bit-packed
+//! rows only, and the payloads are then computed in one pass whose XOR count follows the
+//! residual symbols' degrees plus a small dense core. [`LtDecoder::with_elimination`] makes the
+//! decoder track the GF(2) rank of what it received and run that completion as soon as the
+//! rank reaches k.
 
 use crate::error::{check_len, Error, Result};
-use crate::gf256::Kernel;
+use crate::gf256::{prefetch, Kernel};
 use crate::known::Known;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -228,7 +231,9 @@ impl LtParams {
         let d = self.dist.degree_for(u);
         out.clear();
         let mut draw = || ((u128::from(rng.next_u64()) * k as u128) >> 64) as u32;
-        if d <= 64 {
+        // Rejecting repeats by a linear search or by a bitset gives the same list; the
+        // bitset is cheaper beyond a few neighbours (the spike degree is ≈ 50 for k = 1000).
+        if d <= 16 {
             while out.len() < d {
                 let x = draw();
                 if !out.contains(&x) {
@@ -236,7 +241,14 @@ impl LtParams {
                 }
             }
         } else {
-            let mut seen = vec![0u64; k.div_ceil(64)];
+            let mut small = [0u64; 16];
+            let mut large = Vec::new();
+            let seen: &mut [u64] = if k <= 16 * 64 {
+                &mut small
+            } else {
+                large.resize(k.div_ceil(64), 0);
+                &mut large
+            };
             while out.len() < d {
                 let x = draw();
                 let (w, b) = (x as usize / 64, x % 64);
@@ -272,10 +284,16 @@ impl LtEncoder {
     /// An encoder for block `block` over `data`, which must be exactly k·T bytes.
     pub fn new(params: LtParams, block: u32, data: &[u8]) -> Result<Self> {
         check_len(params.k() * params.symbol_size, data.len())?;
+        Self::from_vec(params, block, data.to_vec())
+    }
+
+    /// As [`LtEncoder::new`], taking the block's bytes without copying them.
+    pub fn from_vec(params: LtParams, block: u32, data: Vec<u8>) -> Result<Self> {
+        check_len(params.k() * params.symbol_size, data.len())?;
         Ok(Self {
             params,
             block,
-            data: data.to_vec(),
+            data,
             neighbours: Vec::new(),
             kernel: Kernel::best(),
         })
@@ -284,6 +302,11 @@ impl LtEncoder {
     /// The parameters.
     pub fn params(&self) -> &LtParams {
         &self.params
+    }
+
+    /// Gives the block's bytes back (to reuse the allocation).
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
     }
 
     /// Writes the symbol with this seed into `out` (T bytes) and returns its id.
@@ -295,8 +318,17 @@ impl LtEncoder {
             seed,
         };
         self.params.neighbours(id, &mut self.neighbours);
-        out.fill(0);
-        for &n in &self.neighbours {
+        // Every symbol has a neighbour (degree ≥ 1): copy the first, XOR the others, each
+        // while the next one is prefetched.
+        let row = |n: u32| n as usize * t..(n as usize + 1) * t;
+        if let Some(&n) = self.neighbours.get(1) {
+            prefetch(&self.data[row(n)]);
+        }
+        out.copy_from_slice(&self.data[row(self.neighbours[0])]);
+        for (j, &n) in self.neighbours.iter().enumerate().skip(1) {
+            if let Some(&next) = self.neighbours.get(j + 1) {
+                prefetch(&self.data[row(next)]);
+            }
             let n = n as usize;
             // SAFETY: the kernel is available; both slices have T bytes.
             unsafe {
@@ -315,65 +347,361 @@ pub struct LtProgress {
     pub newly_decoded: usize,
     /// Source symbols known.
     pub decoded: usize,
-    /// GF(2) rank of everything received, when the decoder tracks it
-    /// ([`LtDecoder::with_elimination`]).
+    /// GF(2) rank of everything received, exact, once an eliminating decoder
+    /// ([`LtDecoder::with_elimination`]) has started eliminating (see there) or is complete;
+    /// `None` before and for a peeling decoder. [`LtDecoder::rank`] computes it at any time.
     pub rank: Option<usize>,
     /// Whether the whole block is known.
     pub complete: bool,
 }
 
-/// Echelon form of the received neighbour sets over GF(2), without payloads: tells exactly
-/// when the received symbols determine the block.
-#[derive(Debug, Clone)]
-struct RankTracker {
-    words: usize,
-    /// Row with lowest set bit b, if any.
-    rows: Vec<Option<Box<[u64]>>>,
-    rank: usize,
-    scratch: Vec<u64>,
+/// Role of an unknown source (a column) in an inactivation plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Column {
+    Unresolved,
+    /// Released by a row: its value is that row minus its other (earlier) columns.
+    Pivot,
+    /// Inactivated: solved in the dense core.
+    Inactive,
 }
 
-impl RankTracker {
-    fn new(k: usize) -> Self {
-        Self {
-            words: k.div_ceil(64),
-            rows: vec![None; k],
-            rank: 0,
-            scratch: vec![0; k.div_ceil(64)],
+/// The binary half of an inactivation decode (see [`LtDecoder::solve`]) over the sources
+/// unknown when it was built: which row releases which source and in what order, which
+/// sources are inactivated, and the core rows whose inactive parts are independent. Rows can
+/// be added afterwards (each one only reduced into the core). Indices: "row" is a position in
+/// `rows`, "column" a position in `unknowns`.
+#[derive(Debug, Clone)]
+struct Plan {
+    /// Column of each source, `u32::MAX` for the sources known when the plan was built.
+    col_of: Vec<u32>,
+    /// Source of each column.
+    unknowns: Vec<u32>,
+    /// Stored symbol of each row.
+    rows: Vec<u32>,
+    /// Columns of row r: `row_cols[row_start[r]..row_start[r + 1]]`.
+    row_start: Vec<usize>,
+    row_cols: Vec<u32>,
+    state: Vec<Column>,
+    /// Position of a pivot column in `pivots`, of an inactive one in `inactive`.
+    index: Vec<u32>,
+    /// (row, column) in release order; the row's other columns are earlier pivots or inactive.
+    pivots: Vec<(u32, u32)>,
+    /// Inactivated columns; position j is inactive variable j.
+    inactive: Vec<u32>,
+    /// Per pivot (same order), `iw` words: the inactive variables its value depends on.
+    ivec: Vec<u64>,
+    iw: usize,
+    /// Core rows with independent inactive parts (at most i), their inactive parts, and an
+    /// echelon basis of those parts (by lowest variable) to test new rows against.
+    core: Vec<u32>,
+    core_vecs: Vec<u64>,
+    basis: Vec<Option<Box<[u64]>>>,
+}
+
+impl Plan {
+    /// Plans the decode of `dec`'s residual system (its active symbols over its unknown
+    /// sources): peeling with inactivation, then every unused row offered to the core.
+    fn build(dec: &LtDecoder) -> Plan {
+        let k = dec.params.k();
+        let mut col_of = vec![u32::MAX; k];
+        let mut unknowns = Vec::new();
+        for (i, c) in col_of.iter_mut().enumerate() {
+            if !dec.known.contains(i) {
+                *c = unknowns.len() as u32;
+                unknowns.push(i as u32);
+            }
+        }
+        let u = unknowns.len();
+        let rows: Vec<u32> = (0..dec.sym_active.len() as u32)
+            .filter(|&e| dec.sym_active[e as usize])
+            .collect();
+        let m = rows.len();
+        let mut row_start = Vec::with_capacity(m + 1);
+        let mut row_cols = Vec::new();
+        for &e in &rows {
+            row_start.push(row_cols.len());
+            row_cols.extend(
+                dec.symbol_neighbours(e as usize)
+                    .iter()
+                    .filter(|&&n| !dec.known.contains(n as usize))
+                    .map(|&n| col_of[n as usize]),
+            );
+        }
+        row_start.push(row_cols.len());
+        // Columns → rows.
+        let mut col_start = vec![0usize; u + 1];
+        for &c in &row_cols {
+            col_start[c as usize + 1] += 1;
+        }
+        for c in 0..u {
+            col_start[c + 1] += col_start[c];
+        }
+        let mut fill = col_start.clone();
+        let mut col_rows = vec![0u32; row_cols.len()];
+        for r in 0..m {
+            for &c in &row_cols[row_start[r]..row_start[r + 1]] {
+                col_rows[fill[c as usize]] = r as u32;
+                fill[c as usize] += 1;
+            }
+        }
+        let col_degree = |c: u32| col_start[c as usize + 1] - col_start[c as usize];
+
+        // Peeling with inactivation. `count[r]`: unresolved columns of row r. Every row
+        // containing an unresolved column is unused (a row releases only its last one).
+        let mut count: Vec<u32> = (0..m)
+            .map(|r| (row_start[r + 1] - row_start[r]) as u32)
+            .collect();
+        let mut state = vec![Column::Unresolved; u];
+        let mut used = vec![false; m];
+        let mut ripple: Vec<u32> = (0..m as u32).filter(|&r| count[r as usize] == 1).collect();
+        // Rows whose count dropped to 2 (checked when popped): where inactivation looks first.
+        let mut pairs: Vec<u32> = (0..m as u32).filter(|&r| count[r as usize] == 2).collect();
+        let mut pivots = Vec::with_capacity(u);
+        let mut inactive = Vec::new();
+        let mut resolved = 0;
+        let mut next_unresolved = 0;
+        let mut cols = Vec::new();
+        while resolved < u {
+            cols.clear();
+            if let Some(r) = ripple.pop() {
+                let r = r as usize;
+                if used[r] || count[r] != 1 {
+                    continue;
+                }
+                let Some(&c) = row_cols[row_start[r]..row_start[r + 1]]
+                    .iter()
+                    .find(|&&c| state[c as usize] == Column::Unresolved)
+                else {
+                    continue;
+                };
+                used[r] = true;
+                state[c as usize] = Column::Pivot;
+                pivots.push((r as u32, c));
+                cols.push(c);
+            } else {
+                // Stalled. A row of least unresolved degree ≥ 2 (2 if any, from `pairs`):
+                // inactivate all its unresolved columns but the one in fewest rows, so it
+                // releases that one.
+                while pairs
+                    .last()
+                    .is_some_and(|&r| used[r as usize] || count[r as usize] != 2)
+                {
+                    pairs.pop();
+                }
+                let r = match pairs.last() {
+                    Some(&r) => Some(r as usize),
+                    None => (0..m)
+                        .filter(|&r| !used[r] && count[r] >= 2)
+                        .min_by_key(|&r| count[r]),
+                };
+                if let Some(r) = r {
+                    cols.extend(
+                        row_cols[row_start[r]..row_start[r + 1]]
+                            .iter()
+                            .filter(|&&c| state[c as usize] == Column::Unresolved),
+                    );
+                    let keep = (0..cols.len())
+                        .min_by_key(|&j| col_degree(cols[j]))
+                        .unwrap_or(0);
+                    cols.swap_remove(keep);
+                } else {
+                    // No row holds an unresolved column: inactivate one (the core then lacks
+                    // its rank until a row with it arrives).
+                    while state[next_unresolved] != Column::Unresolved {
+                        next_unresolved += 1;
+                    }
+                    cols.push(next_unresolved as u32);
+                }
+                for &c in &cols {
+                    state[c as usize] = Column::Inactive;
+                    inactive.push(c);
+                }
+            }
+            for &c in &cols {
+                resolved += 1;
+                for &r2 in &col_rows[col_start[c as usize]..col_start[c as usize + 1]] {
+                    let r2 = r2 as usize;
+                    count[r2] -= 1;
+                    if !used[r2] {
+                        match count[r2] {
+                            1 => ripple.push(r2 as u32),
+                            2 => pairs.push(r2 as u32),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+
+        // Inactive dependence of each pivot, in release order.
+        let i = inactive.len();
+        let iw = i.div_ceil(64);
+        let mut index = vec![u32::MAX; u];
+        for (j, &c) in inactive.iter().enumerate() {
+            index[c as usize] = j as u32;
+        }
+        let mut ivec = vec![0u64; pivots.len() * iw];
+        for (p, &(r, c)) in pivots.iter().enumerate() {
+            index[c as usize] = p as u32;
+            let r = r as usize;
+            for &c2 in &row_cols[row_start[r]..row_start[r + 1]] {
+                if c2 == c {
+                    continue;
+                }
+                let q = index[c2 as usize] as usize;
+                if state[c2 as usize] == Column::Inactive {
+                    ivec[p * iw + q / 64] ^= 1 << (q % 64);
+                } else {
+                    let (lo, hi) = ivec.split_at_mut(p * iw);
+                    for (d, s) in hi[..iw].iter_mut().zip(&lo[q * iw..(q + 1) * iw]) {
+                        *d ^= s;
+                    }
+                }
+            }
+        }
+        let mut plan = Plan {
+            col_of,
+            unknowns,
+            rows,
+            row_start,
+            row_cols,
+            state,
+            index,
+            pivots,
+            inactive,
+            ivec,
+            iw,
+            core: Vec::with_capacity(i),
+            core_vecs: Vec::with_capacity(i * iw),
+            basis: vec![None; i],
+        };
+        for (r, _) in used.iter().enumerate().filter(|(_, &u)| !u) {
+            if plan.is_complete() {
+                break;
+            }
+            plan.offer(r);
+        }
+        plan
+    }
+
+    fn cols(&self, r: usize) -> &[u32] {
+        &self.row_cols[self.row_start[r]..self.row_start[r + 1]]
+    }
+
+    /// Whether the residual system has full rank (the core determines every inactive source).
+    fn is_complete(&self) -> bool {
+        self.core.len() == self.inactive.len()
+    }
+
+    /// GF(2) rank of the residual system: the released sources plus the core's rank (the
+    /// pivot block is triangular with a unit diagonal, so the rank is its size plus the rank of
+    /// the Schur complement, which is what the core rows' inactive parts are).
+    fn rank(&self) -> usize {
+        self.pivots.len() + self.core.len()
+    }
+
+    /// Adds stored symbol `e` whose unknown neighbours are `sources` (all unknown when the plan
+    /// was built) as a row, and offers it to the core.
+    fn add_row(&mut self, e: u32, sources: &[u32]) {
+        self.rows.push(e);
+        self.row_cols
+            .extend(sources.iter().map(|&n| self.col_of[n as usize]));
+        self.row_start.push(self.row_cols.len());
+        if !self.is_complete() {
+            self.offer(self.rows.len() - 1);
         }
     }
 
-    fn insert(&mut self, neighbours: &[u32]) {
-        let v = &mut self.scratch;
-        v.fill(0);
-        for &n in neighbours {
-            v[n as usize / 64] |= 1 << (n % 64);
+    /// Reduces the inactive part of unused row `r` against the core; keeps the row if it is
+    /// independent.
+    fn offer(&mut self, r: usize) {
+        let iw = self.iw;
+        let mut v = vec![0u64; iw];
+        for &c in self.cols(r) {
+            let q = self.index[c as usize] as usize;
+            if self.state[c as usize] == Column::Inactive {
+                v[q / 64] ^= 1 << (q % 64);
+            } else {
+                for (x, y) in v.iter_mut().zip(&self.ivec[q * iw..(q + 1) * iw]) {
+                    *x ^= y;
+                }
+            }
         }
+        let original = v.clone();
         let mut w = 0;
-        while w < self.words {
+        while w < iw {
             if v[w] == 0 {
                 w += 1;
                 continue;
             }
-            let b = w * 64 + v[w].trailing_zeros() as usize;
-            match &self.rows[b] {
-                Some(row) => {
-                    for (x, r) in v[w..].iter_mut().zip(&row[w..]) {
-                        *x ^= r;
+            let j = w * 64 + v[w].trailing_zeros() as usize;
+            match &self.basis[j] {
+                Some(b) => {
+                    for (x, y) in v[w..].iter_mut().zip(&b[w..]) {
+                        *x ^= y;
                     }
                 }
                 None => {
-                    self.rows[b] = Some(v.clone().into_boxed_slice());
-                    self.rank += 1;
+                    self.basis[j] = Some(v.into_boxed_slice());
+                    self.core.push(r as u32);
+                    self.core_vecs.extend_from_slice(&original);
                     return;
                 }
             }
         }
     }
+
+    /// Gauss–Jordan on the complete core's inactive parts: `(dst, src)` operations (core slot
+    /// dst ^= core slot src), and the slot holding each inactive variable afterwards.
+    fn core_operations(&self) -> (Vec<(u32, u32)>, Vec<u32>) {
+        let (i, iw) = (self.inactive.len(), self.iw);
+        let mut mat = self.core_vecs.clone();
+        let mut ops = Vec::new();
+        let mut owner = vec![u32::MAX; i];
+        let mut assigned = vec![false; i];
+        for (j, slot) in owner.iter_mut().enumerate() {
+            let (w, b) = (j / 64, 1u64 << (j % 64));
+            // The core is independent, so some unassigned slot has variable j.
+            let Some(p) = (0..i).find(|&s| !assigned[s] && mat[s * iw + w] & b != 0) else {
+                continue;
+            };
+            assigned[p] = true;
+            *slot = p as u32;
+            for s in 0..i {
+                if s != p && mat[s * iw + w] & b != 0 {
+                    let (d, src) = if s < p {
+                        let (lo, hi) = mat.split_at_mut(p * iw);
+                        (&mut lo[s * iw..(s + 1) * iw], &hi[..iw])
+                    } else {
+                        let (lo, hi) = mat.split_at_mut(s * iw);
+                        (&mut hi[..iw], &lo[p * iw..(p + 1) * iw])
+                    };
+                    for (x, y) in d.iter_mut().zip(src) {
+                        *x ^= y;
+                    }
+                    ops.push((s as u32, p as u32));
+                }
+            }
+        }
+        (ops, owner)
+    }
 }
 
-/// Peeling decoder of one block, with optional Gaussian-elimination completion (the receiver
-/// side).
+/// `buf[dst] ^= buf[src]`, blocks of `t` bytes, `dst != src`.
+fn xor_blocks(kernel: Kernel, buf: &mut [u8], t: usize, dst: usize, src: usize) {
+    let (d, s) = if dst < src {
+        let (lo, hi) = buf.split_at_mut(src * t);
+        (&mut lo[dst * t..(dst + 1) * t], &hi[..t])
+    } else {
+        let (lo, hi) = buf.split_at_mut(dst * t);
+        (&mut hi[..t], &lo[src * t..(src + 1) * t])
+    };
+    // SAFETY: the kernel is available; both slices have T bytes.
+    unsafe { kernel.xor_unchecked(d, s) };
+}
+
+/// Peeling decoder of one block, with optional exact completion by inactivation decoding (the
+/// receiver side).
 #[derive(Debug, Clone)]
 pub struct LtDecoder {
     params: LtParams,
@@ -389,11 +717,17 @@ pub struct LtDecoder {
     sym_start: Vec<usize>,
     sym_remaining: Vec<u32>,
     sym_active: Vec<bool>,
+    /// Number of active stored symbols.
+    active: usize,
     /// Stored symbols containing each undecoded source.
     adjacency: Vec<Vec<u32>>,
     ripple: Vec<u32>,
     neighbours: Vec<u32>,
-    tracker: Option<RankTracker>,
+    /// Whether to complete by elimination as soon as the rank is k.
+    eliminate: bool,
+    /// The elimination under way (an eliminating decoder whose stored symbols could determine
+    /// the block but did not yet): new symbols only extend it.
+    plan: Option<Box<Plan>>,
 }
 
 impl LtDecoder {
@@ -410,22 +744,55 @@ impl LtDecoder {
             sym_start: Vec::new(),
             sym_remaining: Vec::new(),
             sym_active: Vec::new(),
+            active: 0,
             adjacency: vec![Vec::new(); k],
             ripple: Vec::new(),
             neighbours: Vec::new(),
-            tracker: None,
+            eliminate: false,
+            plan: None,
             params,
             block,
         }
     }
 
-    /// A decoder that also tracks the GF(2) rank of the received symbols and completes a
-    /// stalled peel by Gaussian elimination as soon as the rank reaches k. Costs about
-    /// rank·k/64 word operations per symbol.
+    /// A decoder that completes as soon as the GF(2) rank of the received symbols reaches k
+    /// (by inactivation decoding, [`LtDecoder::solve`]); a peeling decoder until then.
+    ///
+    /// The rank can be k only once the sources known plus the stored symbols not used up by
+    /// peeling reach k. From the symbol where they do, the decoder plans the elimination over
+    /// the sources still unknown, and if that plan is short of full rank it stops peeling and
+    /// adds every further symbol to the plan as one more row, reduced into the plan's small
+    /// dense core (a few word operations); it completes at the first symbol that brings the
+    /// rank to k, as Gaussian elimination would. Between that first plan and completion no
+    /// source is released (peeling would have released some); the completion point and the
+    /// block are the same.
     pub fn with_elimination(params: LtParams, block: u32) -> Self {
         let mut d = Self::new(params, block);
-        d.tracker = Some(RankTracker::new(d.params.k()));
+        d.eliminate = true;
         d
+    }
+
+    /// Makes this decoder a fresh one for block `block` with `params` (the same kind, peeling
+    /// or eliminating), reusing its memory: a receiver decoding block after block avoids
+    /// allocating and zeroing a few k·T bytes each time.
+    pub fn reset(&mut self, params: LtParams, block: u32) {
+        let k = params.k();
+        // Bytes of unknown sources are never read, so `data` need not be cleared.
+        self.data.resize(k * params.symbol_size, 0);
+        self.known.reset(k);
+        self.received = 0;
+        self.sym_data.clear();
+        self.sym_neigh.clear();
+        self.sym_start.clear();
+        self.sym_remaining.clear();
+        self.sym_active.clear();
+        self.active = 0;
+        self.adjacency.iter_mut().for_each(Vec::clear);
+        self.adjacency.resize_with(k, Vec::new);
+        self.ripple.clear();
+        self.plan = None;
+        self.params = params;
+        self.block = block;
     }
 
     /// The parameters.
@@ -450,31 +817,57 @@ impl LtDecoder {
         let before = self.known.count();
         if !self.is_complete() {
             self.params.neighbours(id, &mut self.neighbours);
-            if let Some(tr) = &mut self.tracker {
-                tr.insert(&self.neighbours);
-            }
-            self.store(payload);
-            self.peel();
-            let full_rank = self
-                .tracker
-                .as_ref()
-                .is_some_and(|tr| tr.rank == tr.rows.len());
-            if !self.is_complete() && full_rank {
-                self.solve();
+            if let Some(mut plan) = self.plan.take() {
+                if let Some(e) = self.store(payload, false) {
+                    plan.add_row(e, self.symbol_neighbours(e as usize));
+                }
+                if plan.is_complete() {
+                    self.execute(&plan);
+                } else {
+                    self.plan = Some(plan);
+                }
+            } else {
+                self.store(payload, true);
+                self.peel();
+                if self.eliminate && !self.is_complete() && self.could_determine() {
+                    let plan = Plan::build(self);
+                    if plan.is_complete() {
+                        self.execute(&plan);
+                    } else {
+                        self.plan = Some(Box::new(plan));
+                    }
+                }
             }
         }
+        let rank = if self.is_complete() {
+            self.eliminate.then_some(self.params.k())
+        } else {
+            self.plan.as_ref().map(|p| self.known.count() + p.rank())
+        };
         Ok(LtProgress {
             newly_decoded: self.known.count() - before,
             decoded: self.known.count(),
-            rank: self.rank(),
+            rank,
             complete: self.is_complete(),
         })
     }
 
+    /// Whether the known sources plus the active stored symbols reach k (necessary for rank k).
+    fn could_determine(&self) -> bool {
+        self.known.count() + self.active >= self.params.k()
+    }
+
     /// Stores the symbol whose neighbours are in `self.neighbours`, reduced by the sources
-    /// already known.
-    fn store(&mut self, payload: &[u8]) {
+    /// already known, and returns its index; `None` if it has no unknown neighbour (then it is
+    /// not kept). With `peeling`, it also joins the peeling structures.
+    fn store(&mut self, payload: &[u8], peeling: bool) -> Option<u32> {
         let t = self.params.symbol_size;
+        if self.sym_data.is_empty() {
+            // A little over k symbols are stored before a block completes (with elimination
+            // usually k + a few): one allocation, not a copy of the block when k is passed.
+            let k = self.params.k();
+            self.sym_data.reserve((k + k / 16 + 8) * t);
+        }
         let idx = self.sym_remaining.len() as u32;
         let off = self.sym_data.len();
         self.sym_data.extend_from_slice(payload);
@@ -498,17 +891,21 @@ impl LtDecoder {
             // Carries nothing new: forget it.
             self.sym_data.truncate(off);
             self.sym_neigh.truncate(start);
-            return;
-        }
-        for &n in &self.sym_neigh[start..] {
-            self.adjacency[n as usize].push(idx);
+            return None;
         }
         self.sym_start.push(start);
         self.sym_remaining.push(remaining);
         self.sym_active.push(true);
-        if remaining == 1 {
-            self.ripple.push(idx);
+        self.active += 1;
+        if peeling {
+            for &n in &self.sym_neigh[start..] {
+                self.adjacency[n as usize].push(idx);
+            }
+            if remaining == 1 {
+                self.ripple.push(idx);
+            }
         }
+        Some(idx)
     }
 
     fn symbol_neighbours(&self, e: usize) -> &[u32] {
@@ -520,6 +917,13 @@ impl LtDecoder {
         &self.sym_neigh[self.sym_start[e]..end]
     }
 
+    fn deactivate(&mut self, e: usize) {
+        if self.sym_active[e] {
+            self.sym_active[e] = false;
+            self.active -= 1;
+        }
+    }
+
     /// Message passing: resolve degree-one symbols until none is left.
     fn peel(&mut self) {
         let t = self.params.symbol_size;
@@ -528,7 +932,7 @@ impl LtDecoder {
             if !self.sym_active[e] || self.sym_remaining[e] != 1 {
                 continue;
             }
-            self.sym_active[e] = false;
+            self.deactivate(e);
             let Some(&n) = self
                 .symbol_neighbours(e)
                 .iter()
@@ -538,7 +942,7 @@ impl LtDecoder {
             };
             let n = n as usize;
             self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[e * t..(e + 1) * t]);
-            self.mark_decoded(n);
+            self.known.mark(n);
             for e2 in std::mem::take(&mut self.adjacency[n]) {
                 let e2 = e2 as usize;
                 if !self.sym_active[e2] {
@@ -553,7 +957,7 @@ impl LtDecoder {
                 };
                 self.sym_remaining[e2] -= 1;
                 match self.sym_remaining[e2] {
-                    0 => self.sym_active[e2] = false,
+                    0 => self.deactivate(e2),
                     1 => self.ripple.push(e2 as u32),
                     _ => {}
                 }
@@ -561,100 +965,141 @@ impl LtDecoder {
         }
     }
 
-    fn mark_decoded(&mut self, i: usize) {
-        self.known.mark(i);
-    }
-
-    /// Completes decoding by Gaussian elimination over GF(2) on the symbols the peel could not
-    /// use. Returns whether the block is now complete; if the received symbols do not determine
-    /// the block, nothing changes and the result is `false`.
+    /// Completes decoding from the symbols the peel could not use, by inactivation decoding
+    /// (the method RFC 6330 §5.4.2 describes for RaptorQ, applied to LT rows). Returns whether
+    /// the block is now complete; if the received symbols do not determine the block (their
+    /// GF(2) rank is below k), nothing changes and the result is `false`. The outcome is the
+    /// same as Gaussian elimination's: complete exactly when the rank is k.
+    ///
+    /// First on the bit-level rows only: peel; when no row has a single unresolved source,
+    /// take a row of least unresolved degree and *inactivate* all its unresolved sources but
+    /// the one in fewest rows (they become unknowns of a small dense core), and go on peeling.
+    /// Each released source is then its row's payload plus a combination of inactive
+    /// variables; the rows not used to release anything give equations in the inactive
+    /// variables only (the Schur complement of the triangular peeled part), and the system has
+    /// rank k exactly when they have full rank. Only then are payloads touched: each released
+    /// source's payload with the inactive part left out, in release order; the core's
+    /// right-hand sides; the core's Gauss–Jordan row operations; and each released source
+    /// finished by adding its inactive variables or by re-reading its row, whichever is fewer
+    /// XORs. The payload work is about twice the residual rows' degrees plus the core's i²/2
+    /// (i inactive sources; ≈ 90 for k = 1000 near k symbols), instead of Gauss–Jordan's
+    /// rows × unknowns / 2.
     pub fn solve(&mut self) -> bool {
         if self.is_complete() {
             return true;
         }
-        let t = self.params.symbol_size;
-        let k = self.params.k();
-        let mut col_of = vec![u32::MAX; k];
-        let unknowns: Vec<usize> = (0..k).filter(|&i| !self.known.contains(i)).collect();
-        for (c, &i) in unknowns.iter().enumerate() {
-            col_of[i] = c as u32;
-        }
-        let u = unknowns.len();
-        let words = u.div_ceil(64);
-        let active: Vec<usize> = (0..self.sym_active.len())
-            .filter(|&e| self.sym_active[e])
-            .collect();
-        if active.len() < u {
+        if self.plan.is_some() || !self.could_determine() {
+            // An elimination under way completes by itself when it can.
             return false;
         }
-        let mut bits = vec![0u64; active.len() * words];
-        let mut payload = vec![0u8; active.len() * t];
-        for (r, &e) in active.iter().enumerate() {
-            for &n in self.symbol_neighbours(e) {
-                if !self.known.contains(n as usize) {
-                    let c = col_of[n as usize] as usize;
-                    bits[r * words + c / 64] |= 1 << (c % 64);
-                }
-            }
-            payload[r * t..(r + 1) * t].copy_from_slice(&self.sym_data[e * t..(e + 1) * t]);
+        let plan = Plan::build(self);
+        if !plan.is_complete() {
+            return false;
         }
-        // Gauss–Jordan: after column c is processed, row c is its pivot and no other row has
-        // bit c.
-        let rows = active.len();
-        for c in 0..u {
-            let (w, b) = (c / 64, 1u64 << (c % 64));
-            let Some(p) = (c..rows).find(|&r| bits[r * words + w] & b != 0) else {
-                return false;
-            };
-            if p != c {
-                for x in 0..words {
-                    bits.swap(c * words + x, p * words + x);
-                }
-                let (lo, hi) = payload.split_at_mut(p * t);
-                lo[c * t..(c + 1) * t].swap_with_slice(&mut hi[..t]);
-            }
-            for r in 0..rows {
-                if r == c || bits[r * words + w] & b == 0 {
-                    continue;
-                }
-                let (dst_bits, src_bits, dst_pay, src_pay) = if r < c {
-                    let (lo, hi) = bits.split_at_mut(c * words);
-                    let (plo, phi) = payload.split_at_mut(c * t);
-                    (
-                        &mut lo[r * words..(r + 1) * words],
-                        &hi[..words],
-                        &mut plo[r * t..(r + 1) * t],
-                        &phi[..t],
-                    )
-                } else {
-                    let (lo, hi) = bits.split_at_mut(r * words);
-                    let (plo, phi) = payload.split_at_mut(r * t);
-                    (
-                        &mut hi[..words],
-                        &lo[c * words..(c + 1) * words],
-                        &mut phi[..t],
-                        &plo[c * t..(c + 1) * t],
-                    )
-                };
-                for (d, s) in dst_bits[w..].iter_mut().zip(&src_bits[w..]) {
-                    *d ^= s;
-                }
-                // SAFETY: the kernel is available; both slices have T bytes.
-                unsafe { self.kernel.xor_unchecked(dst_pay, src_pay) };
-            }
-        }
-        for (c, &i) in unknowns.iter().enumerate() {
-            self.data[i * t..(i + 1) * t].copy_from_slice(&payload[c * t..(c + 1) * t]);
-            self.mark_decoded(i);
-        }
-        self.sym_active.iter_mut().for_each(|a| *a = false);
-        self.adjacency.iter_mut().for_each(Vec::clear);
+        self.execute(&plan);
         true
     }
 
-    /// GF(2) rank of the received symbols, if tracked ([`LtDecoder::with_elimination`]).
-    pub fn rank(&self) -> Option<usize> {
-        self.tracker.as_ref().map(|tr| tr.rank)
+    /// The payload half of [`LtDecoder::solve`], for a complete plan.
+    fn execute(&mut self, plan: &Plan) {
+        let t = self.params.symbol_size;
+        let kernel = self.kernel;
+        let src = |c: u32| plan.unknowns[c as usize] as usize;
+        let sym = |r: u32| {
+            let e = plan.rows[r as usize] as usize;
+            e * t..(e + 1) * t
+        };
+        // 1. Each pivot without its inactive part, in release order (earlier pivots are ready).
+        for &(r, c) in &plan.pivots {
+            let n = src(c);
+            self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[sym(r)]);
+            let cols = plan.cols(r as usize);
+            for (j, &c2) in cols.iter().enumerate() {
+                if let Some(&next) = cols.get(j + 1) {
+                    let m = src(next);
+                    prefetch(&self.data[m * t..(m + 1) * t]);
+                }
+                if c2 != c && plan.state[c2 as usize] == Column::Pivot {
+                    xor_blocks(kernel, &mut self.data, t, n, src(c2));
+                }
+            }
+        }
+        // 2. Right-hand sides of the core rows.
+        let i = plan.inactive.len();
+        let mut rhs = vec![0u8; i * t];
+        for (s, &r) in plan.core.iter().enumerate() {
+            let out = &mut rhs[s * t..(s + 1) * t];
+            out.copy_from_slice(&self.sym_data[sym(r)]);
+            for &c2 in plan.cols(r as usize) {
+                if plan.state[c2 as usize] == Column::Pivot {
+                    let n = src(c2);
+                    // SAFETY: the kernel is available; both slices have T bytes.
+                    unsafe { kernel.xor_unchecked(out, &self.data[n * t..(n + 1) * t]) };
+                }
+            }
+        }
+        // 3. The core's Gauss–Jordan, then the inactive sources.
+        let (ops, owner) = plan.core_operations();
+        for &(d, s) in &ops {
+            xor_blocks(kernel, &mut rhs, t, d as usize, s as usize);
+        }
+        for (j, &c) in plan.inactive.iter().enumerate() {
+            let n = src(c);
+            let s = owner[j] as usize;
+            self.data[n * t..(n + 1) * t].copy_from_slice(&rhs[s * t..(s + 1) * t]);
+        }
+        // 4. Finish each pivot, in release order: add its inactive variables, or recompute it
+        //    from its row (all its other columns are final by now), whichever is fewer XORs.
+        let iw = plan.iw;
+        for (p, &(r, c)) in plan.pivots.iter().enumerate() {
+            let n = src(c);
+            let deps = &plan.ivec[p * iw..(p + 1) * iw];
+            let weight: u32 = deps.iter().map(|x| x.count_ones()).sum();
+            let cols = plan.cols(r as usize);
+            if weight as usize <= cols.len() {
+                for (w, &x) in deps.iter().enumerate() {
+                    let mut x = x;
+                    while x != 0 {
+                        let j = w * 64 + x.trailing_zeros() as usize;
+                        x &= x - 1;
+                        xor_blocks(kernel, &mut self.data, t, n, src(plan.inactive[j]));
+                    }
+                }
+            } else {
+                self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[sym(r)]);
+                for (j, &c2) in cols.iter().enumerate() {
+                    if let Some(&next) = cols.get(j + 1) {
+                        let m = src(next);
+                        prefetch(&self.data[m * t..(m + 1) * t]);
+                    }
+                    if c2 != c {
+                        xor_blocks(kernel, &mut self.data, t, n, src(c2));
+                    }
+                }
+            }
+        }
+        for &n in &plan.unknowns {
+            self.known.mark(n as usize);
+        }
+        self.sym_active.iter_mut().for_each(|a| *a = false);
+        self.active = 0;
+        self.adjacency.iter_mut().for_each(Vec::clear);
+        self.ripple.clear();
+        self.plan = None;
+    }
+
+    /// GF(2) rank of the received symbols. Free for a complete block or an elimination under
+    /// way; otherwise it plans an elimination (bit operations about the residual symbols'
+    /// degrees plus the inactivated core's size squared) without changing anything.
+    pub fn rank(&self) -> usize {
+        if self.is_complete() {
+            return self.params.k();
+        }
+        let residual = match &self.plan {
+            Some(p) => p.rank(),
+            None => Plan::build(self).rank(),
+        };
+        self.known.count() + residual
     }
 
     /// Symbols pushed so far (malformed ones not counted).
@@ -755,6 +1200,43 @@ mod tests {
             s.dedup();
             assert_eq!(s.len(), a.len());
             assert!(a.iter().all(|&n| n < 100));
+        }
+    }
+
+    /// The module's rule written plainly (degree from the first output, then neighbours
+    /// `⌊x·k/2^64⌋` redrawn while already chosen, by linear search whatever the degree): the
+    /// crate's lists (which use a bitset for larger degrees) are the same, for k below and above
+    /// the 1024 sources of its stack bitset.
+    #[test]
+    fn neighbours_follow_the_documented_rule() {
+        for k in [10usize, 1000, 3000] {
+            let p = LtParams::new(k, 1, 0.057, 0.03).unwrap();
+            let mut fast = Vec::new();
+            let mut long = 0;
+            for seed in 0..3000 {
+                let id = LtSymbolId { block: 5, seed };
+                p.neighbours(id, &mut fast);
+                let mut key = [0u8; 32];
+                key[..16].copy_from_slice(b"tributary-lt-v1\0");
+                key[16..20].copy_from_slice(&5u32.to_le_bytes());
+                key[20..24].copy_from_slice(&seed.to_le_bytes());
+                let mut rng = ChaCha8Rng::from_seed(key);
+                let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+                let d = p.distribution().degree_for(u);
+                let mut plain: Vec<u32> = Vec::new();
+                while plain.len() < d {
+                    let x = ((u128::from(rng.next_u64()) * k as u128) >> 64) as u32;
+                    if !plain.contains(&x) {
+                        plain.push(x);
+                    }
+                }
+                assert_eq!(fast, plain, "k {k} seed {seed}");
+                long += usize::from(d > 16);
+            }
+            assert!(
+                k < 20 || long > 100,
+                "k {k}: only {long} symbols of degree > 16"
+            );
         }
     }
 

@@ -59,7 +59,7 @@ use crate::config::ConnectionConfig;
 use crate::registry::{self, Entry, Factory, OptionDoc, Options};
 use crate::time::{Duration, Instant};
 use crate::wire::{FeedbackFrame, Frame, PacketWriter};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use tributary_codec::lt::{LtDecoder, LtEncoder, LtParams, LtSymbolId};
 
@@ -86,7 +86,8 @@ pub fn max_seed(k: usize) -> u64 {
 pub enum DecoderKind {
     /// Message passing only (the paper's decoder).
     Peeling,
-    /// Peeling, completed by Gaussian elimination over GF(2) once the rank reaches k.
+    /// Peeling, completed by exact GF(2) elimination (inactivation decoding) as soon as the rank
+    /// reaches k.
     Elimination,
 }
 
@@ -376,11 +377,16 @@ pub struct HmtpSender {
     /// Since when data for a partial chunk has been waiting.
     partial_since: Option<Instant>,
     force: bool,
-    /// Packet record → (chunk id).
-    records: HashMap<u64, u64>,
+    /// Chunk id of packet records `first_record..`, `None` once settled (records are
+    /// numbered in sending order, so a deque replaces a map).
+    records: VecDeque<Option<u64>>,
+    first_record: u64,
     next_record: u64,
     scratch: Vec<u8>,
     body: Vec<u8>,
+    /// The bytes of the last finished chunk, reused by the next one (no fresh k·T allocation
+    /// per chunk).
+    spare: Vec<u8>,
     stats: HmtpStats,
 }
 
@@ -394,10 +400,12 @@ impl HmtpSender {
             next_start: 0,
             partial_since: None,
             force: false,
-            records: HashMap::new(),
+            records: VecDeque::new(),
+            first_record: 0,
             next_record: 0,
             scratch: vec![0; t],
             body: Vec::with_capacity(t + FRAME_HEADER),
+            spare: Vec::new(),
             stats: HmtpStats::default(),
         }
     }
@@ -414,7 +422,9 @@ impl HmtpSender {
             .front()
             .is_some_and(|c| c.decoded || c.start + c.len <= ack)
         {
-            self.chunks.pop_front();
+            if let Some(c) = self.chunks.pop_front() {
+                self.spare = c.enc.into_data();
+            }
         }
     }
 
@@ -459,14 +469,18 @@ impl HmtpSender {
         };
         let len = end - start;
         let k = (len as usize).div_ceil(self.t);
-        let mut data = vec![0u8; k * self.t];
+        // The spare buffer's old bytes are overwritten: the chunk's, then zero padding.
+        let mut data = std::mem::take(&mut self.spare);
+        data.resize(k * self.t, 0);
         if !ctx.send_buf.copy_out(start, &mut data[..len as usize]) {
+            self.spare = data;
             return false;
         }
+        data[len as usize..].fill(0);
         let Ok(params) = LtParams::new(k, self.t, self.cfg.c, self.cfg.delta) else {
             return false;
         };
-        let Ok(enc) = LtEncoder::new(params, id, &data) else {
+        let Ok(enc) = LtEncoder::from_vec(params, id, data) else {
             return false;
         };
         let k_prime = self.cfg.k_prime(k);
@@ -546,14 +560,23 @@ impl HmtpSender {
         self.stats.symbols_sent += 1;
         let rec = self.next_record;
         self.next_record += 1;
-        self.records.insert(rec, c.id);
+        self.records.push_back(Some(c.id));
         Some(PacketTag { a: rec, b: c.id })
     }
 
     fn settle(&mut self, tag: PacketTag, acked: bool) {
-        let Some(id) = self.records.remove(&tag.a) else {
+        let Some(id) = tag
+            .a
+            .checked_sub(self.first_record)
+            .and_then(|i| self.records.get_mut(usize::try_from(i).ok()?))
+            .and_then(Option::take)
+        else {
             return;
         };
+        while self.records.front().is_some_and(Option::is_none) {
+            self.records.pop_front();
+            self.first_record += 1;
+        }
         if let Some(c) = self.chunk_mut(id) {
             c.in_flight = c.in_flight.saturating_sub(1);
             if acked {
@@ -670,8 +693,10 @@ struct RxChunk {
     k: usize,
     k_prime: u64,
     dec: LtDecoder,
-    /// Seeds received (duplicates are dropped).
-    seeds: BTreeSet<u64>,
+    /// Seeds received, a bit per seed up to [`max_seed`] (duplicates are dropped).
+    seeds: Vec<u64>,
+    /// Number of seeds received.
+    count: u64,
     reported_full: bool,
 }
 
@@ -683,6 +708,9 @@ pub struct HmtpReceiver {
     open: BTreeMap<u64, RxChunk>,
     /// Decoded chunks (id → end offset) not yet below the in-order point.
     done: BTreeMap<u64, u64>,
+    /// The decoder of the last decoded chunk, reset for the next one (no fresh allocation of
+    /// its k·T buffers per chunk).
+    spare: Option<LtDecoder>,
     stats: HmtpStats,
 }
 
@@ -693,6 +721,7 @@ impl HmtpReceiver {
             t,
             open: BTreeMap::new(),
             done: BTreeMap::new(),
+            spare: None,
             stats: HmtpStats::default(),
         }
     }
@@ -751,9 +780,13 @@ impl HmtpReceiver {
             let Ok(params) = LtParams::new(k, self.t, self.cfg.c, self.cfg.delta) else {
                 return Err(self.stats.hostile("chunk length out of range"));
             };
-            let dec = match self.cfg.decoder {
-                DecoderKind::Peeling => LtDecoder::new(params, block),
-                DecoderKind::Elimination => LtDecoder::with_elimination(params, block),
+            let dec = match (self.spare.take(), self.cfg.decoder) {
+                (Some(mut d), _) => {
+                    d.reset(params, block);
+                    d
+                }
+                (None, DecoderKind::Peeling) => LtDecoder::new(params, block),
+                (None, DecoderKind::Elimination) => LtDecoder::with_elimination(params, block),
             };
             self.open.insert(
                 h.chunk,
@@ -763,7 +796,8 @@ impl HmtpReceiver {
                     k,
                     k_prime: self.cfg.k_prime(k),
                     dec,
-                    seeds: BTreeSet::new(),
+                    seeds: vec![0; (max_seed(k) as usize + 1).div_ceil(64)],
+                    count: 0,
                     reported_full: false,
                 },
             );
@@ -774,9 +808,13 @@ impl HmtpReceiver {
         if c.start != h.start || c.len != h.len {
             return Err(self.stats.hostile("chunk geometry changed"));
         }
-        if !c.seeds.insert(h.seed) {
+        // h.seed ≤ max_seed(k) was checked above.
+        let (w, bit) = (h.seed as usize / 64, 1u64 << (h.seed % 64));
+        if c.seeds[w] & bit != 0 {
             return Err(self.stats.hostile("duplicate seed"));
         }
+        c.seeds[w] |= bit;
+        c.count += 1;
         let progress = c.dec.push(
             LtSymbolId {
                 block,
@@ -787,7 +825,7 @@ impl HmtpReceiver {
         let Ok(progress) = progress else {
             return Err(self.stats.hostile("symbol refused by the decoder"));
         };
-        let count = c.seeds.len() as u64;
+        let count = c.count;
         if count >= c.k_prime && !c.reported_full {
             // Step 7-8: the count the sender waits for travels now.
             c.reported_full = true;
@@ -799,8 +837,9 @@ impl HmtpReceiver {
                     ctx.recv_buf.insert(c.start, &bytes[..c.len as usize]);
                 }
                 self.stats.chunks_decoded += 1;
-                self.stats.symbols_beyond_k += (c.seeds.len() as u64).saturating_sub(c.k as u64);
+                self.stats.symbols_beyond_k += c.count.saturating_sub(c.k as u64);
                 self.done.insert(h.chunk, c.start + c.len);
+                self.spare = Some(c.dec);
                 ctx.request_ack(from.path);
             }
         }
@@ -839,7 +878,7 @@ impl SchemeReceiver for HmtpReceiver {
         for (&id, c) in &self.open {
             let f = Frame::Feedback(FeedbackFrame {
                 block: id,
-                count: c.seeds.len() as u64,
+                count: c.count,
                 decoded: false,
             });
             if pkt.push(&f).is_err() {
