@@ -714,15 +714,7 @@ impl Connection {
         if self.protect.is_some() {
             return self.handle_datagram(now, data);
         }
-        let (hdr, payload) = match wire::parse_packet_intact(data) {
-            Ok(x) => x,
-            Err(e) => {
-                self.stats.malformed += 1;
-                return Err(e.into());
-            }
-        };
-        let r = self.handle_packet(now, hdr, payload);
-        self.count_result(now, r, hdr, payload)
+        self.handle_parsed(now, wire::parse_packet_intact(data))
     }
 
     /// Processes one received datagram that may be overwritten: a protected connection
@@ -756,7 +748,17 @@ impl Connection {
     }
 
     fn handle_plain(&mut self, now: Instant, data: &[u8]) -> Result<Received, DatagramError> {
-        let (hdr, payload) = match wire::parse_packet(data) {
+        self.handle_parsed(now, wire::parse_packet(data))
+    }
+
+    /// An unprotected datagram once its checksum was checked (or need not be): a malformed
+    /// one is counted, the frames of a valid one handled.
+    fn handle_parsed(
+        &mut self,
+        now: Instant,
+        parsed: Result<(wire::Header, &[u8]), wire::WireError>,
+    ) -> Result<Received, DatagramError> {
+        let (hdr, payload) = match parsed {
             Ok(x) => x,
             Err(e) => {
                 self.stats.malformed += 1;
