@@ -4,12 +4,12 @@
 
 use crate::common;
 
-use common::{data, send_all, transfer};
+use common::{data, packet, send_all, transfer};
 use tributary_proto::scheme::hmtp::{
     max_seed, DecoderKind, HmtpConfig, HmtpStats, SymbolHeader, FRAME_HEADER, SYMBOL_KIND,
 };
 use tributary_proto::scheme::SchemeConfig;
-use tributary_proto::wire::{FeedbackFrame, Frame, Header, PacketWriter};
+use tributary_proto::wire::{FeedbackFrame, Frame};
 use tributary_proto::{Connection, ConnectionConfig, Duration, Instant};
 
 const MSS: usize = 1400;
@@ -137,22 +137,6 @@ fn chunks_pipeline_without_waiting_for_feedback() {
     assert_eq!(s.chunks, 4, "{s:?}");
     assert_eq!(s.symbols_sent, 4 * 57, "{s:?}");
     assert!(n >= 4 * 57);
-}
-
-fn packet(path: u8, pn: u64, frames: &[Frame<'_>]) -> Vec<u8> {
-    let mut buf = vec![0u8; 2048];
-    let hdr = Header {
-        conn_id: ConnectionConfig::default().conn_id,
-        path,
-        pn,
-    };
-    let mut w = PacketWriter::new(&mut buf, 2048, hdr).unwrap();
-    for f in frames {
-        w.push(f).unwrap();
-    }
-    let n = w.finish();
-    buf.truncate(n);
-    buf
 }
 
 fn body(chunk: u64, start: u64, len: u64, seed: u64, size: usize) -> Vec<u8> {

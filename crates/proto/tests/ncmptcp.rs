@@ -5,14 +5,14 @@
 use crate::common;
 
 use common::{
-    data, overlapping_blocks_are_refused, packet, send_all, symbol, transfer, transfer_from, wrap,
-    Source,
+    data, exchange, overlapping_blocks_are_refused, packet, send_all, symbol, transfer,
+    transfer_from, wrap, Source,
 };
 use proptest::prelude::*;
 use tributary_proto::scheme::ncmptcp::NcStats;
 use tributary_proto::scheme::{NcMptcpConfig, SchemeConfig};
 use tributary_proto::wire::{Coding, FeedbackFrame, Frame, FrameIter};
-use tributary_proto::{Connection, ConnectionConfig, Duration, Instant};
+use tributary_proto::{Connection, ConnectionConfig, Instant};
 
 fn cfg_with(f: NcMptcpConfig) -> ConnectionConfig {
     ConnectionConfig {
@@ -214,32 +214,6 @@ fn explicit_coefficients_are_accepted() {
     assert_eq!(receiver_stats(&b).non_innovative, 1);
     let got = transfer(&mut a, &mut b, &mut now, 20_000, 0);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
-}
-
-/// Moves datagrams both ways for 400 rounds (5 ms steps when idle) and returns what each end
-/// read: (read by `b`, read by `a`).
-fn exchange(a: &mut Connection, b: &mut Connection, now: &mut Instant) -> (Vec<u8>, Vec<u8>) {
-    let (mut at_b, mut at_a) = (Vec::new(), Vec::new());
-    let mut buf = vec![0u8; 2048];
-    for _ in 0..400 {
-        let mut moved = false;
-        while let Some(t) = a.poll_transmit(*now, &mut buf) {
-            let _ = b.handle_datagram(*now, &buf[..t.len]);
-            moved = true;
-        }
-        while let Some(t) = b.poll_transmit(*now, &mut buf) {
-            let _ = a.handle_datagram(*now, &buf[..t.len]);
-            moved = true;
-        }
-        b.read_with(u64::MAX, |s| at_b.extend_from_slice(s));
-        a.read_with(u64::MAX, |s| at_a.extend_from_slice(s));
-        if !moved {
-            *now += Duration::from_millis(5);
-            a.handle_timeout(*now);
-            b.handle_timeout(*now);
-        }
-    }
-    (at_b, at_a)
 }
 
 /// Writes shorter than a generation on a stream that stays open (a web request, a

@@ -112,38 +112,11 @@ fn delivers_exactly_over_clean_lossy_and_faulty_paths() {
 /// suite (docs/compare.md before 2026-11-23).
 #[test]
 fn fmtcp_completes_applications_that_write_less_than_a_block() {
-    let apps = [
-        ("web", serde_json::json!({})),
-        ("request-response", serde_json::json!({ "requests": 20 })),
-    ];
-    let cases = [
+    let cases = vec![
         ("§VI paths", two_paths(0.01, 100)),
         ("one path", vec![link("a", 10_000_000, 20, 100, 0.0)]),
     ];
-    for (name, links) in cases {
-        for (app, opts) in &apps {
-            let n = links.len();
-            let mut f = flow(
-                "f",
-                (0..n).map(|i| vec![i]).collect(),
-                conn(fmtcp(), cc("lia"), 1 << 20),
-                FlowKind::Multipath,
-            );
-            f.app = AppConfig::of(app, opts).unwrap();
-            let r = run(sim(links.clone(), vec![f], 30, 1)).unwrap();
-            let fl = &r.flows[0];
-            assert!(
-                fl.completion_s.is_some(),
-                "{name}, {app}: {}",
-                fl.app.receiver
-            );
-            let m = (&fl.app.sender, &fl.app.receiver);
-            match *app {
-                "web" => assert_eq!(m.1["objects_complete"], 6, "{name}: {}", m.1),
-                _ => assert_eq!(m.0["completed"], 20, "{name}: {}", m.0),
-            }
-        }
-    }
+    assert_short_writes_complete(fmtcp(), cases);
 }
 
 /// The head-of-line case of §III: a small shared buffer and a lossy or slow subflow 2.

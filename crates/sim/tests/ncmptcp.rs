@@ -15,11 +15,7 @@ use tributary_sim::*;
 /// comparison suite (docs/compare.md before 2026-11-23).
 #[test]
 fn nc_mptcp_completes_applications_that_write_less_than_a_generation() {
-    let apps = [
-        ("web", serde_json::json!({})),
-        ("request-response", serde_json::json!({ "requests": 20 })),
-    ];
-    let cases = [
+    let cases = vec![
         (
             "wifi + cell",
             vec![
@@ -29,30 +25,7 @@ fn nc_mptcp_completes_applications_that_write_less_than_a_generation() {
         ),
         ("one path", vec![link("a", 10_000_000, 20, 100, 0.0)]),
     ];
-    for (name, links) in cases {
-        for (app, opts) in &apps {
-            let n = links.len();
-            let mut f = flow(
-                "f",
-                (0..n).map(|i| vec![i]).collect(),
-                conn(SchemeConfig::named("nc-mptcp").unwrap(), cc("lia"), 1 << 20),
-                FlowKind::Multipath,
-            );
-            f.app = AppConfig::of(app, opts).unwrap();
-            let r = run(sim(links.clone(), vec![f], 30, 1)).unwrap();
-            let fl = &r.flows[0];
-            assert!(
-                fl.completion_s.is_some(),
-                "{name}, {app}: {}",
-                fl.app.receiver
-            );
-            let m = (&fl.app.sender, &fl.app.receiver);
-            match *app {
-                "web" => assert_eq!(m.1["objects_complete"], 6, "{name}: {}", m.1),
-                _ => assert_eq!(m.0["completed"], 20, "{name}: {}", m.0),
-            }
-        }
-    }
+    assert_short_writes_complete(SchemeConfig::named("nc-mptcp").unwrap(), cases);
 }
 
 /// Repairs driven by the rank feedback (issue 11): once a generation is fully allocated, the

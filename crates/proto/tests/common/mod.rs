@@ -192,3 +192,29 @@ pub fn overlapping_blocks_are_refused(b: &mut Connection, payload: &'static [u8]
     }
     assert_eq!(b.stats().frames_rejected, expected);
 }
+
+/// Moves datagrams both ways for 400 rounds (5 ms steps when idle) and returns what each
+/// end read: (read by `b`, read by `a`).
+pub fn exchange(a: &mut Connection, b: &mut Connection, now: &mut Instant) -> (Vec<u8>, Vec<u8>) {
+    let (mut at_b, mut at_a) = (Vec::new(), Vec::new());
+    let mut buf = vec![0u8; 2048];
+    for _ in 0..400 {
+        let mut moved = false;
+        while let Some(t) = a.poll_transmit(*now, &mut buf) {
+            let _ = b.handle_datagram(*now, &buf[..t.len]);
+            moved = true;
+        }
+        while let Some(t) = b.poll_transmit(*now, &mut buf) {
+            let _ = a.handle_datagram(*now, &buf[..t.len]);
+            moved = true;
+        }
+        b.read_with(u64::MAX, |s| at_b.extend_from_slice(s));
+        a.read_with(u64::MAX, |s| at_a.extend_from_slice(s));
+        if !moved {
+            *now += Duration::from_millis(5);
+            a.handle_timeout(*now);
+            b.handle_timeout(*now);
+        }
+    }
+    (at_b, at_a)
+}

@@ -78,3 +78,39 @@ pub fn sim(links: Vec<LinkConfig>, flows: Vec<FlowConfig>, secs: u64, seed: u64)
 pub fn file(bytes: u64) -> AppConfig {
     AppConfig::of("file", &serde_json::json!({ "bytes": bytes })).unwrap()
 }
+
+/// Runs the applications that write less than a coding block and then wait for an answer —
+/// `web` (300-byte requests written by the receiving end) and `request-response` (20
+/// requests) — over `scheme` with LIA and a 1 MiB buffer for 30 s (seed 1) on each of
+/// `cases` (name, links; one path per link), and asserts that each completes: every object
+/// of the page, every request answered.
+pub fn assert_short_writes_complete(scheme: SchemeConfig, cases: Vec<(&str, Vec<LinkConfig>)>) {
+    let apps = [
+        ("web", serde_json::json!({})),
+        ("request-response", serde_json::json!({ "requests": 20 })),
+    ];
+    for (name, links) in cases {
+        for (app, opts) in &apps {
+            let n = links.len();
+            let mut f = flow(
+                "f",
+                (0..n).map(|i| vec![i]).collect(),
+                conn(scheme.clone(), cc("lia"), 1 << 20),
+                FlowKind::Multipath,
+            );
+            f.app = AppConfig::of(app, opts).unwrap();
+            let r = run(sim(links.clone(), vec![f], 30, 1)).unwrap();
+            let fl = &r.flows[0];
+            assert!(
+                fl.completion_s.is_some(),
+                "{name}, {app}: {}",
+                fl.app.receiver
+            );
+            let m = (&fl.app.sender, &fl.app.receiver);
+            match *app {
+                "web" => assert_eq!(m.1["objects_complete"], 6, "{name}: {}", m.1),
+                _ => assert_eq!(m.0["completed"], 20, "{name}: {}", m.0),
+            }
+        }
+    }
+}
