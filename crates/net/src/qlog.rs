@@ -10,9 +10,8 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use tributary_proto::qlog::{QlogWriter, VantagePoint};
-use tributary_proto::time::Instant;
-use tributary_proto::trace::{TraceEvent, Tracer};
+use tributary_proto::qlog::{QlogWriter, ReportingQlog, VantagePoint};
+use tributary_proto::trace::Tracer;
 
 /// A directory that receives one qlog file per connection.
 #[derive(Debug, Clone)]
@@ -76,11 +75,7 @@ impl QlogDir {
                 Ok(f) => {
                     let title = format!("tributary {} {conn_id:016x}", self.role);
                     let w = QlogWriter::new(f, &title, self.role, self.vantage);
-                    let t = QlogFile {
-                        w: Some(w),
-                        path: path.display().to_string(),
-                        errors: self.errors.clone(),
-                    };
+                    let t = ReportingQlog::new(w, path.display().to_string(), self.errors.clone());
                     if let Ok(mut v) = self.files.lock() {
                         v.push(path.clone());
                     }
@@ -119,34 +114,6 @@ impl QlogDir {
                     v.push(e.to_string());
                 }
                 None
-            }
-        }
-    }
-}
-
-/// A trace file; closed (and a write error recorded) when dropped.
-#[derive(Debug)]
-struct QlogFile {
-    w: Option<QlogWriter<File>>,
-    path: String,
-    errors: Arc<Mutex<Vec<String>>>,
-}
-
-impl Tracer for QlogFile {
-    fn event(&mut self, now: Instant, event: &TraceEvent<'_>) {
-        if let Some(w) = &mut self.w {
-            w.event(now, event);
-        }
-    }
-}
-
-impl Drop for QlogFile {
-    fn drop(&mut self) {
-        if let Some(w) = self.w.take() {
-            if let Err(e) = w.finish() {
-                if let Ok(mut v) = self.errors.lock() {
-                    v.push(format!("{}: {e}", self.path));
-                }
             }
         }
     }

@@ -171,6 +171,51 @@ fn frame_list(frames: &[u8]) -> String {
     out
 }
 
+/// A [`QlogWriter`] that finishes itself when dropped and records a write error, named by
+/// `label` (a file path, say), in a list shared with whoever owns the traces — for tracers
+/// handed to a connection, which drops them at its end.
+#[derive(Debug)]
+pub struct ReportingQlog<W: Write + Send + std::fmt::Debug> {
+    w: Option<QlogWriter<W>>,
+    label: String,
+    errors: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl<W: Write + Send + std::fmt::Debug> ReportingQlog<W> {
+    /// Wraps `w`; on drop, a write error is pushed to `errors` as `"{label}: {error}"`.
+    pub fn new(
+        w: QlogWriter<W>,
+        label: String,
+        errors: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    ) -> Self {
+        ReportingQlog {
+            w: Some(w),
+            label,
+            errors,
+        }
+    }
+}
+
+impl<W: Write + Send + std::fmt::Debug> Tracer for ReportingQlog<W> {
+    fn event(&mut self, now: Instant, event: &TraceEvent<'_>) {
+        if let Some(w) = &mut self.w {
+            w.event(now, event);
+        }
+    }
+}
+
+impl<W: Write + Send + std::fmt::Debug> Drop for ReportingQlog<W> {
+    fn drop(&mut self) {
+        if let Some(w) = self.w.take() {
+            if let Err(e) = w.finish() {
+                if let Ok(mut v) = self.errors.lock() {
+                    v.push(format!("{}: {e}", self.label));
+                }
+            }
+        }
+    }
+}
+
 impl<W: Write + Send + std::fmt::Debug> Tracer for QlogWriter<W> {
     fn event(&mut self, now: Instant, event: &TraceEvent<'_>) {
         match *event {

@@ -680,7 +680,7 @@ impl Simulator {
             for (ep, role) in [(c.s, "sender"), (c.r, "receiver")] {
                 let file = dir.join(crate::qlog::file_name(&name, ci, role));
                 let errors = self.qlog_errors.clone();
-                match crate::qlog::QlogFile::create(&file, &name, role, errors) {
+                match crate::qlog::create(&file, &name, role, errors) {
                     Ok(t) => self.ep_mut(ep).conn.set_tracer(Box::new(t)),
                     Err(e) => {
                         self.error.get_or_insert(SimError::Trace {

@@ -4,9 +4,7 @@
 use std::fs::File;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use tributary_proto::qlog::{QlogWriter, VantagePoint};
-use tributary_proto::time::Instant;
-use tributary_proto::trace::{TraceEvent, Tracer};
+use tributary_proto::qlog::{QlogWriter, ReportingQlog, VantagePoint};
 
 /// Write errors of the trace files of a run, reported when the files are closed.
 pub(crate) type Errors = Arc<Mutex<Vec<String>>>;
@@ -27,57 +25,20 @@ pub fn file_name(flow: &str, conn: usize, role: &str) -> String {
     format!("{safe}-c{conn}-{role}.sqlog")
 }
 
-/// A trace file; closed (and its write errors reported) when dropped.
-#[derive(Debug)]
-pub(crate) struct QlogFile {
-    w: Option<QlogWriter<File>>,
-    path: String,
+/// Creates the trace file `path` (never overwriting an existing file); the tracer closes it
+/// when dropped and reports a write error to `errors`.
+pub(crate) fn create(
+    path: &Path,
+    flow: &str,
+    role: &str,
     errors: Errors,
-}
-
-impl QlogFile {
-    /// Creates `path` (never overwriting an existing file).
-    pub(crate) fn create(
-        path: &Path,
-        flow: &str,
-        role: &str,
-        errors: Errors,
-    ) -> std::io::Result<Self> {
-        let f = File::options().write(true).create_new(true).open(path)?;
-        let vantage = if role == "sender" {
-            VantagePoint::Client
-        } else {
-            VantagePoint::Server
-        };
-        Ok(QlogFile {
-            w: Some(QlogWriter::new(
-                f,
-                &format!("{flow} ({role})"),
-                role,
-                vantage,
-            )),
-            path: path.display().to_string(),
-            errors,
-        })
-    }
-}
-
-impl Tracer for QlogFile {
-    fn event(&mut self, now: Instant, event: &TraceEvent<'_>) {
-        if let Some(w) = &mut self.w {
-            w.event(now, event);
-        }
-    }
-}
-
-impl Drop for QlogFile {
-    fn drop(&mut self) {
-        if let Some(w) = self.w.take() {
-            if let Err(e) = w.finish() {
-                if let Ok(mut v) = self.errors.lock() {
-                    v.push(format!("{}: {e}", self.path));
-                }
-            }
-        }
-    }
+) -> std::io::Result<ReportingQlog<File>> {
+    let f = File::options().write(true).create_new(true).open(path)?;
+    let vantage = if role == "sender" {
+        VantagePoint::Client
+    } else {
+        VantagePoint::Server
+    };
+    let w = QlogWriter::new(f, &format!("{flow} ({role})"), role, vantage);
+    Ok(ReportingQlog::new(w, path.display().to_string(), errors))
 }
