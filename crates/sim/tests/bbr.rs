@@ -36,13 +36,7 @@ fn single(scheme_name: &str, cc_name: &str, p: f64) -> f64 {
     // Mean over MULTI_SEEDS seeds, as in [`multi`]: at 30 % loss one seed's outcome is no
     // snapshot either (seed 14 alone gave 0.738 on 2026-11-23 where five CLI seeds average
     // 0.52 ± 0.28).
-    let total: f64 = (SEED..SEED + MULTI_SEEDS)
-        .map(|seed| {
-            let r = run(sim(links.clone(), vec![f.clone()], SECS, seed)).unwrap();
-            r.flows[0].goodput_mbps
-        })
-        .sum();
-    total / MULTI_SEEDS as f64 / (10.0 * (1.0 - p))
+    mean_goodput(&links, &f) / (10.0 * (1.0 - p))
 }
 
 /// Goodput over capacity on a Wi-Fi-like (20 Mbit/s, 20 ms RTT) plus a cellular-like
@@ -60,17 +54,22 @@ fn multi(scheme_name: &str, cc_name: &str, p: f64) -> f64 {
     );
     // Mean over MULTI_SEEDS seeds: fmtcp over uncoupled BBR lands in one of a few discrete
     // outcomes per seed (at 30 % loss about 9, 12 or 15 Mbit/s), so one seed is no snapshot.
+    mean_goodput(&links, &f) / (30.0 * (1.0 - p))
+}
+
+/// Seeds averaged by [`single`] and [`multi`].
+const MULTI_SEEDS: u64 = 4;
+
+/// Mean goodput (Mbit/s) of flow `f` alone on `links` over seeds `SEED..SEED + MULTI_SEEDS`.
+fn mean_goodput(links: &[LinkConfig], f: &FlowConfig) -> f64 {
     let total: f64 = (SEED..SEED + MULTI_SEEDS)
         .map(|seed| {
-            let r = run(sim(links.clone(), vec![f.clone()], SECS, seed)).unwrap();
+            let r = run(sim(links.to_vec(), vec![f.clone()], SECS, seed)).unwrap();
             r.flows[0].goodput_mbps
         })
         .sum();
-    total / MULTI_SEEDS as f64 / (30.0 * (1.0 - p))
+    total / MULTI_SEEDS as f64
 }
-
-/// Seeds averaged by [`multi`].
-const MULTI_SEEDS: u64 = 4;
 
 /// The bound for loss rate `p`.
 fn bound(p: f64) -> f64 {
