@@ -475,3 +475,70 @@ set = { "flows.page.app" = { name = "rpc", requests = 5 } }
         assert!(e.contains(want), "{extra}: {e}");
     }
 }
+
+/// HMTP §IV-B (Figs. 7-8): each path of `scenarios/hmtp/fig8.toml` routes over its own four
+/// links, last hops 1 Mbit/s 10 ms and the others 10 Mbit/s 10 ms as the paper states, path 1
+/// lossy at 0.01, and the sweep varies only path 2's loss. §IV-C (Fig. 10): in
+/// `scenarios/hmtp/fig10.toml` sweep point n has exactly n TCP clients starting within the run,
+/// all on path 2 only.
+#[test]
+fn hmtp_topology_scenarios_route_as_the_paper() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/hmtp");
+    let s = Scenario::load(&dir.join("fig8.toml")).unwrap();
+    let c = &s.config(0, 0).sim;
+    let name = |i: usize| c.links[i].name.as_str();
+    let f = &c.flows[0];
+    let routes: Vec<Vec<&str>> = f
+        .paths
+        .iter()
+        .map(|r| r.iter().map(|&i| name(i)).collect())
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            ["n3-n1", "n1-n5", "n5-n7", "n7-n0"],
+            ["n3-n2", "n2-n6", "n6-n8", "n8-n0"]
+        ]
+    );
+    for route in &f.paths {
+        for (hop, &l) in route.iter().enumerate() {
+            let last_hop = hop == 0 || hop == route.len() - 1;
+            let want = if last_hop { 1_000_000 } else { 10_000_000 };
+            assert_eq!(c.links[l].forward.rate_bps, want, "{}", name(l));
+            assert_eq!(
+                c.links[l].forward.delay,
+                Duration::from_millis(10),
+                "{}",
+                name(l)
+            );
+        }
+    }
+    let loss = |p: usize, route: usize| -> f64 {
+        let c = &s.config(0, p).sim;
+        c.flows[0].paths[route]
+            .iter()
+            .map(|&l| c.links[l].forward.loss.mean_loss())
+            .sum()
+    };
+    for p in 0..s.points.len() {
+        assert!((loss(p, 0) - 0.01).abs() < 1e-12);
+    }
+    let path2: Vec<f64> = (0..s.points.len()).map(|p| loss(p, 1)).collect();
+    assert_eq!(path2, [0.0, 0.01, 0.05, 0.10, 0.20, 0.30]);
+
+    let s = Scenario::load(&dir.join("fig10.toml")).unwrap();
+    for v in 0..s.variants.len() {
+        for p in 0..s.points.len() {
+            let c = &s.config(v, p).sim;
+            let path2 = &c.flows[0].paths[1];
+            let clients: Vec<_> = c.flows[1..]
+                .iter()
+                .filter(|f| f.start < c.duration)
+                .collect();
+            assert_eq!(clients.len(), p, "point {p}");
+            for f in clients {
+                assert_eq!(&f.paths, &[path2.clone()], "{}", f.name);
+            }
+        }
+    }
+}
