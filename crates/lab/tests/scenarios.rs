@@ -537,7 +537,7 @@ fn hmtp_topology_scenarios_route_as_the_paper() {
                 .collect();
             assert_eq!(clients.len(), p, "point {p}");
             for f in clients {
-                assert_eq!(&f.paths, &[path2.clone()], "{}", f.name);
+                assert_eq!(f.paths, std::slice::from_ref(path2), "{}", f.name);
             }
         }
     }
