@@ -68,7 +68,7 @@ pub struct Admission {
 impl Default for Admission {
     /// Auto RETRY, 200 key exchanges per second, 20 per validated address. One IK key
     /// exchange costs the responder about 1 ms of CPU on the 2-core test VM (median under
-    /// load; a RETRY cookie 0.6 µs: `cargo bench -p tributary-proto --bench protect --
+    /// load; a RETRY cookie 0.6 µs: `cargo bench -p tributary-bench --bench protect --
     /// handshake`, docs/performance.md), so the budget bounds handshake work to about a fifth
     /// of one core.
     fn default() -> Self {

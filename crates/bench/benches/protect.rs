@@ -7,7 +7,7 @@
 //! per 1448-byte datagram: CRC-32, seal, open (and AES-128-GCM's seal, for comparison).
 //! Results: `docs/performance.md`.
 //!
-//! `cargo bench -p tributary-proto --bench protect -- --measurement-time 3 --warm-up-time 1`
+//! `cargo bench -p tributary-bench --bench protect -- --measurement-time 3 --warm-up-time 1`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Prints criterion results of the `codec` bench as a Markdown table (median time, and the
-throughput in GB/s and Gbit/s, decimal units). Run after `cargo bench -p tributary-codec`.
+throughput in GB/s and Gbit/s, decimal units). Run after `cargo bench -p tributary-bench`.
 
-    python3 crates/codec/benches/summary.py [target/criterion]
+    python3 crates/bench/benches/summary.py [target/criterion]
 """
 import json
 import pathlib

@@ -3,7 +3,7 @@
 //! in source bytes of the block (k·T) for block operations, or in bytes written for per-symbol
 //! encoding. Results and targets: `docs/codec.md`.
 //!
-//! `cargo bench -p tributary-codec --bench codec -- --measurement-time 2 --warm-up-time 1`
+//! `cargo bench -p tributary-bench --bench codec -- --measurement-time 2 --warm-up-time 1`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand_chacha::ChaCha8Rng;
