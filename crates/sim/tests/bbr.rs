@@ -4,13 +4,16 @@
 //! Target 1: coded schemes over BBR reach ≥ 80 % of the capacity Σ C_i·(1 − p_i) on paths
 //! with 1–5 % random loss and ≥ 60 % at 30 %, single path and multipath. The capacity counts
 //! every byte on the wire (headers included), so these bounds are the issue's as stated.
-//! ARQ schemes over BBR are printed beside (the issue asks them reported, not bounded).
+//! ARQ schemes over BBR are reported beside, not bounded (the issue asks them reported): they
+//! run only when `BBR_ARQ_TABLE=1` is set, because they asserted nothing and were half of this
+//! binary's run time (issue 9, fresh-clone test time).
 //!
 //! Target 2 (share ratio against one CUBIC and one NewReno at a drop-tail bottleneck) is
 //! measured by `scripts/bbr-experiments.sh` and reported in the doc; RFC 6356 goals 1–3 for
 //! `bbr-coupled` are in `cc_goals.rs` beside LIA/OLIA/BALIA.
 //!
-//! `cargo test -p tributary-sim --release --test integration -- --nocapture bbr::` prints the tables.
+//! `BBR_ARQ_TABLE=1 cargo test -p tributary-sim --release --test integration -- --nocapture bbr::`
+//! prints the tables with the ARQ columns.
 
 use crate::common;
 use common::*;
@@ -137,16 +140,32 @@ fn check(kind: &str, cc: &str, p: f64, got: f64) {
 
 const LOSSES: [f64; 3] = [0.01, 0.05, 0.3];
 
+/// Goodput/capacity of the ARQ `scheme_name` by `measure`, or NaN (printed as "NaN": not run)
+/// unless `BBR_ARQ_TABLE=1`: the ARQ columns are reported in docs/experiments/bbr.md, never
+/// asserted.
+fn arq_reference(measure: impl FnOnce() -> f64) -> f64 {
+    if std::env::var("BBR_ARQ_TABLE").is_ok_and(|v| v == "1") {
+        measure()
+    } else {
+        f64::NAN
+    }
+}
+
 #[test]
 fn coded_single_path_over_bbr_reaches_the_capacity_targets() {
     let got: Vec<_> = std::thread::scope(|s| {
         let hs: Vec<_> = LOSSES
             .iter()
-            .map(|&p| s.spawn(move || (p, single("fmtcp", "bbr", p), single("tcp", "bbr", p))))
+            .map(|&p| {
+                s.spawn(move || {
+                    let arq = arq_reference(|| single("tcp", "bbr", p));
+                    (p, single("fmtcp", "bbr", p), arq)
+                })
+            })
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    println!("| loss | fmtcp/bbr | tcp/bbr (ARQ, reported) |");
+    println!("| loss | fmtcp/bbr | tcp/bbr (ARQ, reported; NaN = not run, set BBR_ARQ_TABLE=1) |");
     for (p, c, a) in &got {
         println!("| {:.0} % | {c:.3} | {a:.3} |", p * 100.0);
     }
@@ -164,11 +183,16 @@ fn coded_multipath_over_bbr_reaches_the_capacity_targets() {
     let got: Vec<_> = std::thread::scope(|s| {
         let hs: Vec<_> = cases
             .iter()
-            .map(|&(c, p)| s.spawn(move || (c, p, multi("fmtcp", c, p), multi("mptcp", c, p))))
+            .map(|&(c, p)| {
+                s.spawn(move || {
+                    let arq = arq_reference(|| multi("mptcp", c, p));
+                    (c, p, multi("fmtcp", c, p), arq)
+                })
+            })
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    println!("| cc | loss | fmtcp | mptcp (ARQ, reported) |");
+    println!("| cc | loss | fmtcp | mptcp (ARQ, reported; NaN = not run, set BBR_ARQ_TABLE=1) |");
     for (c, p, f, m) in &got {
         println!("| {c} | {:.0} % | {f:.3} | {m:.3} |", p * 100.0);
     }
