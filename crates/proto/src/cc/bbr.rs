@@ -21,7 +21,8 @@
 //! the first round of a recovery (`BBRModulateCwndForRecovery`). Here random losses change
 //! nothing, and a round whose losses signal a full queue caps the window instead:
 //! - per round trip the controller counts packets delivered and lost and the largest RTT
-//!   sample; a round has *queue evidence* when that RTT exceeds `RTprop · (1 + 0.4)`: BBR's
+//!   sample (a round of fewer than 8 packets is counted together with the next ones, so a
+//!   window at its 4-MSS floor is still judged and can grow back); a round has *queue evidence* when that RTT exceeds `RTprop · (1 + 0.4)`: BBR's
 //!   own probing (gain 5/4 for one RTprop) queues at most 1/4 BDP, so more than that means
 //!   the queue holds more than BBR put there — a drop-tail buffer of ½ BDP or more that
 //!   overflows shows at least 1.5·RTprop;
@@ -75,7 +76,8 @@ pub const INFLIGHT_BETA: f64 = 0.7;
 /// policer also drops with an empty queue, and without a cap the correction would let the
 /// sending rate grow against it without bound; with it, at most twice the policed rate.
 pub const MAX_RANDOM_LOSS: f64 = 0.5;
-/// Minimum packets counted in a round before its loss rate is judged.
+/// Minimum packets counted before a loss rate is judged; rounds with fewer are counted
+/// together with the next ones.
 const MIN_ROUND_PACKETS: u64 = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -296,24 +298,28 @@ impl PathBbr {
             return;
         }
         let total = self.round_acked + self.round_lost;
-        if total >= MIN_ROUND_PACKETS {
-            let loss = self.round_lost as f64 / total as f64;
-            let queue = self.rtprop.is_some_and(|rt| {
-                self.round_max_rtt.as_secs_f64() > rt.as_secs_f64() * (1.0 + QUEUE_EVIDENCE)
-            });
-            if !queue {
-                self.p_rand += (loss - self.p_rand) / 8.0;
-            } else if loss > self.p_rand + LOSS_THRESH {
-                self.congestive_rounds += 1;
-                let bound = (INFLIGHT_BETA * rs.prior_in_flight as f64) as u64;
-                self.inflight_hi = bound.max(MIN_PIPE_PACKETS * self.mss);
-                self.hi_growth = self.mss;
-            } else {
-                self.grow_inflight_hi();
-            }
-            if !queue {
-                self.grow_inflight_hi();
-            }
+        if total < MIN_ROUND_PACKETS {
+            // Too few packets to judge a loss rate: the count goes on into the next round.
+            // (Judging and resetting every round would freeze a window bounded at 4 MSS:
+            // such rounds never reach 8 packets, so `inflight_hi` could never grow back.)
+            return;
+        }
+        let loss = self.round_lost as f64 / total as f64;
+        let queue = self.rtprop.is_some_and(|rt| {
+            self.round_max_rtt.as_secs_f64() > rt.as_secs_f64() * (1.0 + QUEUE_EVIDENCE)
+        });
+        if !queue {
+            self.p_rand += (loss - self.p_rand) / 8.0;
+        } else if loss > self.p_rand + LOSS_THRESH {
+            self.congestive_rounds += 1;
+            let bound = (INFLIGHT_BETA * rs.prior_in_flight as f64) as u64;
+            self.inflight_hi = bound.max(MIN_PIPE_PACKETS * self.mss);
+            self.hi_growth = self.mss;
+        } else {
+            self.grow_inflight_hi();
+        }
+        if !queue {
+            self.grow_inflight_hi();
         }
         self.round_acked = 0;
         self.round_lost = 0;
@@ -729,6 +735,35 @@ mod tests {
             d.round(&mut cc, 100, 0, 1.4e6, 50);
         }
         assert_eq!(d.view.cwnd, free);
+    }
+
+    /// A window bounded at the minimum (4 MSS) still grows back: rounds of fewer than
+    /// `MIN_ROUND_PACKETS` packets are judged together. (Judged and forgotten one at a time,
+    /// they never were, and a flow cut to 4 MSS by a competitor's slow start stayed there:
+    /// nc-mptcp video at 0.11 Mbit/s in the comparison suite's `shared` mix.)
+    #[test]
+    fn a_window_at_the_floor_grows_back() {
+        let mut cc = Bbr::default();
+        let mut d = Driver::new();
+        for _ in 0..40 {
+            d.round(&mut cc, 100, 0, 1.4e6, 50);
+        }
+        let free = d.view.cwnd;
+        // Heavy congestive losses cut the bound to the floor.
+        for _ in 0..20 {
+            d.round(&mut cc, 50, 50, 1.4e6, 90);
+        }
+        assert!(
+            d.view.cwnd <= MIN_PIPE_PACKETS * MSS + MSS,
+            "{}",
+            d.view.cwnd
+        );
+        // Then rounds of 3 packets each (what a 4-MSS window delivers per round), no loss,
+        // RTT at its minimum: the bound must be probed away within a few dozen rounds.
+        for _ in 0..60 {
+            d.round(&mut cc, 3, 0, 1.4e6, 50);
+        }
+        assert_eq!(d.view.cwnd, free, "window stuck at {}", d.view.cwnd);
     }
 
     /// The coupled variant's weight is the path's share of the summed BtlBw, and scales
