@@ -101,8 +101,9 @@
 //! fast NC subflow, with capacity that would otherwise go unused, and the slow segments arrive
 //! as late symbols. Counted apart (`coded_unblock`) from the repairs. Off by default: it lifts
 //! bulk goodput with a slow subflow (docs/experiments/nc-mptcp.md, Fig. 4 and Table II), but in
-//! the comparison suite's `shared` mix with BBR and the `video` application it stalled the
-//! flow (11 of 375 frames delivered, against 360 without it); the cause is not found yet.
+//! the comparison suite's `shared` mix with BBR and the `video` application it delivers fewer
+//! frames on time (258 of 375 against 354 without it, 2026-11-26). Its earlier stall there
+//! (9 frames) was a BBR bug, fixed since (a window cut to 4 MSS never grew back).
 //!
 //! **Receiver.** One progressive RLNC decoder per generation inside the receive window;
 //! regular segments enter it as unit vectors. Every source segment that becomes known (a
