@@ -306,6 +306,51 @@ fn on_off_source_offers_its_mean_load_unreliably() {
     assert!(rx["delay_ms"]["p50"].as_f64().unwrap() >= 10.0);
 }
 
+/// A greedy TCP competitor marked `background = true` does not keep the run going: the run
+/// stops when the measured file transfer is done (not at the 300 s limit), and the competitor
+/// really competed (it moved data and the file took longer than alone). Without the flag the
+/// same competitor keeps the run to its full duration (the stop rule of docs/scenarios.md).
+#[test]
+fn background_bulk_competes_without_keeping_the_run_going() {
+    let run_with = |bg: Option<bool>| {
+        let mut flows = vec![tcp_flow("file", file(2_000_000))];
+        if let Some(background) = bg {
+            flows.push(tcp_flow(
+                "greedy",
+                app("bulk", serde_json::json!({ "background": background })),
+            ));
+        }
+        run(sim(vec![link("l", 10_000_000, 10, 50, 0.0)], flows, 300, 1)).unwrap()
+    };
+    let alone = run_with(None);
+    let shared = run_with(Some(true));
+    let held = run_with(Some(false));
+    let done = |r: &SimResult| r.flows[0].completion_s.expect("the file completes");
+    assert!(
+        (alone.sim_seconds - done(&alone)).abs() < 1.0,
+        "{}",
+        alone.sim_seconds
+    );
+    assert!(
+        (shared.sim_seconds - done(&shared)).abs() < 1.0,
+        "a background flow kept the run going to {} s (file done at {} s)",
+        shared.sim_seconds,
+        done(&shared)
+    );
+    assert!(shared.flows[1].bytes_delivered > 0);
+    assert!(
+        done(&shared) > 1.2 * done(&alone),
+        "{} vs {}",
+        done(&shared),
+        done(&alone)
+    );
+    assert!(
+        (held.sim_seconds - 300.0).abs() < 1e-9,
+        "{}",
+        held.sim_seconds
+    );
+}
+
 // -------------------------------------------------------------- observability
 
 /// Per-path series: one sample per interval while the flow lives; the throughput column

@@ -18,6 +18,10 @@ pub struct BulkConfig {
     /// Receiving application's read rate, bit/s (`None`: reads as data arrives).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_rate: Option<Rate>,
+    /// Background traffic: the flow does not keep the run going ([`Lifetime::Background`]),
+    /// so a run with a greedy TCP competitor still stops when the measured flows are done.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 /// Options of `file`.
@@ -36,11 +40,18 @@ pub(super) const BULK: Entry<dyn AppFactory> = Entry {
     aliases: &[],
     summary: "writes whenever the connection accepts data, for the whole run (a flow without \
               `bytes`)",
-    options: &[OptionDoc {
-        key: "read_rate",
-        doc: "receiver reads at most this rate (1 ms ticks); unset: reads as data arrives \
-              (the flow's `read_rate`)",
-    }],
+    options: &[
+        OptionDoc {
+            key: "read_rate",
+            doc: "receiver reads at most this rate (1 ms ticks); unset: reads as data arrives \
+                  (the flow's `read_rate`)",
+        },
+        OptionDoc {
+            key: "background",
+            doc: "background traffic: the flow does not keep the run going (a run stops when \
+                  the other flows are done, as with `on-off`)",
+        },
+    ],
     make: |o| Ok(Arc::new(registry::from_options::<BulkConfig>(o)?)),
 };
 
@@ -76,7 +87,11 @@ impl Factory for BulkConfig {
 
 impl AppFactory for BulkConfig {
     fn lifetime(&self) -> Lifetime {
-        Lifetime::Endless
+        if self.background {
+            Lifetime::Background
+        } else {
+            Lifetime::Endless
+        }
     }
     fn build(&self, ctx: &AppContext) -> (Box<dyn AppHalf>, Box<dyn AppHalf>) {
         (
