@@ -8,7 +8,8 @@ our simulator and the time we had allow (every choice is stated in docs/experime
   default queue: rate x RTT in 1500-byte packets, at least 20);
 - background (§IV-A): two on-off UDP flows on each bottleneck (Pareto on-times, exponential
   off-times): a steadier one (mean on 5 s, off 1 s) and a bursty one (on 1 s, off 2 s), at
-  20 % and 25 % of the bottleneck's rate while on; no greedy TCP background (see the report);
+  20 % and 25 % of the bottleneck's rate while on; the bulk experiments also exist with the TCP
+  background (*-tcpbg.toml: one greedy and one rate-limited CUBIC TCP per bottleneck);
 - TCP experiments (TCP-dFEC, TCP-IR against TCP) run on one path with B1's rate and loss and
   the RTT swept over 25/100/400 ms, as §V-A varies "25, 100 and 400 ms";
 - workloads: bulk file, H.264-like video (3.4 Mbit/s, 25 fps, GOP 12, I = 5 P), HTTP/2-like
@@ -66,8 +67,28 @@ values = [{values}]
 """
 
 
-def background(link, rate_mbps):
-    return f"""
+def background(link, rate_mbps, tcp=False):
+    """The on-off UDP flows; with `tcp`, also §IV-A's TCP background: one greedy TCP and one
+    rate-limited TCP (150 packets/s of 1400 B = 1.68 Mbit/s, limited by its reader), both CUBIC
+    as Linux's default, both `background = true` so they do not keep the run going."""
+    extra = ""
+    if tcp:
+        extra = f"""
+[[flows]]
+name = "bg-greedy-{link}"
+paths = ["{link}"]
+scheme = "tcp"
+cc = "cubic"
+app = {{ name = "bulk", background = true }}
+
+[[flows]]
+name = "bg-limited-{link}"
+paths = ["{link}"]
+scheme = "tcp"
+cc = "cubic"
+app = {{ name = "bulk", background = true, read_rate = "1.68Mbps" }}
+"""
+    return extra + f"""
 [[flows]]
 name = "bg-steady-{link}"
 paths = ["{link}"]
@@ -92,9 +113,9 @@ repetitions = {reps}
 """
 
 
-def single_path(workload, app, variants, losses, reps, extra_sweep="", rtt_fixed=None):
+def single_path(workload, app, variants, losses, reps, extra_sweep="", rtt_fixed=None, tcp_bg=False):
     delay = f"{rtt_fixed / 2:g}ms" if rtt_fixed else "12.5ms"
-    name = f"dfec-tcp-{workload}" + (f"-{rtt_fixed}ms" if rtt_fixed else "")
+    name = f"dfec-tcp-{workload}" + (f"-{rtt_fixed}ms" if rtt_fixed else "") + ("-tcpbg" if tcp_bg else "")
     s = header(name, f"TCP-dFEC vs TCP (and TCP-IR): {workload} on one 20 Mbit/s path", "300s", reps)
     s += f"""
 [[links]]
@@ -110,7 +131,7 @@ scheme = "tcp"
 cc = "new-reno"
 app = {app}
 """
-    s += background("p", 20)
+    s += background("p", 20, tcp_bg)
     for v in variants:
         scheme = '"tcp"' if v == "tcp" else f'"{v}"'
         s += f"""
@@ -125,9 +146,9 @@ set = {{ "flows.main.scheme" = {scheme} }}
     return name, s
 
 
-def multipath(workload, app, losses, reps, extra_sweep="", rtt_fixed=None):
+def multipath(workload, app, losses, reps, extra_sweep="", rtt_fixed=None, tcp_bg=False):
     delay = f"{rtt_fixed / 2:g}ms" if rtt_fixed else "12.5ms"
-    name = f"dfec-mptcp-{workload}" + (f"-{rtt_fixed}ms" if rtt_fixed else "")
+    name = f"dfec-mptcp-{workload}" + (f"-{rtt_fixed}ms" if rtt_fixed else "") + ("-tcpbg" if tcp_bg else "")
     s = header(name, f"MPTCP-dFEC vs MPTCP: {workload} over B1 (20 Mbit/s, 25 ms, lossy) and B2 (10 Mbit/s)", "300s", reps)
     s += f"""
 [[links]]
@@ -147,8 +168,8 @@ scheme = "mptcp"
 cc = "lia"
 app = {app}
 """
-    s += background("b1", 20)
-    s += background("b2", 10)
+    s += background("b1", 20, tcp_bg)
+    s += background("b2", 10, tcp_bg)
     s += """
 [[variants]]
 name = "mptcp"
@@ -195,6 +216,9 @@ def main():
     bulk = '{ name = "file", bytes = "4MB" }'
     files.append(single_path("bulk", bulk, ["tcp", "dfec", "tcp-ir"], LOSSES, 5))
     files.append(multipath("bulk", bulk, LOSSES, 5))
+    # The same bulk experiments with §IV-A's TCP background added (greedy + rate-limited TCP).
+    files.append(single_path("bulk", bulk, ["tcp", "dfec", "tcp-ir"], LOSSES, 5, tcp_bg=True))
+    files.append(multipath("bulk", bulk, LOSSES, 5, tcp_bg=True))
     for rtt in RTTS:
         # Ablation (docs/experiments/dfec.md): dfec with the default duplicate-ACK threshold.
         for f in (single_path("video", video_app(rtt), ["tcp", "dfec"], SHORT_LOSSES, 3, rtt_fixed=rtt),

@@ -7,7 +7,7 @@ out=${1:?usage: run.sh OUTDIR}
 here=$(dirname "$0")
 bin=${TRIBUTARY:-target/release/tributary}
 mkdir -p "$out"
-for f in tcp-bulk mptcp-bulk tcp-web mptcp-web \
+for f in tcp-bulk mptcp-bulk tcp-bulk-tcpbg mptcp-bulk-tcpbg tcp-web mptcp-web \
          tcp-video-25ms tcp-video-100ms tcp-video-400ms \
          mptcp-video-25ms mptcp-video-100ms mptcp-video-400ms; do
     if [ -e "$out/$f.json" ]; then
