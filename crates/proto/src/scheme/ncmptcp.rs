@@ -1059,8 +1059,14 @@ pub struct NcReceiver {
     done: BTreeMap<u64, u64>,
     /// Decoded generations whose status has not yet gone out [`FRESH_REPORTS`] times.
     fresh: BTreeMap<u64, u8>,
+    /// Decoders of finished generations, reset and reused for new ones (at most
+    /// [`SPARE_DECODERS`]), so a generation does not allocate and zero its buffers.
+    spare: Vec<RlncDecoder>,
     stats: NcStats,
 }
+
+/// Finished decoders kept for reuse by the receiver.
+const SPARE_DECODERS: usize = 4;
 
 impl NcReceiver {
     fn new(g: usize, seg: usize) -> Self {
@@ -1070,7 +1076,15 @@ impl NcReceiver {
             gens: BTreeMap::new(),
             done: BTreeMap::new(),
             fresh: BTreeMap::new(),
+            spare: Vec::new(),
             stats: NcStats::default(),
+        }
+    }
+
+    /// Keeps a finished generation's decoder for reuse.
+    fn recycle(&mut self, dec: RlncDecoder) {
+        if self.spare.len() < SPARE_DECODERS {
+            self.spare.push(dec);
         }
     }
 
@@ -1132,10 +1146,14 @@ impl NcReceiver {
                 let Ok(c) = RlncConfig::new(k, t) else {
                     return Err(SchemeError::Invalid("bad generation"));
                 };
-                e.insert(RxGen {
-                    len,
-                    dec: RlncDecoder::new(c),
-                })
+                let dec = match self.spare.pop() {
+                    Some(mut d) => {
+                        d.reset(c);
+                        d
+                    }
+                    None => RlncDecoder::new(c),
+                };
+                e.insert(RxGen { len, dec })
             }
         };
         if rg.len != len {
@@ -1166,7 +1184,9 @@ impl NcReceiver {
             }
         }
         if progress.complete {
-            self.gens.remove(&start);
+            if let Some(rg) = self.gens.remove(&start) {
+                self.recycle(rg.dec);
+            }
             self.done.insert(start, len);
             self.fresh.insert(start, FRESH_REPORTS);
             self.stats.generations_decoded += 1;
@@ -1187,7 +1207,8 @@ impl NcReceiver {
             if e.key() + e.get().len > contiguous {
                 break;
             }
-            e.remove();
+            let rg = e.remove();
+            self.recycle(rg.dec);
         }
         Ok(())
     }
