@@ -277,25 +277,43 @@ impl RlncEncoder {
     /// `i·T..(i+1)·T`).
     pub fn new(config: RlncConfig, generation: &[u8]) -> Result<Self> {
         check_len(config.generation_bytes(), generation.len())?;
-        let kernel = Kernel::best();
+        Ok(Self::from_fn(config, |d| d.copy_from_slice(generation)))
+    }
+
+    /// An encoder whose generation `fill` writes (it is handed g·T zero bytes).
+    pub fn from_fn(config: RlncConfig, fill: impl FnOnce(&mut [u8])) -> Self {
+        let mut enc = Self {
+            config,
+            data: Vec::new(),
+            nibbles: Vec::new(),
+            coeffs: Vec::new(),
+            kernel: Kernel::best(),
+        };
+        enc.reset_with(config, fill);
+        enc
+    }
+
+    /// Makes this an encoder for a new generation of `config`, keeping the allocations:
+    /// `fill` writes the g·T bytes of the generation (it is handed them zeroed).
+    pub fn reset_with(&mut self, config: RlncConfig, fill: impl FnOnce(&mut [u8])) {
         let t = config.symbol_size;
-        let mut nibbles = Vec::new();
-        if kernel.prefers_split() {
-            nibbles = vec![0; 2 * config.generation_bytes()];
-            for (slot, src) in nibbles
+        self.config = config;
+        self.data.clear();
+        self.data.resize(config.generation_bytes(), 0);
+        fill(&mut self.data);
+        self.coeffs.clear();
+        self.coeffs.resize(config.generation_size, 0);
+        self.nibbles.clear();
+        if self.kernel.prefers_split() {
+            self.nibbles.resize(2 * config.generation_bytes(), 0);
+            for (slot, src) in self
+                .nibbles
                 .chunks_exact_mut(2 * t)
-                .zip(generation.chunks_exact(t))
+                .zip(self.data.chunks_exact(t))
             {
                 store_split(slot, src);
             }
         }
-        Ok(Self {
-            config,
-            data: generation.to_vec(),
-            nibbles,
-            coeffs: vec![0; config.generation_size],
-            kernel,
-        })
     }
 
     /// The configuration.
