@@ -289,6 +289,36 @@ impl Kernel {
         }
     }
 
+    /// Whether [`Kernel::mul_multi_strided_unchecked`] is a kernel of its own (callers
+    /// otherwise group the terms themselves).
+    pub(crate) fn has_strided(self) -> bool {
+        matches!(self, Kernel::Gfni512)
+    }
+
+    /// `dst (^)= Σ coeffs[j]·block[j·stride..][..dst.len()]` (`add`: XOR into `dst`; else
+    /// overwrite it), zero coefficients skipped. Only for kernels where
+    /// [`Kernel::has_strided`]; others do nothing.
+    ///
+    /// # Safety
+    /// `self` is available and `block` holds `(coeffs.len() − 1)·stride + dst.len()` bytes.
+    pub(crate) unsafe fn mul_multi_strided_unchecked(
+        self,
+        dst: &mut [u8],
+        coeffs: &[u8],
+        block: &[u8],
+        stride: usize,
+        add: bool,
+    ) {
+        debug_assert!(coeffs.is_empty() || (coeffs.len() - 1) * stride + dst.len() <= block.len());
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Gfni512 => unsafe {
+                x86::mul_multi_strided_gfni512(dst, coeffs, block, stride, add)
+            },
+            _ => {}
+        }
+    }
+
     /// # Safety
     /// `self` is available and every source has `dst.len()` bytes.
     pub(crate) unsafe fn mul_multi_unchecked(self, dst: &mut [u8], srcs: &[(u8, &[u8])]) {
@@ -845,65 +875,111 @@ mod x86 {
     /// `dst` (zero for no sources).
     #[target_feature(enable = "avx512f,avx512bw,gfni")]
     pub(super) unsafe fn mul_multi_gfni512<const ADD: bool>(dst: &mut [u8], srcs: &[(u8, &[u8])]) {
+        unsafe { multi_512(dst, srcs.iter().map(|&(c, s)| (c, s.as_ptr())), ADD) }
+    }
+
+    /// [`mul_multi_gfni512`] for sources `block[j·stride..][..dst.len()]` with coefficients
+    /// `coeffs[j]`; zero coefficients are skipped.
+    #[target_feature(enable = "avx512f,avx512bw,gfni")]
+    pub(super) unsafe fn mul_multi_strided_gfni512(
+        dst: &mut [u8],
+        coeffs: &[u8],
+        block: &[u8],
+        stride: usize,
+        add: bool,
+    ) {
+        let p = block.as_ptr();
+        unsafe {
+            multi_512(
+                dst,
+                coeffs
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &c)| c != 0)
+                    .map(|(j, &c)| (c, p.add(j * stride))),
+                add,
+            )
+        }
+    }
+
+    /// The body of the multi-source kernels: every `(c, src)` source has `dst.len()` bytes.
+    #[inline(always)]
+    unsafe fn multi_512(
+        dst: &mut [u8],
+        mut srcs: impl Iterator<Item = (u8, *const u8)>,
+        mut add: bool,
+    ) {
         let len = dst.len();
         let d = dst.as_mut_ptr();
-        if srcs.is_empty() {
-            if !ADD {
-                dst.fill(0);
+        let mut cv = [unsafe { _mm512_setzero_si512() }; GROUP_512];
+        let mut sp = [std::ptr::null::<u8>(); GROUP_512];
+        loop {
+            let mut n = 0;
+            for (c, s) in srcs.by_ref() {
+                cv[n] = unsafe { _mm512_set1_epi8(c as i8) };
+                sp[n] = s;
+                n += 1;
+                if n == GROUP_512 {
+                    break;
+                }
             }
-            return;
+            if n == 0 {
+                if !add {
+                    dst.fill(0);
+                }
+                return;
+            }
+            unsafe { pass_512(d, len, &cv[..n], &sp[..n], add) };
+            add = true;
+            if n < GROUP_512 {
+                return;
+            }
         }
-        for (gi, group) in srcs.chunks(GROUP_512).enumerate() {
-            let add = ADD || gi > 0;
-            let n = group.len();
-            unsafe {
-                let mut cv = [_mm512_setzero_si512(); GROUP_512];
-                let mut sp = [std::ptr::null::<u8>(); GROUP_512];
-                for (j, &(c, s)) in group.iter().enumerate() {
-                    cv[j] = _mm512_set1_epi8(c as i8);
-                    sp[j] = s.as_ptr();
+    }
+
+    /// One pass: `dst[..len] (^)= Σ cv[j]·sp[j][..len]`.
+    #[inline(always)]
+    unsafe fn pass_512(d: *mut u8, len: usize, cv: &[__m512i], sp: &[*const u8], add: bool) {
+        unsafe {
+            let mut i = 0;
+            while i + 128 <= len {
+                let (mut a, mut b) = if add {
+                    (load64(d.add(i)), load64(d.add(i + 64)))
+                } else {
+                    (_mm512_setzero_si512(), _mm512_setzero_si512())
+                };
+                for (&c, &s) in cv.iter().zip(sp) {
+                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(load64(s.add(i)), c));
+                    b = _mm512_xor_si512(b, _mm512_gf2p8mul_epi8(load64(s.add(i + 64)), c));
                 }
-                let (cv, sp) = (&cv[..n], &sp[..n]);
-                let mut i = 0;
-                while i + 128 <= len {
-                    let (mut a, mut b) = if add {
-                        (load64(d.add(i)), load64(d.add(i + 64)))
-                    } else {
-                        (_mm512_setzero_si512(), _mm512_setzero_si512())
-                    };
-                    for (&c, &s) in cv.iter().zip(sp) {
-                        a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(load64(s.add(i)), c));
-                        b = _mm512_xor_si512(b, _mm512_gf2p8mul_epi8(load64(s.add(i + 64)), c));
-                    }
-                    store64(d.add(i), a);
-                    store64(d.add(i + 64), b);
-                    i += 128;
+                store64(d.add(i), a);
+                store64(d.add(i + 64), b);
+                i += 128;
+            }
+            if i + 64 <= len {
+                let mut a = if add {
+                    load64(d.add(i))
+                } else {
+                    _mm512_setzero_si512()
+                };
+                for (&c, &s) in cv.iter().zip(sp) {
+                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(load64(s.add(i)), c));
                 }
-                if i + 64 <= len {
-                    let mut a = if add {
-                        load64(d.add(i))
-                    } else {
-                        _mm512_setzero_si512()
-                    };
-                    for (&c, &s) in cv.iter().zip(sp) {
-                        a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(load64(s.add(i)), c));
-                    }
-                    store64(d.add(i), a);
-                    i += 64;
+                store64(d.add(i), a);
+                i += 64;
+            }
+            if i < len {
+                let m = tail_mask(len - i);
+                let mut a = if add {
+                    _mm512_maskz_loadu_epi8(m, d.add(i) as *const i8)
+                } else {
+                    _mm512_setzero_si512()
+                };
+                for (&c, &s) in cv.iter().zip(sp) {
+                    let x = _mm512_maskz_loadu_epi8(m, s.add(i) as *const i8);
+                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(x, c));
                 }
-                if i < len {
-                    let m = tail_mask(len - i);
-                    let mut a = if add {
-                        _mm512_maskz_loadu_epi8(m, d.add(i) as *const i8)
-                    } else {
-                        _mm512_setzero_si512()
-                    };
-                    for (&c, &s) in cv.iter().zip(sp) {
-                        let x = _mm512_maskz_loadu_epi8(m, s.add(i) as *const i8);
-                        a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(x, c));
-                    }
-                    _mm512_mask_storeu_epi8(d.add(i) as *mut i8, m, a);
-                }
+                _mm512_mask_storeu_epi8(d.add(i) as *mut i8, m, a);
             }
         }
     }
@@ -1012,6 +1088,43 @@ mod tests {
                     // SAFETY: the kernel is available; every slice has `len` bytes.
                     unsafe { kernel.mul_add_multi_split_unchecked(&mut got, &terms) };
                     assert_eq!(got, want, "{kernel:?}, len {len}, {n} sources");
+                }
+            }
+        }
+    }
+
+    /// The strided multi-source kernel equals the scalar multiply-add, overwriting or adding,
+    /// with zero coefficients among the terms and lengths around the 64-byte windows.
+    #[test]
+    fn strided_kernel_matches_scalar() {
+        let mut x = 0x9876_5432u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        };
+        for kernel in Kernel::available().into_iter().filter(|k| k.has_strided()) {
+            for len in [1, 16, 31, 32, 63, 64, 65, 127, 128, 129, 1380] {
+                for n in [0, 1, 5, 16, 17, 33] {
+                    let stride = len + usize::from(next() % 3);
+                    let block: Vec<u8> = (0..n * stride + len).map(|_| next()).collect();
+                    let cs: Vec<u8> = (0..n)
+                        .map(|_| if next() % 4 == 0 { 0 } else { next() })
+                        .collect();
+                    let init: Vec<u8> = (0..len).map(|_| next()).collect();
+                    for add in [false, true] {
+                        let mut want = if add { init.clone() } else { vec![0; len] };
+                        for (j, &c) in cs.iter().enumerate() {
+                            scalar::mul_add(&mut want, &block[j * stride..j * stride + len], c);
+                        }
+                        let mut got = init.clone();
+                        // SAFETY: the kernel is available; `block` holds n strided sources.
+                        unsafe {
+                            kernel.mul_multi_strided_unchecked(&mut got, &cs, &block, stride, add)
+                        };
+                        assert_eq!(got, want, "{kernel:?}, len {len}, {n} sources, add {add}");
+                    }
                 }
             }
         }

@@ -344,7 +344,13 @@ impl RlncEncoder {
             return Ok(());
         }
         coefficients_into(&self.config, coding, &mut self.coeffs)?;
-        if self.nibbles.is_empty() {
+        if self.kernel.has_strided() {
+            // SAFETY: the kernel is available; `data` holds g symbols of T = `out.len()` bytes.
+            unsafe {
+                self.kernel
+                    .mul_multi_strided_unchecked(out, &self.coeffs, &self.data, t, false)
+            };
+        } else if self.nibbles.is_empty() {
             combine(
                 self.kernel,
                 out,
@@ -533,18 +539,31 @@ impl RlncDecoder {
         // Rows are reduced (zero in every other pivot column), so the multiplier of row j is
         // the symbol's original coefficient j, whatever order rows are subtracted in: the
         // reduction is one combination of the stored rows with those coefficients.
-        self.multipliers.copy_from_slice(coeffs);
-        let has_row = &self.has_row;
-        combine(
-            self.kernel,
-            &mut self.scratch,
-            self.multipliers
-                .iter()
-                .zip(self.rows.chunks_exact(2 * g))
-                .zip(has_row)
-                .map(|((&m, row), &has)| (if has { m } else { 0 }, row)),
-            true,
-        );
+        for ((m, &c), &has) in self.multipliers.iter_mut().zip(&*coeffs).zip(&self.has_row) {
+            *m = if has { c } else { 0 };
+        }
+        if self.kernel.has_strided() {
+            // SAFETY: the kernel is available; `rows` holds g rows of 2·g bytes.
+            unsafe {
+                self.kernel.mul_multi_strided_unchecked(
+                    &mut self.scratch,
+                    &self.multipliers,
+                    &self.rows,
+                    2 * g,
+                    true,
+                )
+            };
+        } else {
+            combine(
+                self.kernel,
+                &mut self.scratch,
+                self.multipliers
+                    .iter()
+                    .copied()
+                    .zip(self.rows.chunks_exact(2 * g)),
+                true,
+            );
+        }
         let Some(p) = self.scratch[..g].iter().position(|&c| c != 0) else {
             return false;
         };
