@@ -889,16 +889,37 @@ mod x86 {
         add: bool,
     ) {
         let p = block.as_ptr();
-        unsafe {
-            multi_512(
-                dst,
-                coeffs
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &c)| c != 0)
-                    .map(|(j, &c)| (c, p.add(j * stride))),
-                add,
-            )
+        let len = dst.len();
+        let d = dst.as_mut_ptr();
+        let mut add = add;
+        let mut cv = [_mm512_setzero_si512(); GROUP_512];
+        let mut sp = [std::ptr::null::<u8>(); GROUP_512];
+        let mut j = 0;
+        loop {
+            // Gather the next group of non-zero terms (plain loop: iterator adaptors here were
+            // not inlined into this function).
+            let mut n = 0;
+            while j < coeffs.len() && n < GROUP_512 {
+                let c = coeffs[j];
+                if c != 0 {
+                    cv[n] = _mm512_set1_epi8(c as i8);
+                    // SAFETY: inside `block` (caller's contract).
+                    sp[n] = unsafe { p.add(j * stride) };
+                    n += 1;
+                }
+                j += 1;
+            }
+            if n == 0 {
+                if !add {
+                    dst.fill(0);
+                }
+                return;
+            }
+            unsafe { pass_512(d, len, &cv[..n], &sp[..n], add) };
+            add = true;
+            if j >= coeffs.len() {
+                return;
+            }
         }
     }
 
