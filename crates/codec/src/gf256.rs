@@ -7,6 +7,9 @@
 //! The hot loop of RLNC is `dst ^= c·src` over symbol-sized byte slices ([`mul_add`]). It is
 //! dispatched at run time to the fastest [`Kernel`] the CPU has:
 //!
+//! * [`Kernel::Gfni512`]: `VGF2P8MULB` on 64-byte AVX-512 registers, one instruction per 64
+//!   products; a ragged end is one masked load and store (AVX-512BW), and the multi-source
+//!   kernel accumulates up to 16 sources in registers per pass over `dst`;
 //! * [`Kernel::Gfni`]: `VGF2P8MULB` on 32-byte AVX registers, one instruction per 32 products;
 //! * [`Kernel::Avx2`]: split-table multiply, `c·b = lo[b & 15] ^ hi[b >> 4]` with the two
 //!   16-entry tables looked up by `VPSHUFB` on 32 bytes at a time;
@@ -93,9 +96,18 @@ pub enum Kernel {
     Avx2,
     /// 32-byte `VGF2P8MULB` (x86-64 with GFNI and AVX2).
     Gfni,
+    /// 64-byte `VGF2P8MULB` with masked ragged ends (x86-64 with GFNI, AVX-512F and
+    /// AVX-512BW).
+    Gfni512,
 }
 
-const ALL_KERNELS: [Kernel; 4] = [Kernel::Scalar, Kernel::Ssse3, Kernel::Avx2, Kernel::Gfni];
+const ALL_KERNELS: [Kernel; 5] = [
+    Kernel::Scalar,
+    Kernel::Ssse3,
+    Kernel::Avx2,
+    Kernel::Gfni,
+    Kernel::Gfni512,
+];
 
 static BEST: AtomicU8 = AtomicU8::new(u8::MAX);
 
@@ -111,6 +123,12 @@ impl Kernel {
             #[cfg(target_arch = "x86_64")]
             Kernel::Gfni => {
                 std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("gfni")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Gfni512 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
                     && std::arch::is_x86_feature_detected!("gfni")
             }
             #[cfg(not(target_arch = "x86_64"))]
@@ -186,6 +204,20 @@ impl Kernel {
         Ok(())
     }
 
+    /// `dst = Σ cⱼ·srcⱼ` (zero for no sources): [`Kernel::mul_add_multi`] without reading
+    /// `dst` first.
+    ///
+    /// Errors if any source length differs from `dst`, or the CPU lacks the kernel.
+    pub fn mul_multi(self, dst: &mut [u8], srcs: &[(u8, &[u8])]) -> Result<()> {
+        self.check()?;
+        for (_, s) in srcs {
+            check_len(dst.len(), s.len())?;
+        }
+        // SAFETY: availability and equal lengths were checked above.
+        unsafe { self.mul_multi_unchecked(dst, srcs) };
+        Ok(())
+    }
+
     /// `dst[i] ^= src[i]` (addition in the field).
     ///
     /// Errors if the lengths differ or the CPU lacks the kernel.
@@ -211,6 +243,8 @@ impl Kernel {
             (Kernel::Avx2, _) => unsafe { x86::mul_add_avx2(dst, src, c) },
             #[cfg(target_arch = "x86_64")]
             (Kernel::Gfni, _) => unsafe { x86::mul_add_gfni(dst, src, c) },
+            #[cfg(target_arch = "x86_64")]
+            (Kernel::Gfni512, _) => unsafe { x86::mul_add_gfni512(dst, src, c) },
             #[cfg(not(target_arch = "x86_64"))]
             _ => scalar::mul_add(dst, src, c),
         }
@@ -230,6 +264,8 @@ impl Kernel {
             (Kernel::Avx2, _) => unsafe { x86::mul_avx2(dst, src, c) },
             #[cfg(target_arch = "x86_64")]
             (Kernel::Gfni, _) => unsafe { x86::mul_gfni(dst, src, c) },
+            #[cfg(target_arch = "x86_64")]
+            (Kernel::Gfni512, _) => unsafe { x86::mul_gfni512(dst, src, c) },
             #[cfg(not(target_arch = "x86_64"))]
             _ => scalar::mul(dst, src, c),
         }
@@ -240,6 +276,8 @@ impl Kernel {
     pub(crate) unsafe fn mul_add_multi_unchecked(self, dst: &mut [u8], srcs: &[(u8, &[u8])]) {
         match self {
             #[cfg(target_arch = "x86_64")]
+            Kernel::Gfni512 => unsafe { x86::mul_multi_gfni512::<true>(dst, srcs) },
+            #[cfg(target_arch = "x86_64")]
             Kernel::Gfni => unsafe { x86::mul_add_multi_gfni(dst, srcs) },
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => unsafe { x86::mul_add_multi_avx2(dst, srcs) },
@@ -247,6 +285,49 @@ impl Kernel {
                 for &(c, s) in srcs {
                     unsafe { self.mul_add_unchecked(dst, s, c) };
                 }
+            }
+        }
+    }
+
+    /// Whether [`Kernel::mul_multi_strided_unchecked`] is a kernel of its own (callers
+    /// otherwise group the terms themselves).
+    pub(crate) fn has_strided(self) -> bool {
+        matches!(self, Kernel::Gfni512)
+    }
+
+    /// `dst (^)= Σ coeffs[j]·block[j·stride..][..dst.len()]` (`add`: XOR into `dst`; else
+    /// overwrite it), zero coefficients skipped. Only for kernels where
+    /// [`Kernel::has_strided`]; others do nothing.
+    ///
+    /// # Safety
+    /// `self` is available and `block` holds `(coeffs.len() − 1)·stride + dst.len()` bytes.
+    pub(crate) unsafe fn mul_multi_strided_unchecked(
+        self,
+        dst: &mut [u8],
+        coeffs: &[u8],
+        block: &[u8],
+        stride: usize,
+        add: bool,
+    ) {
+        debug_assert!(coeffs.is_empty() || (coeffs.len() - 1) * stride + dst.len() <= block.len());
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Gfni512 => unsafe {
+                x86::mul_multi_strided_gfni512(dst, coeffs, block, stride, add)
+            },
+            _ => {}
+        }
+    }
+
+    /// # Safety
+    /// `self` is available and every source has `dst.len()` bytes.
+    pub(crate) unsafe fn mul_multi_unchecked(self, dst: &mut [u8], srcs: &[(u8, &[u8])]) {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Gfni512 => unsafe { x86::mul_multi_gfni512::<false>(dst, srcs) },
+            _ => {
+                dst.fill(0);
+                unsafe { self.mul_add_multi_unchecked(dst, srcs) };
             }
         }
     }
@@ -286,6 +367,8 @@ impl Kernel {
         match self {
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 | Kernel::Gfni => unsafe { x86::xor_avx2(dst, src) },
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Gfni512 => unsafe { x86::xor_avx512(dst, src) },
             _ => scalar::xor(dst, src),
         }
     }
@@ -730,6 +813,222 @@ mod x86 {
         unsafe { mul_add_multi_impl::<false>(dst, srcs) }
     }
 
+    // ------------------------------------------------------------------ AVX-512 + GFNI
+
+    #[inline(always)]
+    unsafe fn load64(p: *const u8) -> __m512i {
+        unsafe { _mm512_loadu_si512(p as *const __m512i) }
+    }
+    #[inline(always)]
+    unsafe fn store64(p: *mut u8, v: __m512i) {
+        unsafe { _mm512_storeu_si512(p as *mut __m512i, v) }
+    }
+    /// Mask of the first `n` bytes of a 64-byte window, `n < 64`.
+    #[inline(always)]
+    fn tail_mask(n: usize) -> __mmask64 {
+        debug_assert!(n < 64);
+        (1u64 << n) - 1
+    }
+
+    /// `dst (^)= c·src`, 64 bytes per `VGF2P8MULB`; the ragged end is one masked window
+    /// (masked-off bytes are neither read nor written).
+    #[target_feature(enable = "avx512f,avx512bw,gfni")]
+    unsafe fn mul_impl_512<const ADD: bool>(dst: &mut [u8], src: &[u8], c: u8) {
+        let len = dst.len();
+        unsafe {
+            let cv = _mm512_set1_epi8(c as i8);
+            let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
+            let mut i = 0;
+            while i + 64 <= len {
+                let mut p = _mm512_gf2p8mul_epi8(load64(s.add(i)), cv);
+                if ADD {
+                    p = _mm512_xor_si512(p, load64(d.add(i)));
+                }
+                store64(d.add(i), p);
+                i += 64;
+            }
+            if i < len {
+                let m = tail_mask(len - i);
+                let mut p =
+                    _mm512_gf2p8mul_epi8(_mm512_maskz_loadu_epi8(m, s.add(i) as *const i8), cv);
+                if ADD {
+                    p = _mm512_xor_si512(p, _mm512_maskz_loadu_epi8(m, d.add(i) as *const i8));
+                }
+                _mm512_mask_storeu_epi8(d.add(i) as *mut i8, m, p);
+            }
+        }
+    }
+
+    pub(super) unsafe fn mul_add_gfni512(dst: &mut [u8], src: &[u8], c: u8) {
+        unsafe { mul_impl_512::<true>(dst, src, c) }
+    }
+    pub(super) unsafe fn mul_gfni512(dst: &mut [u8], src: &[u8], c: u8) {
+        unsafe { mul_impl_512::<false>(dst, src, c) }
+    }
+
+    /// Sources accumulated in registers per pass over `dst`.
+    const GROUP_512: usize = 16;
+
+    /// `dst (^)= Σ cⱼ·srcⱼ`: sources in groups of up to [`GROUP_512`], each group one pass
+    /// over `dst` (two 64-byte windows at a time, then one, then the masked ragged end), so
+    /// `dst` is read and written once per group. Without `ADD` the first group overwrites
+    /// `dst` (zero for no sources).
+    #[target_feature(enable = "avx512f,avx512bw,gfni")]
+    pub(super) unsafe fn mul_multi_gfni512<const ADD: bool>(dst: &mut [u8], srcs: &[(u8, &[u8])]) {
+        unsafe { multi_512(dst, srcs.iter().map(|&(c, s)| (c, s.as_ptr())), ADD) }
+    }
+
+    /// [`mul_multi_gfni512`] for sources `block[j·stride..][..dst.len()]` with coefficients
+    /// `coeffs[j]`; zero coefficients are skipped.
+    #[target_feature(enable = "avx512f,avx512bw,gfni")]
+    pub(super) unsafe fn mul_multi_strided_gfni512(
+        dst: &mut [u8],
+        coeffs: &[u8],
+        block: &[u8],
+        stride: usize,
+        add: bool,
+    ) {
+        let p = block.as_ptr();
+        let len = dst.len();
+        let d = dst.as_mut_ptr();
+        let mut add = add;
+        let mut cv = [_mm512_setzero_si512(); GROUP_512];
+        let mut sp = [std::ptr::null::<u8>(); GROUP_512];
+        let mut j = 0;
+        loop {
+            // Gather the next group of non-zero terms (plain loop: iterator adaptors here were
+            // not inlined into this function).
+            let mut n = 0;
+            while j < coeffs.len() && n < GROUP_512 {
+                let c = coeffs[j];
+                if c != 0 {
+                    cv[n] = _mm512_set1_epi8(c as i8);
+                    // SAFETY: inside `block` (caller's contract).
+                    sp[n] = unsafe { p.add(j * stride) };
+                    n += 1;
+                }
+                j += 1;
+            }
+            if n == 0 {
+                if !add {
+                    dst.fill(0);
+                }
+                return;
+            }
+            unsafe { pass_512(d, len, &cv[..n], &sp[..n], add) };
+            add = true;
+            if j >= coeffs.len() {
+                return;
+            }
+        }
+    }
+
+    /// The body of the multi-source kernels: every `(c, src)` source has `dst.len()` bytes.
+    #[inline(always)]
+    unsafe fn multi_512(
+        dst: &mut [u8],
+        mut srcs: impl Iterator<Item = (u8, *const u8)>,
+        mut add: bool,
+    ) {
+        let len = dst.len();
+        let d = dst.as_mut_ptr();
+        let mut cv = [unsafe { _mm512_setzero_si512() }; GROUP_512];
+        let mut sp = [std::ptr::null::<u8>(); GROUP_512];
+        loop {
+            let mut n = 0;
+            for (c, s) in srcs.by_ref() {
+                cv[n] = unsafe { _mm512_set1_epi8(c as i8) };
+                sp[n] = s;
+                n += 1;
+                if n == GROUP_512 {
+                    break;
+                }
+            }
+            if n == 0 {
+                if !add {
+                    dst.fill(0);
+                }
+                return;
+            }
+            unsafe { pass_512(d, len, &cv[..n], &sp[..n], add) };
+            add = true;
+            if n < GROUP_512 {
+                return;
+            }
+        }
+    }
+
+    /// One pass: `dst[..len] (^)= Σ cv[j]·sp[j][..len]`.
+    #[inline(always)]
+    unsafe fn pass_512(d: *mut u8, len: usize, cv: &[__m512i], sp: &[*const u8], add: bool) {
+        unsafe {
+            let mut i = 0;
+            while i + 128 <= len {
+                let (mut a, mut b) = if add {
+                    (load64(d.add(i)), load64(d.add(i + 64)))
+                } else {
+                    (_mm512_setzero_si512(), _mm512_setzero_si512())
+                };
+                for (&c, &s) in cv.iter().zip(sp) {
+                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(load64(s.add(i)), c));
+                    b = _mm512_xor_si512(b, _mm512_gf2p8mul_epi8(load64(s.add(i + 64)), c));
+                }
+                store64(d.add(i), a);
+                store64(d.add(i + 64), b);
+                i += 128;
+            }
+            if i + 64 <= len {
+                let mut a = if add {
+                    load64(d.add(i))
+                } else {
+                    _mm512_setzero_si512()
+                };
+                for (&c, &s) in cv.iter().zip(sp) {
+                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(load64(s.add(i)), c));
+                }
+                store64(d.add(i), a);
+                i += 64;
+            }
+            if i < len {
+                let m = tail_mask(len - i);
+                let mut a = if add {
+                    _mm512_maskz_loadu_epi8(m, d.add(i) as *const i8)
+                } else {
+                    _mm512_setzero_si512()
+                };
+                for (&c, &s) in cv.iter().zip(sp) {
+                    let x = _mm512_maskz_loadu_epi8(m, s.add(i) as *const i8);
+                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(x, c));
+                }
+                _mm512_mask_storeu_epi8(d.add(i) as *mut i8, m, a);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn xor_avx512(dst: &mut [u8], src: &[u8]) {
+        let len = dst.len();
+        unsafe {
+            let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
+            let mut i = 0;
+            while i + 64 <= len {
+                store64(
+                    d.add(i),
+                    _mm512_xor_si512(load64(d.add(i)), load64(s.add(i))),
+                );
+                i += 64;
+            }
+            if i < len {
+                let m = tail_mask(len - i);
+                let x = _mm512_xor_si512(
+                    _mm512_maskz_loadu_epi8(m, d.add(i) as *const i8),
+                    _mm512_maskz_loadu_epi8(m, s.add(i) as *const i8),
+                );
+                _mm512_mask_storeu_epi8(d.add(i) as *mut i8, m, x);
+            }
+        }
+    }
+
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn xor_avx2(dst: &mut [u8], src: &[u8]) {
         let n = dst.len() / 64 * 64;
@@ -815,6 +1114,43 @@ mod tests {
         }
     }
 
+    /// The strided multi-source kernel equals the scalar multiply-add, overwriting or adding,
+    /// with zero coefficients among the terms and lengths around the 64-byte windows.
+    #[test]
+    fn strided_kernel_matches_scalar() {
+        let mut x = 0x9876_5432u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        };
+        for kernel in Kernel::available().into_iter().filter(|k| k.has_strided()) {
+            for len in [1, 16, 31, 32, 63, 64, 65, 127, 128, 129, 1380] {
+                for n in [0, 1, 5, 16, 17, 33] {
+                    let stride = len + usize::from(next() % 3);
+                    let block: Vec<u8> = (0..n * stride + len).map(|_| next()).collect();
+                    let cs: Vec<u8> = (0..n)
+                        .map(|_| if next() % 4 == 0 { 0 } else { next() })
+                        .collect();
+                    let init: Vec<u8> = (0..len).map(|_| next()).collect();
+                    for add in [false, true] {
+                        let mut want = if add { init.clone() } else { vec![0; len] };
+                        for (j, &c) in cs.iter().enumerate() {
+                            scalar::mul_add(&mut want, &block[j * stride..j * stride + len], c);
+                        }
+                        let mut got = init.clone();
+                        // SAFETY: the kernel is available; `block` holds n strided sources.
+                        unsafe {
+                            kernel.mul_multi_strided_unchecked(&mut got, &cs, &block, stride, add)
+                        };
+                        assert_eq!(got, want, "{kernel:?}, len {len}, {n} sources, add {add}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn tables_match_reference_multiplication() {
         for a in 0..=255u8 {
@@ -851,6 +1187,9 @@ mod tests {
         // machines the benchmarks are run on.
         if std::arch::is_x86_feature_detected!("ssse3") {
             assert_ne!(Kernel::best(), Kernel::Scalar);
+        }
+        if Kernel::Gfni512.is_available() {
+            assert_eq!(Kernel::best(), Kernel::Gfni512);
         }
     }
 }

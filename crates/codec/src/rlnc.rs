@@ -32,6 +32,7 @@ use crate::gf256::{self, Kernel};
 use crate::known::Known;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
+use std::sync::OnceLock;
 
 /// Largest supported generation size g.
 pub const MAX_GENERATION_SIZE: usize = 1024;
@@ -119,7 +120,36 @@ impl RlncMode {
 
 /// Expands `seed` into `out.len()` uniformly random coefficients with ChaCha8 (see the module
 /// documentation for why a GF(2)-nonlinear generator is needed).
+///
+/// The expansion does not depend on the generation, so the first [`CACHED_COEFFICIENTS`]
+/// bytes of the streams of seeds below [`CACHED_SEEDS`] are computed once per process and
+/// copied from then on (a ChaCha8 call computes four 64-byte blocks to hand out 16 bytes).
 pub fn seeded_coefficients(seed: u32, out: &mut [u8]) {
+    if out.len() <= CACHED_COEFFICIENTS {
+        if let Some(cell) = SEEDED_CACHE.get(seed as usize) {
+            let prefix = cell.get_or_init(|| {
+                let mut p = [0u8; CACHED_COEFFICIENTS];
+                expand_seed(seed, &mut p);
+                p
+            });
+            out.copy_from_slice(&prefix[..out.len()]);
+            return;
+        }
+    }
+    expand_seed(seed, out);
+}
+
+/// Seeds whose coefficient prefix [`seeded_coefficients`] caches.
+pub const CACHED_SEEDS: usize = 1024;
+/// Coefficients cached per seed (generations up to this size use the cache).
+pub const CACHED_COEFFICIENTS: usize = 64;
+
+static SEEDED_CACHE: [OnceLock<[u8; CACHED_COEFFICIENTS]>; CACHED_SEEDS] =
+    [const { OnceLock::new() }; CACHED_SEEDS];
+
+/// The ChaCha8 key stream of `seed` (key = "tributary-rlnc-1" ‖ seed, little-endian ‖ zeros;
+/// nonce and counter zero), its first `out.len()` bytes.
+fn expand_seed(seed: u32, out: &mut [u8]) {
     let mut key = [0u8; 32];
     key[..16].copy_from_slice(b"tributary-rlnc-1");
     key[16..20].copy_from_slice(&seed.to_le_bytes());
@@ -149,9 +179,19 @@ fn coefficients_into(config: &RlncConfig, coding: Coding<'_>, out: &mut [u8]) ->
     Ok(())
 }
 
-/// `out ^= Σ coeffs[i]·symbol(i)`, grouping non-zero terms by four for the fused kernel.
-fn combine<'s>(kernel: Kernel, out: &mut [u8], terms: impl Iterator<Item = (u8, &'s [u8])>) {
-    let mut group: [(u8, &[u8]); 4] = [(0, &[]); 4];
+/// Terms handed to the multi-source kernel per call.
+const COMBINE_GROUP: usize = 16;
+
+/// `out ^= Σ coeffs[i]·symbol(i)` (`add`), or `out = Σ …` (not `add`: `out` is not read),
+/// skipping zero coefficients and handing the others to the fused kernel
+/// [`COMBINE_GROUP`] at a time.
+fn combine<'s>(
+    kernel: Kernel,
+    out: &mut [u8],
+    terms: impl Iterator<Item = (u8, &'s [u8])>,
+    mut add: bool,
+) {
+    let mut group: [(u8, &[u8]); COMBINE_GROUP] = [(0, &[]); COMBINE_GROUP];
     let mut n = 0;
     for (c, s) in terms {
         if c == 0 {
@@ -159,15 +199,28 @@ fn combine<'s>(kernel: Kernel, out: &mut [u8], terms: impl Iterator<Item = (u8, 
         }
         group[n] = (c, s);
         n += 1;
-        if n == 4 {
+        if n == COMBINE_GROUP {
             // SAFETY: `kernel` is available; every term has `out.len()` bytes (callers' invariant).
-            unsafe { kernel.mul_add_multi_unchecked(out, &group) };
+            unsafe { multi(kernel, out, &group, add) };
+            add = true;
             n = 0;
         }
     }
-    if n > 0 {
+    if n > 0 || !add {
         // SAFETY: as above.
-        unsafe { kernel.mul_add_multi_unchecked(out, &group[..n]) };
+        unsafe { multi(kernel, out, &group[..n], add) };
+    }
+}
+
+/// # Safety
+/// `kernel` is available and every term has `out.len()` bytes.
+unsafe fn multi(kernel: Kernel, out: &mut [u8], terms: &[(u8, &[u8])], add: bool) {
+    unsafe {
+        if add {
+            kernel.mul_add_multi_unchecked(out, terms);
+        } else {
+            kernel.mul_multi_unchecked(out, terms);
+        }
     }
 }
 
@@ -224,25 +277,43 @@ impl RlncEncoder {
     /// `i·T..(i+1)·T`).
     pub fn new(config: RlncConfig, generation: &[u8]) -> Result<Self> {
         check_len(config.generation_bytes(), generation.len())?;
-        let kernel = Kernel::best();
+        Ok(Self::from_fn(config, |d| d.copy_from_slice(generation)))
+    }
+
+    /// An encoder whose generation `fill` writes (it is handed g·T zero bytes).
+    pub fn from_fn(config: RlncConfig, fill: impl FnOnce(&mut [u8])) -> Self {
+        let mut enc = Self {
+            config,
+            data: Vec::new(),
+            nibbles: Vec::new(),
+            coeffs: Vec::new(),
+            kernel: Kernel::best(),
+        };
+        enc.reset_with(config, fill);
+        enc
+    }
+
+    /// Makes this an encoder for a new generation of `config`, keeping the allocations:
+    /// `fill` writes the g·T bytes of the generation (it is handed them zeroed).
+    pub fn reset_with(&mut self, config: RlncConfig, fill: impl FnOnce(&mut [u8])) {
         let t = config.symbol_size;
-        let mut nibbles = Vec::new();
-        if kernel.prefers_split() {
-            nibbles = vec![0; 2 * config.generation_bytes()];
-            for (slot, src) in nibbles
+        self.config = config;
+        self.data.clear();
+        self.data.resize(config.generation_bytes(), 0);
+        fill(&mut self.data);
+        self.coeffs.clear();
+        self.coeffs.resize(config.generation_size, 0);
+        self.nibbles.clear();
+        if self.kernel.prefers_split() {
+            self.nibbles.resize(2 * config.generation_bytes(), 0);
+            for (slot, src) in self
+                .nibbles
                 .chunks_exact_mut(2 * t)
-                .zip(generation.chunks_exact(t))
+                .zip(self.data.chunks_exact(t))
             {
                 store_split(slot, src);
             }
         }
-        Ok(Self {
-            config,
-            data: generation.to_vec(),
-            nibbles,
-            coeffs: vec![0; config.generation_size],
-            kernel,
-        })
     }
 
     /// The configuration.
@@ -273,14 +344,21 @@ impl RlncEncoder {
             return Ok(());
         }
         coefficients_into(&self.config, coding, &mut self.coeffs)?;
-        out.fill(0);
-        if self.nibbles.is_empty() {
+        if self.kernel.has_strided() {
+            // SAFETY: the kernel is available; `data` holds g symbols of T = `out.len()` bytes.
+            unsafe {
+                self.kernel
+                    .mul_multi_strided_unchecked(out, &self.coeffs, &self.data, t, false)
+            };
+        } else if self.nibbles.is_empty() {
             combine(
                 self.kernel,
                 out,
                 self.coeffs.iter().copied().zip(self.data.chunks_exact(t)),
+                false,
             );
         } else {
+            out.fill(0);
             combine_split(
                 self.kernel,
                 out,
@@ -320,14 +398,17 @@ pub struct RlncProgress {
 /// over the payload instead of fused ones, plus the work spent on symbols that never decode
 /// anything early). Which symbols become known, and when, is the same as with eager reduction:
 /// the coefficient matrix goes through the same steps.
+///
+/// A row and its transform are stored side by side (2·g bytes), so each row operation is one
+/// kernel call over both, and reducing an arriving vector against the stored rows is one
+/// fused multi-source combination.
 #[derive(Debug, Clone)]
 pub struct RlncDecoder {
     config: RlncConfig,
     kernel: Kernel,
-    /// Row with pivot p lives at `coeffs[p·g..]`; its transform (over received payloads) at
-    /// `trans[p·g..]`; a decoded source symbol i at `data[i·T..]`.
-    coeffs: Vec<u8>,
-    trans: Vec<u8>,
+    /// Row with pivot p lives at `rows[p·2g..]`: its g coefficients, then its transform (over
+    /// received payloads, g bytes); a decoded source symbol i at `data[i·T..]`.
+    rows: Vec<u8>,
     data: Vec<u8>,
     /// The s-th innovative payload received, at `raw[s·W..]`: W = T bytes, or W = 2·T as
     /// nibbles (low, then high) when `split` (the AVX2 kernel; each is multiplied up to g times).
@@ -343,36 +424,61 @@ pub struct RlncDecoder {
     known: Known,
     rank: usize,
     received: usize,
-    scratch_c: Vec<u8>,
-    scratch_t: Vec<u8>,
-    scratch_p: Vec<u8>,
+    /// The arriving row and its transform (2·g bytes).
+    scratch: Vec<u8>,
+    /// The arriving coefficients before reduction (g bytes).
+    multipliers: Vec<u8>,
 }
 
 impl RlncDecoder {
     /// An empty decoder.
     pub fn new(config: RlncConfig) -> Self {
-        let g = config.generation_size;
         let kernel = Kernel::best();
-        let split = kernel.prefers_split();
-        Self {
+        let mut d = Self {
             config,
             kernel,
-            coeffs: vec![0; g * g],
-            trans: vec![0; g * g],
-            data: vec![0; config.generation_bytes()],
-            raw: vec![0; config.generation_bytes() * if split { 2 } else { 1 }],
-            split,
-            has_row: vec![false; g],
-            free: (0..g).collect(),
-            free_pos: (0..g).collect(),
+            rows: Vec::new(),
+            data: Vec::new(),
+            raw: Vec::new(),
+            split: kernel.prefers_split(),
+            has_row: Vec::new(),
+            free: Vec::new(),
+            free_pos: Vec::new(),
             pending: Vec::new(),
-            known: Known::new(g),
+            known: Known::new(0),
             rank: 0,
             received: 0,
-            scratch_c: vec![0; g],
-            scratch_t: vec![0; g],
-            scratch_p: vec![0; config.symbol_size],
-        }
+            scratch: Vec::new(),
+            multipliers: Vec::new(),
+        };
+        d.reset(config);
+        d
+    }
+
+    /// Makes this decoder an empty one for `config`, keeping its allocations (a receiver that
+    /// decodes one generation after another need not allocate and zero its buffers each time).
+    pub fn reset(&mut self, config: RlncConfig) {
+        let g = config.generation_size;
+        self.config = config;
+        // Stored rows, decoded symbols and received payloads are always written before they
+        // are read, so stale bytes from an earlier generation are never seen; the buffers only
+        // need their sizes.
+        self.rows.resize(2 * g * g, 0);
+        self.data.resize(config.generation_bytes(), 0);
+        let raw = config.generation_bytes() * if self.split { 2 } else { 1 };
+        self.raw.resize(raw, 0);
+        self.has_row.clear();
+        self.has_row.resize(g, false);
+        self.free.clear();
+        self.free.extend(0..g);
+        self.free_pos.clear();
+        self.free_pos.extend(0..g);
+        self.pending.clear();
+        self.known.reset(g);
+        self.rank = 0;
+        self.received = 0;
+        self.scratch.resize(2 * g, 0);
+        self.multipliers.resize(g, 0);
     }
 
     /// The configuration.
@@ -388,7 +494,7 @@ impl RlncDecoder {
         let g = self.config.generation_size;
         let t = self.config.symbol_size;
         check_len(t, payload.len())?;
-        coefficients_into(&self.config, coding, &mut self.scratch_c)?;
+        coefficients_into(&self.config, coding, &mut self.scratch[..g])?;
         self.received += 1;
         let before = self.known.count();
         let innovative = if self.rank == g {
@@ -401,10 +507,10 @@ impl RlncDecoder {
                 // A unit vector on a free column is already reduced and already decoded:
                 // store it directly (its transform is the unit vector of its payload slot).
                 let s = self.rank;
-                self.coeffs[i * g..(i + 1) * g].copy_from_slice(&self.scratch_c);
-                let row = &mut self.trans[i * g..(i + 1) * g];
+                let row = &mut self.rows[2 * i * g..2 * (i + 1) * g];
                 row.fill(0);
-                row[s] = 1;
+                row[i] = 1;
+                row[g + s] = 1;
                 self.store_raw(s, payload);
                 self.data[i * t..(i + 1) * t].copy_from_slice(payload);
                 self.add_row(i, true);
@@ -421,45 +527,54 @@ impl RlncDecoder {
         })
     }
 
-    /// Reduces the coefficient vector in `scratch_c` against the stored rows (tracking the
-    /// transform in `scratch_t`) and stores the symbol if it is innovative. No payload
-    /// arithmetic happens here.
+    /// Reduces the coefficient vector in `scratch` against the stored rows (tracking the
+    /// transform in the second half of `scratch`) and stores the symbol if it is innovative.
+    /// No payload arithmetic happens here.
     fn insert_scratch(&mut self, payload: &[u8]) -> bool {
         let g = self.config.generation_size;
         let s = self.rank;
-        self.scratch_t.fill(0);
-        self.scratch_t[s] = 1;
-        for j in 0..g {
-            let m = self.scratch_c[j];
-            if m == 0 || !self.has_row[j] {
-                continue;
-            }
-            // Rows are reduced (zero in every other pivot column), so the multiplier of row j
-            // is the symbol's original coefficient j, whatever order rows are subtracted in.
-            // SAFETY: the kernel is available; all slices have g bytes.
-            unsafe {
-                self.kernel.mul_add_unchecked(
-                    &mut self.scratch_c,
-                    &self.coeffs[j * g..(j + 1) * g],
-                    m,
-                );
-                self.kernel.mul_add_unchecked(
-                    &mut self.scratch_t,
-                    &self.trans[j * g..(j + 1) * g],
-                    m,
-                );
-            }
+        let (coeffs, trans) = self.scratch.split_at_mut(g);
+        trans.fill(0);
+        trans[s] = 1;
+        // Rows are reduced (zero in every other pivot column), so the multiplier of row j is
+        // the symbol's original coefficient j, whatever order rows are subtracted in: the
+        // reduction is one combination of the stored rows with those coefficients.
+        for ((m, &c), &has) in self.multipliers.iter_mut().zip(&*coeffs).zip(&self.has_row) {
+            *m = if has { c } else { 0 };
         }
-        let Some(p) = self.scratch_c.iter().position(|&c| c != 0) else {
+        if self.kernel.has_strided() {
+            // SAFETY: the kernel is available; `rows` holds g rows of 2·g bytes.
+            unsafe {
+                self.kernel.mul_multi_strided_unchecked(
+                    &mut self.scratch,
+                    &self.multipliers,
+                    &self.rows,
+                    2 * g,
+                    true,
+                )
+            };
+        } else {
+            combine(
+                self.kernel,
+                &mut self.scratch,
+                self.multipliers
+                    .iter()
+                    .copied()
+                    .zip(self.rows.chunks_exact(2 * g)),
+                true,
+            );
+        }
+        let Some(p) = self.scratch[..g].iter().position(|&c| c != 0) else {
             return false;
         };
-        let inv = gf256::inv(self.scratch_c[p]).unwrap_or(1);
-        // SAFETY: the kernel is available; slices have g bytes.
+        let inv = gf256::inv(self.scratch[p]).unwrap_or(1);
+        // SAFETY: the kernel is available; both slices have 2·g bytes.
         unsafe {
-            self.kernel
-                .mul_unchecked(&mut self.coeffs[p * g..(p + 1) * g], &self.scratch_c, inv);
-            self.kernel
-                .mul_unchecked(&mut self.trans[p * g..(p + 1) * g], &self.scratch_t, inv);
+            self.kernel.mul_unchecked(
+                &mut self.rows[2 * p * g..2 * (p + 1) * g],
+                &self.scratch,
+                inv,
+            );
         }
         self.store_raw(s, payload);
         self.add_row(p, false);
@@ -482,15 +597,11 @@ impl RlncDecoder {
         let mut i = 0;
         while i < self.pending.len() {
             let r = self.pending[i];
-            let m = self.coeffs[r * g + p];
+            let m = self.rows[2 * r * g + p];
             if m != 0 {
-                let (row_r, row_p) = two_rows(&mut self.coeffs, g, r, p);
-                let (tr_r, tr_p) = two_rows(&mut self.trans, g, r, p);
-                // SAFETY: the kernel is available; rows have g bytes.
-                unsafe {
-                    self.kernel.mul_add_unchecked(row_r, row_p, m);
-                    self.kernel.mul_add_unchecked(tr_r, tr_p, m);
-                }
+                let (row_r, row_p) = two_rows(&mut self.rows, 2 * g, r, p);
+                // SAFETY: the kernel is available; rows have 2·g bytes.
+                unsafe { self.kernel.mul_add_unchecked(row_r, row_p, m) };
                 if self.is_unit(r) {
                     self.pending.swap_remove(i);
                     self.materialize(r);
@@ -519,35 +630,38 @@ impl RlncDecoder {
     }
 
     /// Computes source symbol `r` (its row is a unit vector) from the received payloads its
-    /// transform names, in one fused pass, and marks it decoded.
+    /// transform names, in one fused pass written straight into `data`, and marks it decoded.
     fn materialize(&mut self, r: usize) {
         let g = self.config.generation_size;
         let t = self.config.symbol_size;
-        self.scratch_p.fill(0);
         let raw = &self.raw;
-        let row = self.trans[r * g..(r + 1) * g].iter().take(self.rank);
+        let out = &mut self.data[r * t..(r + 1) * t];
+        let row = self.rows[2 * r * g + g..2 * (r + 1) * g]
+            .iter()
+            .take(self.rank);
         if self.split {
+            out.fill(0);
             combine_split(
                 self.kernel,
-                &mut self.scratch_p,
+                out,
                 row.zip(raw.chunks_exact(2 * t))
                     .map(|(&c, slot)| (c, &slot[..t], &slot[t..])),
             );
         } else {
             combine(
                 self.kernel,
-                &mut self.scratch_p,
+                out,
                 row.zip(raw.chunks_exact(t)).map(|(&c, s)| (c, s)),
+                false,
             );
         }
-        self.data[r * t..(r + 1) * t].copy_from_slice(&self.scratch_p);
         self.mark_decoded(r);
     }
 
     /// Whether the row with pivot `r` is a unit vector. Rows are normalised and zero in every
     /// other pivot column, so it suffices that they are zero in the free columns.
     fn is_unit(&self, r: usize) -> bool {
-        let row = &self.coeffs[r * self.config.generation_size..];
+        let row = &self.rows[2 * r * self.config.generation_size..];
         self.free.iter().all(|&j| row[j] == 0)
     }
 

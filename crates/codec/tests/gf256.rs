@@ -42,7 +42,7 @@ proptest! {
     #[test]
     fn fused_multi_source_kernel_agrees(
         n in 0usize..700,
-        m in 0usize..11,
+        m in 0usize..40,
         seed in any::<u64>(),
     ) {
         // Deterministic pseudo-random content from the seed (splitmix64).
@@ -62,10 +62,17 @@ proptest! {
             reference_mul_add(&mut expected, s, c);
         }
         let terms: Vec<(u8, &[u8])> = coeffs.iter().copied().zip(srcs.iter().map(|s| &s[..])).collect();
+        let mut expected_set = vec![0; n];
+        for (s, &c) in srcs.iter().zip(&coeffs) {
+            reference_mul_add(&mut expected_set, s, c);
+        }
         for k in Kernel::available() {
             let mut d = dst.clone();
             k.mul_add_multi(&mut d, &terms).unwrap();
             prop_assert_eq!(&d, &expected, "{:?}", k);
+            let mut d = dst.clone();
+            k.mul_multi(&mut d, &terms).unwrap();
+            prop_assert_eq!(&d, &expected_set, "mul_multi {:?}", k);
         }
     }
 }
@@ -122,6 +129,17 @@ fn every_short_length() {
                 let mut d = vec![0xa5; len];
                 k.mul_add_multi(&mut d, &terms).unwrap();
                 assert_eq!(d, expected_multi, "{k:?} multi len={len} c={c}");
+                let mut expected_set = vec![0; len];
+                for &(c, s) in &terms {
+                    reference_mul_add(&mut expected_set, s, c);
+                }
+                let mut d = vec![0xa5; len];
+                k.mul_multi(&mut d, &terms).unwrap();
+                assert_eq!(d, expected_set, "{k:?} mul_multi len={len} c={c}");
+                let mut d = vec![0xa5; len];
+                k.xor(&mut d, &src).unwrap();
+                let expected_xor: Vec<u8> = src.iter().map(|&s| s ^ 0xa5).collect();
+                assert_eq!(d, expected_xor, "{k:?} xor len={len}");
             }
         }
     }

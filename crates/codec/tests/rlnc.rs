@@ -5,7 +5,9 @@
 use proptest::prelude::*;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
-use tributary_codec::rlnc::{Coding, RlncConfig, RlncDecoder, RlncEncoder, RlncMode};
+use tributary_codec::rlnc::{
+    seeded_coefficients, Coding, RlncConfig, RlncDecoder, RlncEncoder, RlncMode, CACHED_SEEDS,
+};
 use tributary_codec::Error;
 
 fn random_bytes(rng: &mut ChaCha8Rng, n: usize) -> Vec<u8> {
@@ -134,6 +136,81 @@ fn malformed_input_is_a_typed_error() {
         Err(Error::LengthMismatch { .. })
     ));
     assert_eq!(dec.received(), 0, "malformed symbols are not counted");
+}
+
+/// The seeded coefficients are the ChaCha8 key stream of key "tributary-rlnc-1" ‖ seed
+/// (little-endian) ‖ zeros, whether they come from the per-process cache (short vectors of
+/// small seeds) or are expanded on the spot; asked twice, so the cached copy is checked too.
+/// (The wire format depends on this: sender and receiver must expand a seed alike.)
+#[test]
+fn seeded_coefficients_are_the_chacha8_stream() {
+    let seeds = [
+        0u32,
+        1,
+        16,
+        17,
+        63,
+        CACHED_SEEDS as u32 - 1,
+        CACHED_SEEDS as u32,
+        70_000,
+        u32::MAX,
+    ];
+    for seed in seeds {
+        let mut key = [0u8; 32];
+        key[..16].copy_from_slice(b"tributary-rlnc-1");
+        key[16..20].copy_from_slice(&seed.to_le_bytes());
+        let mut stream = vec![0u8; 300];
+        ChaCha8Rng::from_seed(key).fill_bytes(&mut stream);
+        for len in [1usize, 3, 15, 16, 17, 32, 63, 64, 65, 128, 300] {
+            for _ in 0..2 {
+                let mut got = vec![0u8; len];
+                seeded_coefficients(seed, &mut got);
+                assert_eq!(got, stream[..len], "seed {seed}, {len} coefficients");
+            }
+        }
+    }
+}
+
+/// A decoder reset for another generation (of another size) behaves exactly like a new one:
+/// same progress after every symbol, same released symbols, same data.
+#[test]
+fn reset_decoder_behaves_like_a_new_one() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut reused = RlncDecoder::new(RlncConfig::new(16, 100).unwrap());
+    for (g, t) in [
+        (16usize, 100usize),
+        (5, 100),
+        (16, 100),
+        (20, 37),
+        (1, 9),
+        (16, 1380),
+    ] {
+        let config = RlncConfig::new(g, t).unwrap();
+        let source = random_bytes(&mut rng, g * t);
+        let mut enc = RlncEncoder::new(config, &source).unwrap();
+        let mut fresh = RlncDecoder::new(config);
+        reused.reset(config);
+        let mut buf = vec![0; t];
+        for n in 0u32.. {
+            if rng.next_u32() % 3 == 0 {
+                continue;
+            }
+            let coding = RlncMode::Systematic.coding(g, n);
+            enc.encode(coding, &mut buf).unwrap();
+            let a = fresh.push(coding, &buf).unwrap();
+            let b = reused.push(coding, &buf).unwrap();
+            assert_eq!(a, b, "g {g}, symbol {n}");
+            while let Some(i) = fresh.pop_decoded() {
+                assert_eq!(reused.pop_decoded(), Some(i));
+                assert_eq!(reused.source_symbol(i), fresh.source_symbol(i));
+            }
+            assert_eq!(reused.pop_decoded(), None);
+            if a.complete {
+                break;
+            }
+        }
+        assert_eq!(reused.data().unwrap(), &source[..]);
+    }
 }
 
 #[test]

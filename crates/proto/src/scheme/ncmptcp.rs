@@ -547,7 +547,8 @@ pub struct NcSender {
     next_start: u64,
     nc: Option<usize>,
     scratch: Vec<u8>,
-    gen_buf: Vec<u8>,
+    /// Encoders of finished generations, reused (at most [`SPARE_ENCODERS`]).
+    spare: Vec<RlncEncoder>,
     /// Per-packet work buffers, kept to avoid allocating on every packet: the path models,
     /// their (arrival probability, overdue time) and which open generations need packets.
     models: Vec<PathModel>,
@@ -565,7 +566,7 @@ impl NcSender {
             next_start: 0,
             nc: None,
             scratch: vec![0; seg],
-            gen_buf: Vec::new(),
+            spare: Vec::new(),
             models: Vec::new(),
             arrival: Vec::new(),
             needs: Vec::new(),
@@ -577,8 +578,15 @@ impl NcSender {
         (self.seg * self.cfg.generation_size) as u64
     }
 
-    /// Position of the open generation whose id (first stream byte) is `id`.
+    /// Position of the open generation whose id (first stream byte) is `id`. Generations
+    /// are consecutive and nearly always full, so the position is first guessed from the
+    /// offset and checked; the search is the fallback (short generations).
     fn position(&self, id: u64) -> Option<usize> {
+        let first = self.gens.front()?.start;
+        let guess = (id.checked_sub(first)? / self.gen_bytes().max(1)) as usize;
+        if self.gens.get(guess).is_some_and(|g| g.start == id) {
+            return Some(guess);
+        }
         self.gens.binary_search_by_key(&id, |g| g.start).ok()
     }
 
@@ -588,7 +596,11 @@ impl NcSender {
             .front()
             .is_some_and(|g| g.start + g.len <= ack || g.decoded)
         {
-            self.gens.pop_front();
+            if let Some(g) = self.gens.pop_front() {
+                if self.spare.len() < SPARE_ENCODERS {
+                    self.spare.push(g.enc);
+                }
+            }
         }
     }
 
@@ -634,20 +646,26 @@ impl NcSender {
             }
             let len = end - start;
             let k = (len as usize).div_ceil(self.seg);
-            self.gen_buf.clear();
-            self.gen_buf.resize(k * self.seg, 0);
-            if !ctx
-                .send_buf
-                .copy_out(start, &mut self.gen_buf[..len as usize])
-            {
-                return opened;
-            }
             let Ok(c) = RlncConfig::new(k, self.seg) else {
                 return opened;
             };
-            let Ok(enc) = RlncEncoder::new(c, &self.gen_buf) else {
-                return opened;
+            // The generation is copied from the send buffer straight into an encoder (a
+            // finished generation's, when one is spare); the tail of a short one stays zero.
+            let mut copied = false;
+            let fill = |d: &mut [u8]| {
+                copied = ctx.send_buf.copy_out(start, &mut d[..len as usize]);
             };
+            let enc = match self.spare.pop() {
+                Some(mut e) => {
+                    e.reset_with(c, fill);
+                    e
+                }
+                None => RlncEncoder::from_fn(c, fill),
+            };
+            if !copied {
+                self.spare.push(enc);
+                return opened;
+            }
             self.stats.generations += 1;
             self.stats.source_segments += k as u64;
             if len < b && ctx.final_size.is_none_or(|f| end < f) {
@@ -1059,8 +1077,17 @@ pub struct NcReceiver {
     done: BTreeMap<u64, u64>,
     /// Decoded generations whose status has not yet gone out [`FRESH_REPORTS`] times.
     fresh: BTreeMap<u64, u8>,
+    /// Decoders of finished generations, reset and reused for new ones (at most
+    /// [`SPARE_DECODERS`]), so a generation does not allocate and zero its buffers.
+    spare: Vec<RlncDecoder>,
     stats: NcStats,
 }
+
+/// Finished encoders kept for reuse by the sender.
+const SPARE_ENCODERS: usize = 4;
+
+/// Finished decoders kept for reuse by the receiver.
+const SPARE_DECODERS: usize = 4;
 
 impl NcReceiver {
     fn new(g: usize, seg: usize) -> Self {
@@ -1070,7 +1097,15 @@ impl NcReceiver {
             gens: BTreeMap::new(),
             done: BTreeMap::new(),
             fresh: BTreeMap::new(),
+            spare: Vec::new(),
             stats: NcStats::default(),
+        }
+    }
+
+    /// Keeps a finished generation's decoder for reuse.
+    fn recycle(&mut self, dec: RlncDecoder) {
+        if self.spare.len() < SPARE_DECODERS {
+            self.spare.push(dec);
         }
     }
 
@@ -1132,10 +1167,14 @@ impl NcReceiver {
                 let Ok(c) = RlncConfig::new(k, t) else {
                     return Err(SchemeError::Invalid("bad generation"));
                 };
-                e.insert(RxGen {
-                    len,
-                    dec: RlncDecoder::new(c),
-                })
+                let dec = match self.spare.pop() {
+                    Some(mut d) => {
+                        d.reset(c);
+                        d
+                    }
+                    None => RlncDecoder::new(c),
+                };
+                e.insert(RxGen { len, dec })
             }
         };
         if rg.len != len {
@@ -1166,7 +1205,9 @@ impl NcReceiver {
             }
         }
         if progress.complete {
-            self.gens.remove(&start);
+            if let Some(rg) = self.gens.remove(&start) {
+                self.recycle(rg.dec);
+            }
             self.done.insert(start, len);
             self.fresh.insert(start, FRESH_REPORTS);
             self.stats.generations_decoded += 1;
@@ -1187,7 +1228,8 @@ impl NcReceiver {
             if e.key() + e.get().len > contiguous {
                 break;
             }
-            e.remove();
+            let rg = e.remove();
+            self.recycle(rg.dec);
         }
         Ok(())
     }
