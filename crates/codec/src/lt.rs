@@ -30,7 +30,7 @@
 //! rank reaches k.
 
 use crate::error::{check_len, Error, Result};
-use crate::gf256::{prefetch, Kernel};
+use crate::gf256::{Kernel, XorPath};
 use crate::known::Known;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -277,7 +277,7 @@ pub struct LtEncoder {
     block: u32,
     data: Vec<u8>,
     neighbours: Vec<u32>,
-    kernel: Kernel,
+    xor_path: XorPath,
 }
 
 impl LtEncoder {
@@ -295,7 +295,7 @@ impl LtEncoder {
             block,
             data,
             neighbours: Vec::new(),
-            kernel: Kernel::best(),
+            xor_path: XorPath::best(),
         })
     }
 
@@ -318,24 +318,23 @@ impl LtEncoder {
             seed,
         };
         self.params.neighbours(id, &mut self.neighbours);
-        // Every symbol has a neighbour (degree ≥ 1): copy the first, XOR the others, each
-        // while the next one is prefetched.
-        let row = |n: u32| n as usize * t..(n as usize + 1) * t;
-        if let Some(&n) = self.neighbours.get(1) {
-            prefetch(&self.data[row(n)]);
-        }
-        out.copy_from_slice(&self.data[row(self.neighbours[0])]);
-        for (j, &n) in self.neighbours.iter().enumerate().skip(1) {
-            if let Some(&next) = self.neighbours.get(j + 1) {
-                prefetch(&self.data[row(next)]);
-            }
-            let n = n as usize;
-            // SAFETY: the kernel is available; both slices have T bytes.
-            unsafe {
-                self.kernel
-                    .xor_unchecked(out, &self.data[n * t..(n + 1) * t])
-            };
-        }
+        // Every symbol has a neighbour (degree ≥ 1): the first XOR the others, in one pass
+        // over each (a strip of `out` stays in registers while every row's strip is added).
+        let t_rows = self.data.len() / t;
+        debug_assert!(self.neighbours.iter().all(|&n| (n as usize) < t_rows));
+        let first = self.neighbours[0] as usize;
+        let base = self.data.as_ptr();
+        // SAFETY: the path is available; neighbours are source indices < k, so every row is
+        // inside `data` (k·T bytes); `out` (T bytes) is a separate buffer.
+        unsafe {
+            self.xor_path.xor_rows(
+                out.as_mut_ptr(),
+                base.add(first * t),
+                base,
+                &self.neighbours[1..],
+                t,
+            )
+        };
         Ok(id)
     }
 }
@@ -723,6 +722,9 @@ pub struct LtDecoder {
     adjacency: Vec<Vec<u32>>,
     ripple: Vec<u32>,
     neighbours: Vec<u32>,
+    /// Scratch list of source rows for one `XorPath::xor_rows`.
+    gather: Vec<u32>,
+    xor_path: XorPath,
     /// Whether to complete by elimination as soon as the rank is k.
     eliminate: bool,
     /// The elimination under way (an eliminating decoder whose stored symbols could determine
@@ -748,6 +750,8 @@ impl LtDecoder {
             adjacency: vec![Vec::new(); k],
             ripple: Vec::new(),
             neighbours: Vec::new(),
+            gather: Vec::new(),
+            xor_path: XorPath::best(),
             eliminate: false,
             plan: None,
             params,
@@ -1004,39 +1008,50 @@ impl LtDecoder {
     fn execute(&mut self, plan: &Plan) {
         let t = self.params.symbol_size;
         let kernel = self.kernel;
+        let path = self.xor_path;
         let src = |c: u32| plan.unknowns[c as usize] as usize;
-        let sym = |r: u32| {
+        let mut gather = std::mem::take(&mut self.gather);
+        // Every payload below is `dst = first ⊕ rows of data` by `XorPath::xor_rows`. The
+        // pointers: `data` (k·T bytes) and `sym_data` (one T-byte block per stored symbol);
+        // sources are source indices < k and stored-symbol indices, so every block is in
+        // bounds, and a destination is never among its sources (checked in debug builds).
+        let data = self.data.as_mut_ptr();
+        let sym = self.sym_data.as_ptr();
+        let sym_row = |r: u32| {
             let e = plan.rows[r as usize] as usize;
-            e * t..(e + 1) * t
+            debug_assert!((e + 1) * t <= self.sym_data.len());
+            // SAFETY: stored symbol e is inside `sym_data`.
+            unsafe { sym.add(e * t) }
         };
+        let k = self.params.k();
         // 1. Each pivot without its inactive part, in release order (earlier pivots are ready).
         for &(r, c) in &plan.pivots {
             let n = src(c);
-            self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[sym(r)]);
-            let cols = plan.cols(r as usize);
-            for (j, &c2) in cols.iter().enumerate() {
-                if let Some(&next) = cols.get(j + 1) {
-                    let m = src(next);
-                    prefetch(&self.data[m * t..(m + 1) * t]);
-                }
-                if c2 != c && plan.state[c2 as usize] == Column::Pivot {
-                    xor_blocks(kernel, &mut self.data, t, n, src(c2));
-                }
-            }
+            gather.clear();
+            gather.extend(
+                plan.cols(r as usize)
+                    .iter()
+                    .filter(|&&c2| c2 != c && plan.state[c2 as usize] == Column::Pivot)
+                    .map(|&c2| src(c2) as u32),
+            );
+            debug_assert!(n < k && gather.iter().all(|&m| (m as usize) < k && m as usize != n));
+            // SAFETY: see above; the path is available.
+            unsafe { path.xor_rows(data.add(n * t), sym_row(r), data, &gather, t) };
         }
         // 2. Right-hand sides of the core rows.
         let i = plan.inactive.len();
         let mut rhs = vec![0u8; i * t];
         for (s, &r) in plan.core.iter().enumerate() {
-            let out = &mut rhs[s * t..(s + 1) * t];
-            out.copy_from_slice(&self.sym_data[sym(r)]);
-            for &c2 in plan.cols(r as usize) {
-                if plan.state[c2 as usize] == Column::Pivot {
-                    let n = src(c2);
-                    // SAFETY: the kernel is available; both slices have T bytes.
-                    unsafe { kernel.xor_unchecked(out, &self.data[n * t..(n + 1) * t]) };
-                }
-            }
+            gather.clear();
+            gather.extend(
+                plan.cols(r as usize)
+                    .iter()
+                    .filter(|&&c2| plan.state[c2 as usize] == Column::Pivot)
+                    .map(|&c2| src(c2) as u32),
+            );
+            debug_assert!(gather.iter().all(|&m| (m as usize) < k));
+            // SAFETY: see above; `rhs` slot s is a separate buffer of T bytes.
+            unsafe { path.xor_rows(rhs.as_mut_ptr().add(s * t), sym_row(r), data, &gather, t) };
         }
         // 3. The core's Gauss–Jordan, then the inactive sources.
         let (ops, owner) = plan.core_operations();
@@ -1048,6 +1063,7 @@ impl LtDecoder {
             let s = owner[j] as usize;
             self.data[n * t..(n + 1) * t].copy_from_slice(&rhs[s * t..(s + 1) * t]);
         }
+        let data = self.data.as_mut_ptr();
         // 4. Finish each pivot, in release order: add its inactive variables, or recompute it
         //    from its row (all its other columns are final by now), whichever is fewer XORs.
         let iw = plan.iw;
@@ -1056,28 +1072,31 @@ impl LtDecoder {
             let deps = &plan.ivec[p * iw..(p + 1) * iw];
             let weight: u32 = deps.iter().map(|x| x.count_ones()).sum();
             let cols = plan.cols(r as usize);
-            if weight as usize <= cols.len() {
+            gather.clear();
+            let in_place = weight as usize <= cols.len();
+            let first = if in_place {
                 for (w, &x) in deps.iter().enumerate() {
                     let mut x = x;
                     while x != 0 {
                         let j = w * 64 + x.trailing_zeros() as usize;
                         x &= x - 1;
-                        xor_blocks(kernel, &mut self.data, t, n, src(plan.inactive[j]));
+                        gather.push(src(plan.inactive[j]) as u32);
                     }
                 }
+                // SAFETY: source n is inside `data`; `first` may be `dst`.
+                unsafe { data.add(n * t).cast_const() }
             } else {
-                self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[sym(r)]);
-                for (j, &c2) in cols.iter().enumerate() {
-                    if let Some(&next) = cols.get(j + 1) {
-                        let m = src(next);
-                        prefetch(&self.data[m * t..(m + 1) * t]);
-                    }
-                    if c2 != c {
-                        xor_blocks(kernel, &mut self.data, t, n, src(c2));
-                    }
-                }
+                gather.extend(cols.iter().filter(|&&c2| c2 != c).map(|&c2| src(c2) as u32));
+                sym_row(r)
+            };
+            if in_place && gather.is_empty() {
+                continue;
             }
+            debug_assert!(n < k && gather.iter().all(|&m| (m as usize) < k && m as usize != n));
+            // SAFETY: see above.
+            unsafe { path.xor_rows(data.add(n * t), first, data, &gather, t) };
         }
+        self.gather = gather;
         for &n in &plan.unknowns {
             self.known.mark(n as usize);
         }
