@@ -52,7 +52,14 @@ pub struct RobustSoliton {
     beta: f64,
     /// `cdf[d − 1] = P(degree ≤ d)`.
     cdf: Vec<f64>,
+    /// `guide[j]` = the number of CDF entries ≤ j/2^GUIDE_BITS, for j = 0..=2^GUIDE_BITS: a
+    /// uniform in [j/2^GUIDE_BITS, (j+1)/2^GUIDE_BITS) has its inverse-CDF index between
+    /// `guide[j]` and `guide[j + 1]` (the CDF is non-decreasing), so the search is short.
+    guide: Vec<u32>,
 }
+
+/// Bits of a 53-bit uniform that index [`RobustSoliton`]'s guide table.
+const GUIDE_BITS: u32 = 12;
 
 impl RobustSoliton {
     /// The distribution for k source symbols, constant c and target failure probability δ.
@@ -114,6 +121,14 @@ impl RobustSoliton {
                 acc += w / beta;
                 acc
             })
+            .collect::<Vec<f64>>();
+        let buckets = 1u32 << GUIDE_BITS;
+        let guide = (0..=buckets)
+            .map(|j| {
+                // j / 2^GUIDE_BITS is exact in f64.
+                let x = f64::from(j) / f64::from(buckets);
+                cdf.partition_point(|&c| c <= x) as u32
+            })
             .collect();
         Ok(Self {
             k,
@@ -123,6 +138,7 @@ impl RobustSoliton {
             spike,
             beta,
             cdf,
+            guide,
         })
     }
 
@@ -176,6 +192,16 @@ impl RobustSoliton {
     pub fn degree_for(&self, u: f64) -> usize {
         (self.cdf.partition_point(|&x| x <= u) + 1).min(self.k)
     }
+
+    /// [`RobustSoliton::degree_for`] of `u = m / 2^53` for a 53-bit `m`, the same result
+    /// found through the guide table (a search over a few entries instead of all k).
+    fn degree_for_53(&self, m: u64) -> usize {
+        debug_assert!(m < 1 << 53);
+        let u = m as f64 * (1.0 / (1u64 << 53) as f64);
+        let j = (m >> (53 - GUIDE_BITS)) as usize;
+        let (lo, hi) = (self.guide[j] as usize, self.guide[j + 1] as usize);
+        (lo + self.cdf[lo..hi].partition_point(|&x| x <= u) + 1).min(self.k)
+    }
 }
 
 /// Validated parameters of an LT code: k, symbol size and the degree distribution.
@@ -227,8 +253,8 @@ impl LtParams {
         key[16..20].copy_from_slice(&id.block.to_le_bytes());
         key[20..24].copy_from_slice(&id.seed.to_le_bytes());
         let mut rng = ChaCha8Rng::from_seed(key);
-        let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-        let d = self.dist.degree_for(u);
+        // u = (x >> 11) / 2^53 for the first output x.
+        let d = self.dist.degree_for_53(rng.next_u64() >> 11);
         out.clear();
         let mut draw = || ((u128::from(rng.next_u64()) * k as u128) >> 64) as u32;
         // Rejecting repeats by a linear search or by a bitset gives the same list; the
@@ -1256,6 +1282,43 @@ mod tests {
                 k < 20 || long > 100,
                 "k {k}: only {long} symbols of degree > 16"
             );
+        }
+    }
+
+    /// The guide-table search gives the plain inverse CDF's degree, on random uniforms and on
+    /// the CDF values themselves and their neighbours (the ties and bucket edges).
+    #[test]
+    fn guided_degree_equals_plain_inverse_cdf() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for (k, c, delta) in [
+            (1, 1.0, 0.5),
+            (10, 0.1, 0.05),
+            (1000, 0.057, 0.03),
+            (5000, 0.3, 0.01),
+        ] {
+            let d = RobustSoliton::new(k, c, delta).unwrap();
+            let scale = (1u64 << 53) as f64;
+            let mut ms: Vec<u64> = (0..20_000)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x >> 11
+                })
+                .collect();
+            for &p in &d.cdf {
+                let m = (p * scale) as u64;
+                ms.extend([m.saturating_sub(1), m, m + 1]);
+            }
+            for j in 0..=(1u64 << GUIDE_BITS) {
+                let m = j << (53 - GUIDE_BITS);
+                ms.extend([m.saturating_sub(1), m, m + 1]);
+            }
+            ms.extend([0, (1 << 53) - 1]);
+            for m in ms.into_iter().filter(|&m| m < 1 << 53) {
+                let u = m as f64 * (1.0 / scale);
+                assert_eq!(d.degree_for_53(m), d.degree_for(u), "k {k}, m {m}");
+            }
         }
     }
 

@@ -382,7 +382,7 @@ pub struct HmtpSender {
     records: VecDeque<Option<u64>>,
     first_record: u64,
     next_record: u64,
-    scratch: Vec<u8>,
+    /// The symbol header of the packet being written.
     body: Vec<u8>,
     /// The bytes of the last finished chunk, reused by the next one (no fresh k·T allocation
     /// per chunk).
@@ -403,7 +403,6 @@ impl HmtpSender {
             records: VecDeque::new(),
             first_record: 0,
             next_record: 0,
-            scratch: vec![0; t],
             body: Vec::with_capacity(t + FRAME_HEADER),
             spare: Vec::new(),
             stats: HmtpStats::default(),
@@ -534,7 +533,6 @@ impl HmtpSender {
         if u64::from(seed) > max_seed(c.k) {
             return None;
         }
-        c.enc.encode(seed, &mut self.scratch).ok()?;
         self.body.clear();
         SymbolHeader {
             chunk: c.id,
@@ -543,12 +541,19 @@ impl HmtpSender {
             seed: u64::from(seed),
         }
         .write(&mut self.body);
-        self.body.extend_from_slice(&self.scratch);
-        pkt.push(&Frame::Scheme {
-            kind: SYMBOL_KIND,
-            body: &self.body,
-        })
-        .ok()?;
+        // The symbol is encoded straight into the packet, after its header.
+        let (header, t) = (&self.body, self.t);
+        let enc = &mut c.enc;
+        let written = pkt
+            .push_scheme_with(SYMBOL_KIND, header.len() + t, |out| {
+                let (h, sym) = out.split_at_mut(header.len());
+                h.copy_from_slice(header);
+                enc.encode(seed, sym).is_ok()
+            })
+            .ok()?;
+        if !written {
+            return None;
+        }
         if seed == 0 {
             ctx.mark_sent(c.start, c.start + c.len);
         }
