@@ -880,6 +880,15 @@ mod x86 {
     ) {
         let mut off = 0;
         unsafe {
+            // The rows are scattered over a block larger than the L2 cache: ask for the first
+            // strip of every row now, and for the next strip of each row while adding its
+            // current one (a prefetch never faults, even past the end of a row).
+            for &r in rows {
+                let s = base.wrapping_add(r as usize * t);
+                for j in 0..8 {
+                    _mm_prefetch::<_MM_HINT_T0>(s.wrapping_add(64 * j).cast());
+                }
+            }
             while off + 512 <= t {
                 let mut acc = [_mm512_setzero_si512(); 8];
                 for (j, a) in acc.iter_mut().enumerate() {
@@ -887,6 +896,9 @@ mod x86 {
                 }
                 for &r in rows {
                     let s = base.add(r as usize * t + off);
+                    for j in 0..8 {
+                        _mm_prefetch::<_MM_HINT_T0>(s.wrapping_add(512 + 64 * j).cast());
+                    }
                     for (j, a) in acc.iter_mut().enumerate() {
                         *a = _mm512_xor_si512(*a, _mm512_loadu_si512(s.add(64 * j).cast()));
                     }

@@ -387,6 +387,8 @@ pub struct HmtpSender {
     /// The bytes of the last finished chunk, reused by the next one (no fresh k·T allocation
     /// per chunk).
     spare: Vec<u8>,
+    /// The last chunk's LT parameters (see [`chunk_params`]).
+    params: Option<LtParams>,
     stats: HmtpStats,
 }
 
@@ -405,6 +407,7 @@ impl HmtpSender {
             next_record: 0,
             body: Vec::with_capacity(t + FRAME_HEADER),
             spare: Vec::new(),
+            params: None,
             stats: HmtpStats::default(),
         }
     }
@@ -476,7 +479,7 @@ impl HmtpSender {
             return false;
         }
         data[len as usize..].fill(0);
-        let Ok(params) = LtParams::new(k, self.t, self.cfg.c, self.cfg.delta) else {
+        let Some(params) = chunk_params(&mut self.params, k, self.t, &self.cfg) else {
             return false;
         };
         let Ok(enc) = LtEncoder::from_vec(params, id, data) else {
@@ -705,6 +708,23 @@ struct RxChunk {
     reported_full: bool,
 }
 
+/// The LT parameters for a chunk of `k` symbols: `cache` if it has that k (T, c and δ are
+/// fixed per connection), else new ones, kept in `cache` (the degree distribution's tables
+/// are built once per chunk size, not once per chunk).
+fn chunk_params(
+    cache: &mut Option<LtParams>,
+    k: usize,
+    t: usize,
+    cfg: &HmtpConfig,
+) -> Option<LtParams> {
+    if let Some(p) = cache.as_ref().filter(|p| p.k() == k) {
+        return Some(p.clone());
+    }
+    let p = LtParams::new(k, t, cfg.c, cfg.delta).ok()?;
+    *cache = Some(p.clone());
+    Some(p)
+}
+
 /// Receiving half of `hmtp`.
 #[derive(Debug)]
 pub struct HmtpReceiver {
@@ -716,6 +736,8 @@ pub struct HmtpReceiver {
     /// The decoder of the last decoded chunk, reset for the next one (no fresh allocation of
     /// its k·T buffers per chunk).
     spare: Option<LtDecoder>,
+    /// The last chunk's LT parameters (see [`chunk_params`]).
+    params: Option<LtParams>,
     stats: HmtpStats,
 }
 
@@ -727,6 +749,7 @@ impl HmtpReceiver {
             open: BTreeMap::new(),
             done: BTreeMap::new(),
             spare: None,
+            params: None,
             stats: HmtpStats::default(),
         }
     }
@@ -782,7 +805,7 @@ impl HmtpReceiver {
             if self.open.len() >= MAX_OPEN_CHUNKS {
                 return Err(self.stats.hostile("too many open chunks"));
             }
-            let Ok(params) = LtParams::new(k, self.t, self.cfg.c, self.cfg.delta) else {
+            let Some(params) = chunk_params(&mut self.params, k, self.t, &self.cfg) else {
                 return Err(self.stats.hostile("chunk length out of range"));
             };
             let dec = match (self.spare.take(), self.cfg.decoder) {
