@@ -902,19 +902,23 @@ impl LtDecoder {
         let off = self.sym_data.len();
         self.sym_data.extend_from_slice(payload);
         let start = self.sym_neigh.len();
+        self.gather.clear();
         for &n in &self.neighbours {
-            let n = n as usize;
-            if self.known.contains(n) {
-                // SAFETY: the kernel is available; both slices have T bytes.
-                unsafe {
-                    self.kernel.xor_unchecked(
-                        &mut self.sym_data[off..off + t],
-                        &self.data[n * t..(n + 1) * t],
-                    )
-                };
+            if self.known.contains(n as usize) {
+                self.gather.push(n);
             } else {
-                self.sym_neigh.push(n as u32);
+                self.sym_neigh.push(n);
             }
+        }
+        if !self.gather.is_empty() {
+            let dst = self.sym_data[off..off + t].as_mut_ptr();
+            // SAFETY: the path is available; the gathered rows are source indices < k, inside
+            // `data` (k·T bytes); `dst` is the T bytes just appended to `sym_data`, both
+            // `first` and destination.
+            unsafe {
+                self.xor_path
+                    .xor_rows(dst, dst, self.data.as_ptr(), &self.gather, t)
+            };
         }
         let remaining = (self.sym_neigh.len() - start) as u32;
         if remaining == 0 {
