@@ -297,12 +297,10 @@ impl Kernel {
 pub(crate) enum XorPath {
     /// 64-bit words, portable.
     Portable,
-    /// 32-byte AVX2 registers.
+    /// 32-byte AVX2 registers. (A 64-byte AVX-512F path needs Rust 1.89's intrinsics, above
+    /// the workspace's MSRV.)
     #[cfg(target_arch = "x86_64")]
     Avx2,
-    /// 64-byte AVX-512F registers.
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
 }
 
 static BEST_XOR: AtomicU8 = AtomicU8::new(u8::MAX);
@@ -316,11 +314,6 @@ impl XorPath {
         {
             if std::arch::is_x86_feature_detected!("avx2") {
                 v.push(XorPath::Avx2);
-            }
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("avx512f")
-            {
-                v.push(XorPath::Avx512);
             }
         }
         v
@@ -357,8 +350,6 @@ impl XorPath {
             XorPath::Portable => unsafe { portable_xor_rows(dst, first, base, rows, t, 0) },
             #[cfg(target_arch = "x86_64")]
             XorPath::Avx2 => unsafe { x86::xor_rows_avx2(dst, first, base, rows, t) },
-            #[cfg(target_arch = "x86_64")]
-            XorPath::Avx512 => unsafe { x86::xor_rows_avx512(dst, first, base, rows, t) },
         }
     }
 }
@@ -852,72 +843,6 @@ mod x86 {
                     store32(dst.add(off + 32 * j), *a);
                 }
                 off += 256;
-            }
-            while off + 32 <= t {
-                let mut a = load32(first.add(off));
-                for &r in rows {
-                    a = _mm256_xor_si256(a, load32(base.add(r as usize * t + off)));
-                }
-                store32(dst.add(off), a);
-                off += 32;
-            }
-            super::portable_xor_rows(dst, first, base, rows, t, off);
-        }
-    }
-
-    /// [`super::XorPath::xor_rows`] with AVX-512F: strips of eight 64-byte registers, then
-    /// single registers, then the AVX2 and portable tails.
-    ///
-    /// # Safety
-    /// As [`super::XorPath::xor_rows`], with AVX2 and AVX-512F present.
-    #[target_feature(enable = "avx2,avx512f")]
-    pub(super) unsafe fn xor_rows_avx512(
-        dst: *mut u8,
-        first: *const u8,
-        base: *const u8,
-        rows: &[u32],
-        t: usize,
-    ) {
-        let mut off = 0;
-        unsafe {
-            // The rows are scattered over a block larger than the L2 cache: ask for the first
-            // strip of every row now, and for the next strip of each row while adding its
-            // current one (a prefetch never faults, even past the end of a row).
-            for &r in rows {
-                let s = base.wrapping_add(r as usize * t);
-                for j in 0..8 {
-                    _mm_prefetch::<_MM_HINT_T0>(s.wrapping_add(64 * j).cast());
-                }
-            }
-            while off + 512 <= t {
-                let mut acc = [_mm512_setzero_si512(); 8];
-                for (j, a) in acc.iter_mut().enumerate() {
-                    *a = _mm512_loadu_si512(first.add(off + 64 * j).cast());
-                }
-                for &r in rows {
-                    let s = base.add(r as usize * t + off);
-                    for j in 0..8 {
-                        _mm_prefetch::<_MM_HINT_T0>(s.wrapping_add(512 + 64 * j).cast());
-                    }
-                    for (j, a) in acc.iter_mut().enumerate() {
-                        *a = _mm512_xor_si512(*a, _mm512_loadu_si512(s.add(64 * j).cast()));
-                    }
-                }
-                for (j, a) in acc.iter().enumerate() {
-                    _mm512_storeu_si512(dst.add(off + 64 * j).cast(), *a);
-                }
-                off += 512;
-            }
-            while off + 64 <= t {
-                let mut a = _mm512_loadu_si512(first.add(off).cast());
-                for &r in rows {
-                    a = _mm512_xor_si512(
-                        a,
-                        _mm512_loadu_si512(base.add(r as usize * t + off).cast()),
-                    );
-                }
-                _mm512_storeu_si512(dst.add(off).cast(), a);
-                off += 64;
             }
             while off + 32 <= t {
                 let mut a = load32(first.add(off));
