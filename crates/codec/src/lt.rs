@@ -676,53 +676,44 @@ impl Plan {
         }
     }
 
-    /// Gauss–Jordan on the complete core's inactive parts: `(dst, src)` operations (core slot
-    /// dst ^= core slot src), and the slot holding each inactive variable afterwards.
-    fn core_operations(&self) -> (Vec<(u32, u32)>, Vec<u32>) {
+    /// The inverse R of the complete core's matrix (row s = core slot s's inactive part), by
+    /// Gauss–Jordan on `[core | I]` over GF(2): `iw` words per row; row j of R gives inactive
+    /// variable j as the sum of the core slots' right-hand sides it selects (x = R·b).
+    fn core_inverse(&self) -> Vec<u64> {
         let (i, iw) = (self.inactive.len(), self.iw);
-        let mut mat = self.core_vecs.clone();
-        let mut ops = Vec::new();
-        let mut owner = vec![u32::MAX; i];
-        let mut assigned = vec![false; i];
-        for (j, slot) in owner.iter_mut().enumerate() {
+        let w2 = 2 * iw;
+        let mut aug = vec![0u64; i * w2];
+        for s in 0..i {
+            aug[s * w2..s * w2 + iw].copy_from_slice(&self.core_vecs[s * iw..(s + 1) * iw]);
+            aug[s * w2 + iw + s / 64] |= 1 << (s % 64);
+        }
+        let mut tmp = vec![0u64; w2];
+        for j in 0..i {
             let (w, b) = (j / 64, 1u64 << (j % 64));
-            // The core is independent, so some unassigned slot has variable j.
-            let Some(p) = (0..i).find(|&s| !assigned[s] && mat[s * iw + w] & b != 0) else {
+            // The core is independent, so a row from j on has variable j.
+            let Some(p) = (j..i).find(|&s| aug[s * w2 + w] & b != 0) else {
                 continue;
             };
-            assigned[p] = true;
-            *slot = p as u32;
+            if p != j {
+                for x in 0..w2 {
+                    aug.swap(p * w2 + x, j * w2 + x);
+                }
+            }
+            tmp.copy_from_slice(&aug[j * w2..(j + 1) * w2]);
             for s in 0..i {
-                if s != p && mat[s * iw + w] & b != 0 {
-                    let (d, src) = if s < p {
-                        let (lo, hi) = mat.split_at_mut(p * iw);
-                        (&mut lo[s * iw..(s + 1) * iw], &hi[..iw])
-                    } else {
-                        let (lo, hi) = mat.split_at_mut(s * iw);
-                        (&mut hi[..iw], &lo[p * iw..(p + 1) * iw])
-                    };
-                    for (x, y) in d.iter_mut().zip(src) {
+                if s != j && aug[s * w2 + w] & b != 0 {
+                    for (x, y) in aug[s * w2..(s + 1) * w2].iter_mut().zip(&tmp) {
                         *x ^= y;
                     }
-                    ops.push((s as u32, p as u32));
                 }
             }
         }
-        (ops, owner)
+        let mut inverse = vec![0u64; i * iw];
+        for j in 0..i {
+            inverse[j * iw..(j + 1) * iw].copy_from_slice(&aug[j * w2 + iw..(j + 1) * w2]);
+        }
+        inverse
     }
-}
-
-/// `buf[dst] ^= buf[src]`, blocks of `t` bytes, `dst != src`.
-fn xor_blocks(kernel: Kernel, buf: &mut [u8], t: usize, dst: usize, src: usize) {
-    let (d, s) = if dst < src {
-        let (lo, hi) = buf.split_at_mut(src * t);
-        (&mut lo[dst * t..(dst + 1) * t], &hi[..t])
-    } else {
-        let (lo, hi) = buf.split_at_mut(dst * t);
-        (&mut hi[..t], &lo[src * t..(src + 1) * t])
-    };
-    // SAFETY: the kernel is available; both slices have T bytes.
-    unsafe { kernel.xor_unchecked(d, s) };
 }
 
 /// Peeling decoder of one block, with optional exact completion by inactivation decoding (the
@@ -1037,7 +1028,6 @@ impl LtDecoder {
     /// The payload half of [`LtDecoder::solve`], for a complete plan.
     fn execute(&mut self, plan: &Plan) {
         let t = self.params.symbol_size;
-        let kernel = self.kernel;
         let path = self.xor_path;
         let src = |c: u32| plan.unknowns[c as usize] as usize;
         let mut gather = std::mem::take(&mut self.gather);
@@ -1083,20 +1073,39 @@ impl LtDecoder {
             // SAFETY: see above; `rhs` slot s is a separate buffer of T bytes.
             unsafe { path.xor_rows(rhs.as_mut_ptr().add(s * t), sym_row(r), data, &gather, t) };
         }
-        // 3. The core's Gauss–Jordan, then the inactive sources.
-        let (ops, owner) = plan.core_operations();
-        for &(d, s) in &ops {
-            xor_blocks(kernel, &mut rhs, t, d as usize, s as usize);
-        }
+        // 3. The inactive sources: the core's inverse R (on bits), then each inactive source
+        //    is one multi-row XOR of the right-hand sides its row of R selects.
+        let inverse = plan.core_inverse();
+        let iw = plan.iw;
+        let data = self.data.as_mut_ptr();
         for (j, &c) in plan.inactive.iter().enumerate() {
             let n = src(c);
-            let s = owner[j] as usize;
-            self.data[n * t..(n + 1) * t].copy_from_slice(&rhs[s * t..(s + 1) * t]);
+            gather.clear();
+            for (w, &x) in inverse[j * iw..(j + 1) * iw].iter().enumerate() {
+                let mut x = x;
+                while x != 0 {
+                    gather.push((w * 64 + x.trailing_zeros() as usize) as u32);
+                    x &= x - 1;
+                }
+            }
+            // R is invertible, so its row j is not empty.
+            let first = gather.remove(0) as usize;
+            debug_assert!(n < k && first < i && gather.iter().all(|&s| (s as usize) < i));
+            // SAFETY: the path is available; slots are < i, inside `rhs` (i·T bytes), a
+            // separate buffer from `data`, where source n < k is.
+            unsafe {
+                path.xor_rows(
+                    data.add(n * t),
+                    rhs.as_ptr().add(first * t),
+                    rhs.as_ptr(),
+                    &gather,
+                    t,
+                )
+            };
         }
         let data = self.data.as_mut_ptr();
         // 4. Finish each pivot, in release order: add its inactive variables, or recompute it
         //    from its row (all its other columns are final by now), whichever is fewer XORs.
-        let iw = plan.iw;
         for (p, &(r, c)) in plan.pivots.iter().enumerate() {
             let n = src(c);
             let deps = &plan.ivec[p * iw..(p + 1) * iw];
