@@ -374,6 +374,110 @@ impl Kernel {
     }
 }
 
+/// An implementation of [`xor_rows_unchecked`]: the dense-XOR path of LT coding, where a
+/// symbol is the sum of many source rows (`dst = first ⊕ rows…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum XorPath {
+    /// 64-bit words, portable.
+    Portable,
+    /// 32-byte AVX2 registers. (A 64-byte AVX-512F path needs Rust 1.89's intrinsics, above
+    /// the workspace's MSRV.)
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+static BEST_XOR: AtomicU8 = AtomicU8::new(u8::MAX);
+
+impl XorPath {
+    /// Every path this CPU can run, slowest first.
+    pub(crate) fn available() -> Vec<XorPath> {
+        #[allow(unused_mut)]
+        let mut v = vec![XorPath::Portable];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                v.push(XorPath::Avx2);
+            }
+        }
+        v
+    }
+
+    /// The fastest path this CPU can run (detected once, then cached).
+    pub(crate) fn best() -> XorPath {
+        let all = Self::available();
+        let cached = BEST_XOR.load(Ordering::Relaxed);
+        if let Some(&p) = all.get(cached as usize) {
+            return p;
+        }
+        BEST_XOR.store((all.len() - 1) as u8, Ordering::Relaxed);
+        all[all.len() - 1]
+    }
+
+    /// `dst = first ⊕ base[r·t .. r·t + t] ⊕ …` for every `r` in `rows`, over `t` bytes: each
+    /// source is read once and `dst` written once, in register-sized strips (instead of one
+    /// read-modify-write pass of `dst` per source).
+    ///
+    /// # Safety
+    /// The path is available on this CPU ([`XorPath::available`]); `dst` is valid for `t`
+    /// bytes of writes, `first` and every `base + r·t` for `t` bytes of reads; no source
+    /// overlaps `dst` except that `first` may be `dst` itself.
+    pub(crate) unsafe fn xor_rows(
+        self,
+        dst: *mut u8,
+        first: *const u8,
+        base: *const u8,
+        rows: &[u32],
+        t: usize,
+    ) {
+        match self {
+            XorPath::Portable => unsafe { portable_xor_rows(dst, first, base, rows, t, 0) },
+            #[cfg(target_arch = "x86_64")]
+            XorPath::Avx2 => unsafe { x86::xor_rows_avx2(dst, first, base, rows, t) },
+        }
+    }
+}
+
+/// [`XorPath::xor_rows`] from byte `from` on, 8 bytes at a time, then byte by byte.
+///
+/// # Safety
+/// As [`XorPath::xor_rows`].
+unsafe fn portable_xor_rows(
+    dst: *mut u8,
+    first: *const u8,
+    base: *const u8,
+    rows: &[u32],
+    t: usize,
+    from: usize,
+) {
+    let mut off = from;
+    unsafe {
+        while off + 32 <= t {
+            let mut acc = [0u64; 4];
+            for (j, a) in acc.iter_mut().enumerate() {
+                *a = first.add(off + 8 * j).cast::<u64>().read_unaligned();
+            }
+            for &r in rows {
+                let s = base.add(r as usize * t + off);
+                for (j, a) in acc.iter_mut().enumerate() {
+                    *a ^= s.add(8 * j).cast::<u64>().read_unaligned();
+                }
+            }
+            for (j, a) in acc.iter().enumerate() {
+                dst.add(off + 8 * j).cast::<u64>().write_unaligned(*a);
+            }
+            off += 32;
+        }
+        while off < t {
+            let mut a = *first.add(off);
+            for &r in rows {
+                a ^= *base.add(r as usize * t + off);
+            }
+            *dst.add(off) = a;
+            off += 1;
+        }
+    }
+}
+
 /// Splits `src` into its low and high nibbles (`lo[i] = src[i] & 15`, `hi[i] = src[i] >> 4`),
 /// the form the split-table kernel reads without reshuffling (the RLNC coder keeps a
 /// generation's source symbols and the received payloads this way, since each is multiplied
@@ -393,27 +497,6 @@ pub fn mul_add(dst: &mut [u8], src: &[u8], c: u8) -> Result<()> {
 /// `dst = c·src` with the best kernel. Errors if the lengths differ.
 pub fn mul_slice(dst: &mut [u8], src: &[u8], c: u8) -> Result<()> {
     Kernel::best().mul(dst, src, c)
-}
-
-/// Asks the CPU to start loading `data` into the cache (one hint per 64-byte line; nothing on
-/// targets without a prefetch instruction). For XOR loops over rows scattered in a large
-/// block: prefetching the next row while the current one is XORed hides the memory latency.
-#[inline]
-pub(crate) fn prefetch(data: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        for line in data.chunks(64) {
-            // SAFETY: SSE is part of x86_64; a prefetch never faults and the address is inside
-            // `data`.
-            #[allow(unused_unsafe)]
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast())
-            };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = data;
 }
 
 /// `dst ^= src` with the best kernel. Errors if the lengths differ.
@@ -1029,6 +1112,49 @@ mod x86 {
         }
     }
 
+    /// [`super::XorPath::xor_rows`] with AVX2: strips of eight 32-byte registers, then single
+    /// registers, then the portable tail.
+    ///
+    /// # Safety
+    /// As [`super::XorPath::xor_rows`], with AVX2 present.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn xor_rows_avx2(
+        dst: *mut u8,
+        first: *const u8,
+        base: *const u8,
+        rows: &[u32],
+        t: usize,
+    ) {
+        let mut off = 0;
+        unsafe {
+            while off + 256 <= t {
+                let mut acc = [_mm256_setzero_si256(); 8];
+                for (j, a) in acc.iter_mut().enumerate() {
+                    *a = load32(first.add(off + 32 * j));
+                }
+                for &r in rows {
+                    let s = base.add(r as usize * t + off);
+                    for (j, a) in acc.iter_mut().enumerate() {
+                        *a = _mm256_xor_si256(*a, load32(s.add(32 * j)));
+                    }
+                }
+                for (j, a) in acc.iter().enumerate() {
+                    store32(dst.add(off + 32 * j), *a);
+                }
+                off += 256;
+            }
+            while off + 32 <= t {
+                let mut a = load32(first.add(off));
+                for &r in rows {
+                    a = _mm256_xor_si256(a, load32(base.add(r as usize * t + off)));
+                }
+                store32(dst.add(off), a);
+                off += 32;
+            }
+            super::portable_xor_rows(dst, first, base, rows, t, off);
+        }
+    }
+
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn xor_avx2(dst: &mut [u8], src: &[u8]) {
         let n = dst.len() / 64 * 64;
@@ -1146,6 +1272,52 @@ mod tests {
                         };
                         assert_eq!(got, want, "{kernel:?}, len {len}, {n} sources, add {add}");
                     }
+                }
+            }
+        }
+    }
+
+    /// Every dense-XOR path equals a plain byte loop, for lengths around each path's strip
+    /// and register sizes (including the 1376-byte symbols of `hmtp`), any number of rows,
+    /// and `first` being `dst` itself or another buffer.
+    #[test]
+    fn xor_rows_paths_match_plain_loop() {
+        let mut x = 0x9e37_79b9u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let paths = XorPath::available();
+        assert!(paths.contains(&XorPath::best()));
+        for t in [
+            1, 7, 8, 31, 32, 33, 63, 64, 65, 255, 256, 257, 511, 512, 513, 1376, 1380,
+        ] {
+            for n in [0, 1, 2, 5, 13, 40] {
+                let nrows = 50;
+                let base: Vec<u8> = (0..nrows * t).map(|_| next() as u8).collect();
+                let rows: Vec<u32> = (0..n).map(|_| next() % nrows as u32).collect();
+                let first: Vec<u8> = (0..t).map(|_| next() as u8).collect();
+                let mut want = first.clone();
+                for &r in &rows {
+                    for (w, b) in want.iter_mut().zip(&base[r as usize * t..]) {
+                        *w ^= b;
+                    }
+                }
+                for &path in &paths {
+                    let mut got = vec![0xAAu8; t];
+                    // SAFETY: the path is available; every row is inside `base`; `got` is a
+                    // separate buffer of t bytes.
+                    unsafe {
+                        path.xor_rows(got.as_mut_ptr(), first.as_ptr(), base.as_ptr(), &rows, t)
+                    };
+                    assert_eq!(got, want, "{path:?}, t {t}, {n} rows");
+                    let mut inplace = first.clone();
+                    let p = inplace.as_mut_ptr();
+                    // SAFETY: as above, with `first` = `dst`, which is allowed.
+                    unsafe { path.xor_rows(p, p, base.as_ptr(), &rows, t) };
+                    assert_eq!(inplace, want, "{path:?} in place, t {t}, {n} rows");
                 }
             }
         }

@@ -30,7 +30,7 @@
 //! rank reaches k.
 
 use crate::error::{check_len, Error, Result};
-use crate::gf256::{prefetch, Kernel};
+use crate::gf256::{Kernel, XorPath};
 use crate::known::Known;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -52,7 +52,14 @@ pub struct RobustSoliton {
     beta: f64,
     /// `cdf[d − 1] = P(degree ≤ d)`.
     cdf: Vec<f64>,
+    /// `guide[j]` = the number of CDF entries ≤ j/2^GUIDE_BITS, for j = 0..=2^GUIDE_BITS: a
+    /// uniform in [j/2^GUIDE_BITS, (j+1)/2^GUIDE_BITS) has its inverse-CDF index between
+    /// `guide[j]` and `guide[j + 1]` (the CDF is non-decreasing), so the search is short.
+    guide: Vec<u32>,
 }
+
+/// Bits of a 53-bit uniform that index [`RobustSoliton`]'s guide table.
+const GUIDE_BITS: u32 = 12;
 
 impl RobustSoliton {
     /// The distribution for k source symbols, constant c and target failure probability δ.
@@ -114,6 +121,14 @@ impl RobustSoliton {
                 acc += w / beta;
                 acc
             })
+            .collect::<Vec<f64>>();
+        let buckets = 1u32 << GUIDE_BITS;
+        let guide = (0..=buckets)
+            .map(|j| {
+                // j / 2^GUIDE_BITS is exact in f64.
+                let x = f64::from(j) / f64::from(buckets);
+                cdf.partition_point(|&c| c <= x) as u32
+            })
             .collect();
         Ok(Self {
             k,
@@ -123,6 +138,7 @@ impl RobustSoliton {
             spike,
             beta,
             cdf,
+            guide,
         })
     }
 
@@ -176,6 +192,16 @@ impl RobustSoliton {
     pub fn degree_for(&self, u: f64) -> usize {
         (self.cdf.partition_point(|&x| x <= u) + 1).min(self.k)
     }
+
+    /// [`RobustSoliton::degree_for`] of `u = m / 2^53` for a 53-bit `m`, the same result
+    /// found through the guide table (a search over a few entries instead of all k).
+    fn degree_for_53(&self, m: u64) -> usize {
+        debug_assert!(m < 1 << 53);
+        let u = m as f64 * (1.0 / (1u64 << 53) as f64);
+        let j = (m >> (53 - GUIDE_BITS)) as usize;
+        let (lo, hi) = (self.guide[j] as usize, self.guide[j + 1] as usize);
+        (lo + self.cdf[lo..hi].partition_point(|&x| x <= u) + 1).min(self.k)
+    }
 }
 
 /// Validated parameters of an LT code: k, symbol size and the degree distribution.
@@ -227,8 +253,8 @@ impl LtParams {
         key[16..20].copy_from_slice(&id.block.to_le_bytes());
         key[20..24].copy_from_slice(&id.seed.to_le_bytes());
         let mut rng = ChaCha8Rng::from_seed(key);
-        let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-        let d = self.dist.degree_for(u);
+        // u = (x >> 11) / 2^53 for the first output x.
+        let d = self.dist.degree_for_53(rng.next_u64() >> 11);
         out.clear();
         let mut draw = || ((u128::from(rng.next_u64()) * k as u128) >> 64) as u32;
         // Rejecting repeats by a linear search or by a bitset gives the same list; the
@@ -277,7 +303,7 @@ pub struct LtEncoder {
     block: u32,
     data: Vec<u8>,
     neighbours: Vec<u32>,
-    kernel: Kernel,
+    xor_path: XorPath,
 }
 
 impl LtEncoder {
@@ -295,7 +321,7 @@ impl LtEncoder {
             block,
             data,
             neighbours: Vec::new(),
-            kernel: Kernel::best(),
+            xor_path: XorPath::best(),
         })
     }
 
@@ -318,24 +344,23 @@ impl LtEncoder {
             seed,
         };
         self.params.neighbours(id, &mut self.neighbours);
-        // Every symbol has a neighbour (degree ≥ 1): copy the first, XOR the others, each
-        // while the next one is prefetched.
-        let row = |n: u32| n as usize * t..(n as usize + 1) * t;
-        if let Some(&n) = self.neighbours.get(1) {
-            prefetch(&self.data[row(n)]);
-        }
-        out.copy_from_slice(&self.data[row(self.neighbours[0])]);
-        for (j, &n) in self.neighbours.iter().enumerate().skip(1) {
-            if let Some(&next) = self.neighbours.get(j + 1) {
-                prefetch(&self.data[row(next)]);
-            }
-            let n = n as usize;
-            // SAFETY: the kernel is available; both slices have T bytes.
-            unsafe {
-                self.kernel
-                    .xor_unchecked(out, &self.data[n * t..(n + 1) * t])
-            };
-        }
+        // Every symbol has a neighbour (degree ≥ 1): the first XOR the others, in one pass
+        // over each (a strip of `out` stays in registers while every row's strip is added).
+        let t_rows = self.data.len() / t;
+        debug_assert!(self.neighbours.iter().all(|&n| (n as usize) < t_rows));
+        let first = self.neighbours[0] as usize;
+        let base = self.data.as_ptr();
+        // SAFETY: the path is available; neighbours are source indices < k, so every row is
+        // inside `data` (k·T bytes); `out` (T bytes) is a separate buffer.
+        unsafe {
+            self.xor_path.xor_rows(
+                out.as_mut_ptr(),
+                base.add(first * t),
+                base,
+                &self.neighbours[1..],
+                t,
+            )
+        };
         Ok(id)
     }
 }
@@ -651,53 +676,44 @@ impl Plan {
         }
     }
 
-    /// Gauss–Jordan on the complete core's inactive parts: `(dst, src)` operations (core slot
-    /// dst ^= core slot src), and the slot holding each inactive variable afterwards.
-    fn core_operations(&self) -> (Vec<(u32, u32)>, Vec<u32>) {
+    /// The inverse R of the complete core's matrix (row s = core slot s's inactive part), by
+    /// Gauss–Jordan on `[core | I]` over GF(2): `iw` words per row; row j of R gives inactive
+    /// variable j as the sum of the core slots' right-hand sides it selects (x = R·b).
+    fn core_inverse(&self) -> Vec<u64> {
         let (i, iw) = (self.inactive.len(), self.iw);
-        let mut mat = self.core_vecs.clone();
-        let mut ops = Vec::new();
-        let mut owner = vec![u32::MAX; i];
-        let mut assigned = vec![false; i];
-        for (j, slot) in owner.iter_mut().enumerate() {
+        let w2 = 2 * iw;
+        let mut aug = vec![0u64; i * w2];
+        for s in 0..i {
+            aug[s * w2..s * w2 + iw].copy_from_slice(&self.core_vecs[s * iw..(s + 1) * iw]);
+            aug[s * w2 + iw + s / 64] |= 1 << (s % 64);
+        }
+        let mut tmp = vec![0u64; w2];
+        for j in 0..i {
             let (w, b) = (j / 64, 1u64 << (j % 64));
-            // The core is independent, so some unassigned slot has variable j.
-            let Some(p) = (0..i).find(|&s| !assigned[s] && mat[s * iw + w] & b != 0) else {
+            // The core is independent, so a row from j on has variable j.
+            let Some(p) = (j..i).find(|&s| aug[s * w2 + w] & b != 0) else {
                 continue;
             };
-            assigned[p] = true;
-            *slot = p as u32;
+            if p != j {
+                for x in 0..w2 {
+                    aug.swap(p * w2 + x, j * w2 + x);
+                }
+            }
+            tmp.copy_from_slice(&aug[j * w2..(j + 1) * w2]);
             for s in 0..i {
-                if s != p && mat[s * iw + w] & b != 0 {
-                    let (d, src) = if s < p {
-                        let (lo, hi) = mat.split_at_mut(p * iw);
-                        (&mut lo[s * iw..(s + 1) * iw], &hi[..iw])
-                    } else {
-                        let (lo, hi) = mat.split_at_mut(s * iw);
-                        (&mut hi[..iw], &lo[p * iw..(p + 1) * iw])
-                    };
-                    for (x, y) in d.iter_mut().zip(src) {
+                if s != j && aug[s * w2 + w] & b != 0 {
+                    for (x, y) in aug[s * w2..(s + 1) * w2].iter_mut().zip(&tmp) {
                         *x ^= y;
                     }
-                    ops.push((s as u32, p as u32));
                 }
             }
         }
-        (ops, owner)
+        let mut inverse = vec![0u64; i * iw];
+        for j in 0..i {
+            inverse[j * iw..(j + 1) * iw].copy_from_slice(&aug[j * w2 + iw..(j + 1) * w2]);
+        }
+        inverse
     }
-}
-
-/// `buf[dst] ^= buf[src]`, blocks of `t` bytes, `dst != src`.
-fn xor_blocks(kernel: Kernel, buf: &mut [u8], t: usize, dst: usize, src: usize) {
-    let (d, s) = if dst < src {
-        let (lo, hi) = buf.split_at_mut(src * t);
-        (&mut lo[dst * t..(dst + 1) * t], &hi[..t])
-    } else {
-        let (lo, hi) = buf.split_at_mut(dst * t);
-        (&mut hi[..t], &lo[src * t..(src + 1) * t])
-    };
-    // SAFETY: the kernel is available; both slices have T bytes.
-    unsafe { kernel.xor_unchecked(d, s) };
 }
 
 /// Peeling decoder of one block, with optional exact completion by inactivation decoding (the
@@ -723,6 +739,9 @@ pub struct LtDecoder {
     adjacency: Vec<Vec<u32>>,
     ripple: Vec<u32>,
     neighbours: Vec<u32>,
+    /// Scratch list of source rows for one `XorPath::xor_rows`.
+    gather: Vec<u32>,
+    xor_path: XorPath,
     /// Whether to complete by elimination as soon as the rank is k.
     eliminate: bool,
     /// The elimination under way (an eliminating decoder whose stored symbols could determine
@@ -748,6 +767,8 @@ impl LtDecoder {
             adjacency: vec![Vec::new(); k],
             ripple: Vec::new(),
             neighbours: Vec::new(),
+            gather: Vec::new(),
+            xor_path: XorPath::best(),
             eliminate: false,
             plan: None,
             params,
@@ -872,19 +893,23 @@ impl LtDecoder {
         let off = self.sym_data.len();
         self.sym_data.extend_from_slice(payload);
         let start = self.sym_neigh.len();
+        self.gather.clear();
         for &n in &self.neighbours {
-            let n = n as usize;
-            if self.known.contains(n) {
-                // SAFETY: the kernel is available; both slices have T bytes.
-                unsafe {
-                    self.kernel.xor_unchecked(
-                        &mut self.sym_data[off..off + t],
-                        &self.data[n * t..(n + 1) * t],
-                    )
-                };
+            if self.known.contains(n as usize) {
+                self.gather.push(n);
             } else {
-                self.sym_neigh.push(n as u32);
+                self.sym_neigh.push(n);
             }
+        }
+        if !self.gather.is_empty() {
+            let dst = self.sym_data[off..off + t].as_mut_ptr();
+            // SAFETY: the path is available; the gathered rows are source indices < k, inside
+            // `data` (k·T bytes); `dst` is the T bytes just appended to `sym_data`, both
+            // `first` and destination.
+            unsafe {
+                self.xor_path
+                    .xor_rows(dst, dst, self.data.as_ptr(), &self.gather, t)
+            };
         }
         let remaining = (self.sym_neigh.len() - start) as u32;
         if remaining == 0 {
@@ -1003,81 +1028,114 @@ impl LtDecoder {
     /// The payload half of [`LtDecoder::solve`], for a complete plan.
     fn execute(&mut self, plan: &Plan) {
         let t = self.params.symbol_size;
-        let kernel = self.kernel;
+        let path = self.xor_path;
         let src = |c: u32| plan.unknowns[c as usize] as usize;
-        let sym = |r: u32| {
+        let mut gather = std::mem::take(&mut self.gather);
+        // Every payload below is `dst = first ⊕ rows of data` by `XorPath::xor_rows`. The
+        // pointers: `data` (k·T bytes) and `sym_data` (one T-byte block per stored symbol);
+        // sources are source indices < k and stored-symbol indices, so every block is in
+        // bounds, and a destination is never among its sources (checked in debug builds).
+        let data = self.data.as_mut_ptr();
+        let sym = self.sym_data.as_ptr();
+        let sym_row = |r: u32| {
             let e = plan.rows[r as usize] as usize;
-            e * t..(e + 1) * t
+            debug_assert!((e + 1) * t <= self.sym_data.len());
+            // SAFETY: stored symbol e is inside `sym_data`.
+            unsafe { sym.add(e * t) }
         };
+        let k = self.params.k();
         // 1. Each pivot without its inactive part, in release order (earlier pivots are ready).
         for &(r, c) in &plan.pivots {
             let n = src(c);
-            self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[sym(r)]);
-            let cols = plan.cols(r as usize);
-            for (j, &c2) in cols.iter().enumerate() {
-                if let Some(&next) = cols.get(j + 1) {
-                    let m = src(next);
-                    prefetch(&self.data[m * t..(m + 1) * t]);
-                }
-                if c2 != c && plan.state[c2 as usize] == Column::Pivot {
-                    xor_blocks(kernel, &mut self.data, t, n, src(c2));
-                }
-            }
+            gather.clear();
+            gather.extend(
+                plan.cols(r as usize)
+                    .iter()
+                    .filter(|&&c2| c2 != c && plan.state[c2 as usize] == Column::Pivot)
+                    .map(|&c2| src(c2) as u32),
+            );
+            debug_assert!(n < k && gather.iter().all(|&m| (m as usize) < k && m as usize != n));
+            // SAFETY: see above; the path is available.
+            unsafe { path.xor_rows(data.add(n * t), sym_row(r), data, &gather, t) };
         }
         // 2. Right-hand sides of the core rows.
         let i = plan.inactive.len();
         let mut rhs = vec![0u8; i * t];
         for (s, &r) in plan.core.iter().enumerate() {
-            let out = &mut rhs[s * t..(s + 1) * t];
-            out.copy_from_slice(&self.sym_data[sym(r)]);
-            for &c2 in plan.cols(r as usize) {
-                if plan.state[c2 as usize] == Column::Pivot {
-                    let n = src(c2);
-                    // SAFETY: the kernel is available; both slices have T bytes.
-                    unsafe { kernel.xor_unchecked(out, &self.data[n * t..(n + 1) * t]) };
-                }
-            }
+            gather.clear();
+            gather.extend(
+                plan.cols(r as usize)
+                    .iter()
+                    .filter(|&&c2| plan.state[c2 as usize] == Column::Pivot)
+                    .map(|&c2| src(c2) as u32),
+            );
+            debug_assert!(gather.iter().all(|&m| (m as usize) < k));
+            // SAFETY: see above; `rhs` slot s is a separate buffer of T bytes.
+            unsafe { path.xor_rows(rhs.as_mut_ptr().add(s * t), sym_row(r), data, &gather, t) };
         }
-        // 3. The core's Gauss–Jordan, then the inactive sources.
-        let (ops, owner) = plan.core_operations();
-        for &(d, s) in &ops {
-            xor_blocks(kernel, &mut rhs, t, d as usize, s as usize);
-        }
+        // 3. The inactive sources: the core's inverse R (on bits), then each inactive source
+        //    is one multi-row XOR of the right-hand sides its row of R selects.
+        let inverse = plan.core_inverse();
+        let iw = plan.iw;
+        let data = self.data.as_mut_ptr();
         for (j, &c) in plan.inactive.iter().enumerate() {
             let n = src(c);
-            let s = owner[j] as usize;
-            self.data[n * t..(n + 1) * t].copy_from_slice(&rhs[s * t..(s + 1) * t]);
+            gather.clear();
+            for (w, &x) in inverse[j * iw..(j + 1) * iw].iter().enumerate() {
+                let mut x = x;
+                while x != 0 {
+                    gather.push((w * 64 + x.trailing_zeros() as usize) as u32);
+                    x &= x - 1;
+                }
+            }
+            // R is invertible, so its row j is not empty.
+            let first = gather.remove(0) as usize;
+            debug_assert!(n < k && first < i && gather.iter().all(|&s| (s as usize) < i));
+            // SAFETY: the path is available; slots are < i, inside `rhs` (i·T bytes), a
+            // separate buffer from `data`, where source n < k is.
+            unsafe {
+                path.xor_rows(
+                    data.add(n * t),
+                    rhs.as_ptr().add(first * t),
+                    rhs.as_ptr(),
+                    &gather,
+                    t,
+                )
+            };
         }
+        let data = self.data.as_mut_ptr();
         // 4. Finish each pivot, in release order: add its inactive variables, or recompute it
         //    from its row (all its other columns are final by now), whichever is fewer XORs.
-        let iw = plan.iw;
         for (p, &(r, c)) in plan.pivots.iter().enumerate() {
             let n = src(c);
             let deps = &plan.ivec[p * iw..(p + 1) * iw];
             let weight: u32 = deps.iter().map(|x| x.count_ones()).sum();
             let cols = plan.cols(r as usize);
-            if weight as usize <= cols.len() {
+            gather.clear();
+            let in_place = weight as usize <= cols.len();
+            let first = if in_place {
                 for (w, &x) in deps.iter().enumerate() {
                     let mut x = x;
                     while x != 0 {
                         let j = w * 64 + x.trailing_zeros() as usize;
                         x &= x - 1;
-                        xor_blocks(kernel, &mut self.data, t, n, src(plan.inactive[j]));
+                        gather.push(src(plan.inactive[j]) as u32);
                     }
                 }
+                // SAFETY: source n is inside `data`; `first` may be `dst`.
+                unsafe { data.add(n * t).cast_const() }
             } else {
-                self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[sym(r)]);
-                for (j, &c2) in cols.iter().enumerate() {
-                    if let Some(&next) = cols.get(j + 1) {
-                        let m = src(next);
-                        prefetch(&self.data[m * t..(m + 1) * t]);
-                    }
-                    if c2 != c {
-                        xor_blocks(kernel, &mut self.data, t, n, src(c2));
-                    }
-                }
+                gather.extend(cols.iter().filter(|&&c2| c2 != c).map(|&c2| src(c2) as u32));
+                sym_row(r)
+            };
+            if in_place && gather.is_empty() {
+                continue;
             }
+            debug_assert!(n < k && gather.iter().all(|&m| (m as usize) < k && m as usize != n));
+            // SAFETY: see above.
+            unsafe { path.xor_rows(data.add(n * t), first, data, &gather, t) };
         }
+        self.gather = gather;
         for &n in &plan.unknowns {
             self.known.mark(n as usize);
         }
@@ -1237,6 +1295,43 @@ mod tests {
                 k < 20 || long > 100,
                 "k {k}: only {long} symbols of degree > 16"
             );
+        }
+    }
+
+    /// The guide-table search gives the plain inverse CDF's degree, on random uniforms and on
+    /// the CDF values themselves and their neighbours (the ties and bucket edges).
+    #[test]
+    fn guided_degree_equals_plain_inverse_cdf() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for (k, c, delta) in [
+            (1, 1.0, 0.5),
+            (10, 0.1, 0.05),
+            (1000, 0.057, 0.03),
+            (5000, 0.3, 0.01),
+        ] {
+            let d = RobustSoliton::new(k, c, delta).unwrap();
+            let scale = (1u64 << 53) as f64;
+            let mut ms: Vec<u64> = (0..20_000)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x >> 11
+                })
+                .collect();
+            for &p in &d.cdf {
+                let m = (p * scale) as u64;
+                ms.extend([m.saturating_sub(1), m, m + 1]);
+            }
+            for j in 0..=(1u64 << GUIDE_BITS) {
+                let m = j << (53 - GUIDE_BITS);
+                ms.extend([m.saturating_sub(1), m, m + 1]);
+            }
+            ms.extend([0, (1 << 53) - 1]);
+            for m in ms.into_iter().filter(|&m| m < 1 << 53) {
+                let u = m as f64 * (1.0 / scale);
+                assert_eq!(d.degree_for_53(m), d.degree_for(u), "k {k}, m {m}");
+            }
         }
     }
 

@@ -382,11 +382,13 @@ pub struct HmtpSender {
     records: VecDeque<Option<u64>>,
     first_record: u64,
     next_record: u64,
-    scratch: Vec<u8>,
+    /// The symbol header of the packet being written.
     body: Vec<u8>,
     /// The bytes of the last finished chunk, reused by the next one (no fresh k·T allocation
     /// per chunk).
     spare: Vec<u8>,
+    /// The last chunk's LT parameters (see [`chunk_params`]).
+    params: Option<LtParams>,
     stats: HmtpStats,
 }
 
@@ -403,9 +405,9 @@ impl HmtpSender {
             records: VecDeque::new(),
             first_record: 0,
             next_record: 0,
-            scratch: vec![0; t],
             body: Vec::with_capacity(t + FRAME_HEADER),
             spare: Vec::new(),
+            params: None,
             stats: HmtpStats::default(),
         }
     }
@@ -477,7 +479,7 @@ impl HmtpSender {
             return false;
         }
         data[len as usize..].fill(0);
-        let Ok(params) = LtParams::new(k, self.t, self.cfg.c, self.cfg.delta) else {
+        let Some(params) = chunk_params(&mut self.params, k, self.t, &self.cfg) else {
             return false;
         };
         let Ok(enc) = LtEncoder::from_vec(params, id, data) else {
@@ -534,7 +536,6 @@ impl HmtpSender {
         if u64::from(seed) > max_seed(c.k) {
             return None;
         }
-        c.enc.encode(seed, &mut self.scratch).ok()?;
         self.body.clear();
         SymbolHeader {
             chunk: c.id,
@@ -543,12 +544,19 @@ impl HmtpSender {
             seed: u64::from(seed),
         }
         .write(&mut self.body);
-        self.body.extend_from_slice(&self.scratch);
-        pkt.push(&Frame::Scheme {
-            kind: SYMBOL_KIND,
-            body: &self.body,
-        })
-        .ok()?;
+        // The symbol is encoded straight into the packet, after its header.
+        let (header, t) = (&self.body, self.t);
+        let enc = &mut c.enc;
+        let written = pkt
+            .push_scheme_with(SYMBOL_KIND, header.len() + t, |out| {
+                let (h, sym) = out.split_at_mut(header.len());
+                h.copy_from_slice(header);
+                enc.encode(seed, sym).is_ok()
+            })
+            .ok()?;
+        if !written {
+            return None;
+        }
         if seed == 0 {
             ctx.mark_sent(c.start, c.start + c.len);
         }
@@ -700,6 +708,23 @@ struct RxChunk {
     reported_full: bool,
 }
 
+/// The LT parameters for a chunk of `k` symbols: `cache` if it has that k (T, c and δ are
+/// fixed per connection), else new ones, kept in `cache` (the degree distribution's tables
+/// are built once per chunk size, not once per chunk).
+fn chunk_params(
+    cache: &mut Option<LtParams>,
+    k: usize,
+    t: usize,
+    cfg: &HmtpConfig,
+) -> Option<LtParams> {
+    if let Some(p) = cache.as_ref().filter(|p| p.k() == k) {
+        return Some(p.clone());
+    }
+    let p = LtParams::new(k, t, cfg.c, cfg.delta).ok()?;
+    *cache = Some(p.clone());
+    Some(p)
+}
+
 /// Receiving half of `hmtp`.
 #[derive(Debug)]
 pub struct HmtpReceiver {
@@ -711,6 +736,8 @@ pub struct HmtpReceiver {
     /// The decoder of the last decoded chunk, reset for the next one (no fresh allocation of
     /// its k·T buffers per chunk).
     spare: Option<LtDecoder>,
+    /// The last chunk's LT parameters (see [`chunk_params`]).
+    params: Option<LtParams>,
     stats: HmtpStats,
 }
 
@@ -722,6 +749,7 @@ impl HmtpReceiver {
             open: BTreeMap::new(),
             done: BTreeMap::new(),
             spare: None,
+            params: None,
             stats: HmtpStats::default(),
         }
     }
@@ -777,7 +805,7 @@ impl HmtpReceiver {
             if self.open.len() >= MAX_OPEN_CHUNKS {
                 return Err(self.stats.hostile("too many open chunks"));
             }
-            let Ok(params) = LtParams::new(k, self.t, self.cfg.c, self.cfg.delta) else {
+            let Some(params) = chunk_params(&mut self.params, k, self.t, &self.cfg) else {
                 return Err(self.stats.hostile("chunk length out of range"));
             };
             let dec = match (self.spare.take(), self.cfg.decoder) {

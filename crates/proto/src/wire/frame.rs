@@ -350,6 +350,17 @@ pub(crate) fn data_header_len(offset: u64, len: usize) -> Result<usize, WireErro
     Ok(1 + varint_len(check_varint(offset)?) + varint_len(len as u64))
 }
 
+pub(crate) fn scheme_header_len(kind: u64, len: usize) -> Result<usize, WireError> {
+    Ok(1 + varint_len(check_varint(kind)?) + varint_len(len as u64))
+}
+
+/// The bytes [`Frame::Scheme`] writes before its body (the same as `emit` writes).
+pub(crate) fn emit_scheme_header(w: &mut Writer<'_>, kind: u64, len: usize) {
+    w.u8(SCHEME);
+    w.varint(kind);
+    w.varint(len as u64);
+}
+
 pub(crate) fn emit_data_header(w: &mut Writer<'_>, offset: u64, len: usize) {
     w.u8(DATA);
     w.varint(offset);

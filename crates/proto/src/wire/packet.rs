@@ -244,6 +244,30 @@ impl<'a> PacketWriter<'a> {
         Ok(())
     }
 
+    /// Appends a SCHEME frame of `kind` whose `len` body bytes are written by `fill` directly
+    /// into the packet (no intermediate copy). Fails without writing anything if it does not
+    /// fit; if `fill` returns `false` the frame is taken back and the result is `Ok(false)`.
+    pub fn push_scheme_with(
+        &mut self,
+        kind: u64,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> bool,
+    ) -> Result<bool, WireError> {
+        let needed = frame::scheme_header_len(kind, len)? + len;
+        self.reserve(needed)?;
+        let at = self.w.pos;
+        frame::emit_scheme_header(&mut self.w, kind, len);
+        let start = self.w.pos;
+        if !fill(&mut self.w.buf[start..start + len]) {
+            self.w.pos = at;
+            return Ok(false);
+        }
+        self.w.pos += len;
+        self.payload += len;
+        self.note(kind < frame::SCHEME_FEEDBACK_KINDS);
+        Ok(true)
+    }
+
     /// Largest DATA payload that fits at `offset` in the space left (0 if none).
     pub fn data_room(&self, offset: u64) -> usize {
         let fixed = 1 + varint_len(offset);

@@ -53,6 +53,41 @@ fn literal_data_frame() {
     );
 }
 
+/// A SCHEME frame written in place is byte for byte the frame `push` writes (with the same
+/// packet state: payload, ack-eliciting or not), and a declined fill leaves nothing behind.
+#[test]
+fn scheme_frame_written_in_place_equals_push() {
+    for (kind, body) in [
+        (0x01u64, vec![9u8; 200]),
+        (0x85, vec![1, 2, 3]),
+        (0x10, vec![]),
+    ] {
+        let mut a = [0u8; 512];
+        let mut wa = PacketWriter::new(&mut a, 512, header()).unwrap();
+        wa.push(&Frame::Scheme { kind, body: &body }).unwrap();
+        let (pa, ea) = (wa.payload_len(), wa.is_ack_eliciting());
+        let na = wa.finish();
+        let mut b = [0u8; 512];
+        let mut wb = PacketWriter::new(&mut b, 512, header()).unwrap();
+        assert_eq!(wb.push_scheme_with(kind, 5, |_| false), Ok(false));
+        assert_eq!((wb.frame_count(), wb.payload_len()), (0, 0));
+        let wrote = wb.push_scheme_with(kind, body.len(), |out| {
+            out.copy_from_slice(&body);
+            true
+        });
+        assert_eq!(wrote, Ok(true));
+        assert_eq!((wb.payload_len(), wb.is_ack_eliciting()), (pa, ea));
+        let nb = wb.finish();
+        assert_eq!(&a[..na], &b[..nb], "kind {kind:#x}");
+    }
+    let mut c = [0u8; 64];
+    let mut wc = PacketWriter::new(&mut c, 64, header()).unwrap();
+    assert!(matches!(
+        wc.push_scheme_with(1, 100, |_| true),
+        Err(WireError::NoSpace { .. })
+    ));
+}
+
 #[test]
 fn intact_parse_agrees_and_still_validates_the_header() {
     let mut buf = [0u8; 64];
