@@ -1179,6 +1179,16 @@ mod x86 {
 mod tests {
     use super::*;
 
+    /// Xorshift32 (Marsaglia): a small deterministic generator for the kernels' test inputs.
+    fn xorshift(mut x: u32) -> impl FnMut() -> u32 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        }
+    }
+
     /// Carry-less "Russian peasant" multiplication, independent of the tables.
     fn slow_mul(mut a: u8, mut b: u8) -> u8 {
         let mut p = 0u8;
@@ -1200,13 +1210,8 @@ mod tests {
     /// for lengths around the 32-byte windows and any number of sources.
     #[test]
     fn split_kernel_matches_scalar() {
-        let mut x = 0x1234_5678u32;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        };
+        let mut rng = xorshift(0x1234_5678u32);
+        let mut next = || rng() as u8;
         for kernel in Kernel::available() {
             for len in [1, 31, 32, 33, 63, 64, 65, 100, 1380] {
                 for n in 0..=9 {
@@ -1244,13 +1249,8 @@ mod tests {
     /// with zero coefficients among the terms and lengths around the 64-byte windows.
     #[test]
     fn strided_kernel_matches_scalar() {
-        let mut x = 0x9876_5432u32;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        };
+        let mut rng = xorshift(0x9876_5432u32);
+        let mut next = || rng() as u8;
         for kernel in Kernel::available().into_iter().filter(|k| k.has_strided()) {
             for len in [1, 16, 31, 32, 63, 64, 65, 127, 128, 129, 1380] {
                 for n in [0, 1, 5, 16, 17, 33] {
@@ -1282,13 +1282,7 @@ mod tests {
     /// and `first` being `dst` itself or another buffer.
     #[test]
     fn xor_rows_paths_match_plain_loop() {
-        let mut x = 0x9e37_79b9u32;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9);
         let paths = XorPath::available();
         assert!(paths.contains(&XorPath::best()));
         for t in [
