@@ -257,9 +257,7 @@ impl Frame<'_> {
             Frame::Feedback(f) => {
                 1 + varint_len(check_varint(f.block)?) + varint_len(check_varint(f.count)?) + 1
             }
-            Frame::Scheme { kind, body } => {
-                1 + varint_len(check_varint(*kind)?) + varint_len(body.len() as u64) + body.len()
-            }
+            Frame::Scheme { kind, body } => scheme_header_len(*kind, body.len())? + body.len(),
         })
     }
 
@@ -337,9 +335,7 @@ impl Frame<'_> {
                 w.u8(u8::from(f.decoded));
             }
             Frame::Scheme { kind, body } => {
-                w.u8(SCHEME);
-                w.varint(*kind);
-                w.varint(body.len() as u64);
+                emit_scheme_header(w, *kind, body.len());
                 w.bytes(body);
             }
         }
@@ -354,7 +350,7 @@ pub(crate) fn scheme_header_len(kind: u64, len: usize) -> Result<usize, WireErro
     Ok(1 + varint_len(check_varint(kind)?) + varint_len(len as u64))
 }
 
-/// The bytes [`Frame::Scheme`] writes before its body (the same as `emit` writes).
+/// The bytes [`Frame::Scheme`] writes before its body.
 pub(crate) fn emit_scheme_header(w: &mut Writer<'_>, kind: u64, len: usize) {
     w.u8(SCHEME);
     w.varint(kind);
