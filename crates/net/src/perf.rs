@@ -18,7 +18,7 @@
 
 use crate::driver::UdpDriver;
 use crate::negotiate::Content;
-use crate::server::ServerEvent;
+use crate::server::{live_session, next_accepted, ServerEvent, Visits};
 use crate::transfer::{wait_open, Linger, CLOSE_DONE};
 use crate::NetError;
 use std::collections::HashMap;
@@ -693,25 +693,10 @@ pub fn perf_serve(
     let mut tests: HashMap<u64, Test> = HashMap::new();
     let (mut ended_n, mut completed) = (0u64, 0u64);
     let mut ended: Vec<(u64, Result<(), String>)> = Vec::new();
-    let mut visit: Vec<u64> = Vec::new();
-    let mut swept = StdInstant::now();
+    let mut visits = Visits::new(TICK);
     while !stop.load(Ordering::Relaxed) && max_tests.is_none_or(|m| ended_n < m) {
         d.poll_io(TICK)?;
-        while let Some(r) = d.refusal() {
-            log(ServerEvent::Refused(r));
-        }
-        while let Some(id) = d.accept() {
-            let Some(s) = d.session_by_id(id) else {
-                continue;
-            };
-            let Some(offer) = s.offer().cloned() else {
-                continue;
-            };
-            log(ServerEvent::Accepted {
-                id,
-                from: s.remote(0).or(s.origin()),
-                offer: &offer,
-            });
+        while let Some((id, offer)) = next_accepted(d, &mut log) {
             // The listener's service let only perf offers through.
             let Content::Perf {
                 reverse,
@@ -745,22 +730,13 @@ pub fn perf_serve(
         }
         // Reverse tests send whenever there is room, so every test is visited each turn
         // (perf servers hold a few tests, not thousands).
-        visit.clear();
-        d.take_touched(&mut visit);
-        if swept.elapsed() >= TICK || tests.values().any(|t| t.reverse) {
-            swept = StdInstant::now();
-            visit.clear();
-            visit.extend(tests.keys().copied());
-        }
-        for &id in &visit {
+        let reverse = tests.values().any(|t| t.reverse);
+        visits.refill(d, tests.keys().copied(), reverse);
+        for &id in visits.ids() {
             let Some(t) = tests.get_mut(&id) else {
                 continue;
             };
-            if ended.iter().any(|(e, _)| *e == id) {
-                continue;
-            }
-            let Some(s) = d.session_by_id_mut(id) else {
-                ended.push((id, Err("connection vanished".into())));
+            let Some(s) = live_session(d, id, &mut ended) else {
                 continue;
             };
             let c = s.connection_mut();
@@ -838,7 +814,7 @@ pub fn perf_serve(
                 (None, None) => {}
             }
         }
-        d.flush_some(&visit);
+        d.flush_some(visits.ids());
         for (id, res) in ended.drain(..) {
             let t = tests.remove(&id);
             if res.is_ok() {

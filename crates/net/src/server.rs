@@ -3,7 +3,7 @@
 use crate::driver::{Refusal, UdpDriver};
 use crate::negotiate::{Content, Offer};
 use crate::transfer::Linger;
-use crate::NetError;
+use crate::{NetError, Session};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -80,6 +80,93 @@ struct Active {
 /// received datagrams or ran timers are).
 const SWEEP: StdDuration = StdDuration::from_millis(250);
 
+/// The connections a serving loop looks at in one turn: those the driver touched since the
+/// last turn (datagrams, timers), or all of them once per sweep interval (idle timeouts,
+/// lingering) or whenever the caller needs every one.
+pub(crate) struct Visits {
+    ids: Vec<u64>,
+    swept: StdInstant,
+    every: StdDuration,
+}
+
+impl Visits {
+    /// A list swept in full every `every`.
+    pub(crate) fn new(every: StdDuration) -> Self {
+        Visits {
+            ids: Vec::new(),
+            swept: StdInstant::now(),
+            every,
+        }
+    }
+
+    /// Refills the list for this turn: `d`'s touched connections, or every id of `all` when
+    /// a sweep is due or `everyone` is set.
+    pub(crate) fn refill(
+        &mut self,
+        d: &mut UdpDriver,
+        all: impl Iterator<Item = u64>,
+        everyone: bool,
+    ) {
+        self.ids.clear();
+        d.take_touched(&mut self.ids);
+        if everyone || self.swept.elapsed() >= self.every {
+            self.swept = StdInstant::now();
+            self.ids.clear();
+            self.ids.extend(all);
+        }
+    }
+
+    /// This turn's connection ids.
+    pub(crate) fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+}
+
+/// The next connection the driver accepted with an offer, logged as accepted (refusals
+/// are logged first).
+pub(crate) fn next_accepted(
+    d: &mut UdpDriver,
+    log: &mut impl FnMut(ServerEvent<'_>),
+) -> Option<(u64, Offer)> {
+    while let Some(r) = d.refusal() {
+        log(ServerEvent::Refused(r));
+    }
+    while let Some(id) = d.accept() {
+        let Some(s) = d.session_by_id(id) else {
+            continue;
+        };
+        let Some(offer) = s.offer().cloned() else {
+            continue;
+        };
+        log(ServerEvent::Accepted {
+            id,
+            from: s.remote(0).or(s.origin()),
+            offer: &offer,
+        });
+        return Some((id, offer));
+    }
+    None
+}
+
+/// The session of connection `id` if it has not ended this turn; a connection the driver
+/// no longer holds is recorded as ended ("connection vanished").
+pub(crate) fn live_session<'d>(
+    d: &'d mut UdpDriver,
+    id: u64,
+    ended: &mut Vec<(u64, Result<(), String>)>,
+) -> Option<&'d mut Session> {
+    if ended.iter().any(|(e, _)| *e == id) {
+        return None;
+    }
+    match d.session_by_id_mut(id) {
+        Some(s) => Some(s),
+        None => {
+            ended.push((id, Err("connection vanished".into())));
+            None
+        }
+    }
+}
+
 /// Serves connections until `stop` is set (or `max_served` connections ended): each
 /// accepted connection's stream goes to the sink `open` returns for it; `log` hears every
 /// acceptance, completion, failure and refusal. A failure of one connection never stops the
@@ -98,25 +185,10 @@ pub fn serve(
     let mut active: HashMap<u64, Active> = HashMap::new();
     let (mut served, mut completed) = (0u64, 0u64);
     let mut ended: Vec<(u64, Result<(), String>)> = Vec::new();
-    let mut visit: Vec<u64> = Vec::new();
-    let mut swept = StdInstant::now();
+    let mut visits = Visits::new(SWEEP);
     while !stop.load(Ordering::Relaxed) && opts.max_served.is_none_or(|m| served < m) {
         d.poll_io(StdDuration::from_millis(50))?;
-        while let Some(r) = d.refusal() {
-            log(ServerEvent::Refused(r));
-        }
-        while let Some(id) = d.accept() {
-            let Some(s) = d.session_by_id(id) else {
-                continue;
-            };
-            let Some(offer) = s.offer().cloned() else {
-                continue;
-            };
-            log(ServerEvent::Accepted {
-                id,
-                from: s.remote(0).or(s.origin()),
-                offer: &offer,
-            });
+        while let Some((id, offer)) = next_accepted(d, &mut log) {
             let now = StdInstant::now();
             let sink = match open(id, &offer) {
                 Ok(k) => Some(k),
@@ -142,22 +214,12 @@ pub fn serve(
                 },
             );
         }
-        visit.clear();
-        d.take_touched(&mut visit);
-        if swept.elapsed() >= SWEEP {
-            swept = StdInstant::now();
-            visit.clear();
-            visit.extend(active.keys().copied());
-        }
-        for &id in &visit {
+        visits.refill(d, active.keys().copied(), false);
+        for &id in visits.ids() {
             let Some(a) = active.get_mut(&id) else {
                 continue;
             };
-            if ended.iter().any(|(e, _)| *e == id) {
-                continue;
-            }
-            let Some(s) = d.session_by_id_mut(id) else {
-                ended.push((id, Err("connection vanished".into())));
+            let Some(s) = live_session(d, id, &mut ended) else {
                 continue;
             };
             let c = s.connection_mut();
@@ -217,7 +279,7 @@ pub fn serve(
                 ));
             }
         }
-        d.flush_some(&visit);
+        d.flush_some(visits.ids());
         for (id, res) in ended.drain(..) {
             let Some(a) = active.remove(&id) else {
                 continue;
