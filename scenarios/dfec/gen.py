@@ -192,6 +192,20 @@ set = { "flows.main.scheme" = { name = "dfec", threshold_follows_block = false }
 """
 
 
+def tlp(base):
+    """RACK-TLP ablation: the engine's tail-loss probe and RFC 9002 time threshold, for the
+    baseline and for dfec (the paper's Linux kernel had both; docs/experiments/dfec.md)."""
+    return f"""
+[[variants]]
+name = "{base}-tlp"
+set = {{ "flows.main.tail_loss_probe" = true }}
+
+[[variants]]
+name = "dfec-tlp"
+set = {{ "flows.main.scheme" = "dfec", "flows.main.tail_loss_probe" = true }}
+"""
+
+
 def video_app(rtt):
     return f'{{ name = "video", duration = "30s", deadline = "{DEADLINE[rtt]}" }}'
 
@@ -221,9 +235,10 @@ def main():
     files.append(multipath("bulk", bulk, LOSSES, 5, tcp_bg=True))
     for rtt in RTTS:
         # Ablation (docs/experiments/dfec.md): dfec with the default duplicate-ACK threshold.
-        for f in (single_path("video", video_app(rtt), ["tcp", "dfec"], SHORT_LOSSES, 3, rtt_fixed=rtt),
-                  multipath("video", video_app(rtt), SHORT_LOSSES, 3, rtt_fixed=rtt)):
-            files.append((f[0], f[1] + THR3))
+        # and with RACK-TLP on (the baseline and dfec).
+        for f, base in ((single_path("video", video_app(rtt), ["tcp", "dfec"], SHORT_LOSSES, 3, rtt_fixed=rtt), "tcp"),
+                        (multipath("video", video_app(rtt), SHORT_LOSSES, 3, rtt_fixed=rtt), "mptcp")):
+            files.append((f[0], f[1] + THR3 + tlp(base)))
     web_default = '{ name = "web" }'
     files.append(single_path("web", web_default, ["tcp", "dfec", "tcp-ir"], SHORT_LOSSES, 3, extra_sweep=web_sweep()))
     files.append(multipath("web", web_default, SHORT_LOSSES, 3, extra_sweep=web_sweep()))
