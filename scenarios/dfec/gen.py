@@ -206,6 +206,13 @@ set = {{ "flows.main.scheme" = "dfec", "flows.main.tail_loss_probe" = true }}
 """
 
 
+LAP = """
+[[variants]]
+name = "dfec-lap"
+set = { "flows.main.scheme" = { name = "dfec", lost_at_parity = true } }
+"""
+
+
 def video_app(rtt):
     return f'{{ name = "video", duration = "30s", deadline = "{DEADLINE[rtt]}" }}'
 
@@ -242,6 +249,8 @@ def main():
     web_default = '{ name = "web" }'
     files.append(single_path("web", web_default, ["tcp", "dfec", "tcp-ir"], SHORT_LOSSES, 3, extra_sweep=web_sweep()))
     files.append(multipath("web", web_default, SHORT_LOSSES, 3, extra_sweep=web_sweep()))
+    # Every file: dfec with `lost_at_parity` (ours; docs/experiments/dfec.md, "Why we differ" 3).
+    files = [(name, text + LAP) for name, text in files]
     for name, text in files:
         with open(os.path.join(HERE, name.removeprefix("dfec-") + ".toml"), "w") as f:
             f.write(text)

@@ -1239,7 +1239,11 @@ impl Connection {
         let mut any_lost = false;
         path.trim_front();
         let mut pn = path.loss_scan.max(path.sent_base);
-        while let Some(&sp) = path.sent.get((pn - path.sent_base) as usize) {
+        loop {
+            let path = &self.paths[p];
+            let Some(&sp) = path.sent.get((pn - path.sent_base) as usize) else {
+                break;
+            };
             let by_count = pn + thr <= largest;
             let by_time = pn < largest && time_lost_before.is_some_and(|t| sp.time_sent <= t);
             if sp.state == SentState::Outstanding && !by_count && !by_time {
@@ -1251,36 +1255,52 @@ impl Connection {
             if classic && sp.flags & SENT_RETRANSMISSION != 0 {
                 continue;
             }
-            let Some(sp) = path.settle(pn - 1, SentState::Lost) else {
+            if sp.state != SentState::Outstanding {
                 continue;
-            };
-            let pn = pn - 1;
+            }
             any_lost = true;
-            path.stats.packets_lost += 1;
-            path.bytes_lost += u64::from(sp.size);
-            path.loss.on_lost();
-            if path.recovery_start.is_none_or(|rs| sp.time_sent > rs) {
-                congestion = true;
-            }
-            if sp.flags & SENT_STREAM_END != 0 && self.stream_end == StreamEnd::InFlight {
-                self.stream_end = StreamEnd::Pending;
-            }
-            if sp.flags & SENT_CONTROL != 0 {
-                if let Some(c) = self.ctrl_in_flight.remove(&(p, pn)) {
-                    self.ctrl_pending.extend(c);
-                }
-            }
-            if let Some(tag) = sp.tag {
-                self.lost.push((sp.info(p, pn, tag), LossKind::Threshold));
-            }
-            if self.tracer.is_some() {
-                self.traced_losses
-                    .push((p, pn, sp.size, LossKind::Threshold));
-            }
+            congestion |= self.lose(p, pn - 1, LossKind::Threshold);
         }
+        let path = &mut self.paths[p];
         path.loss_scan = pn;
         path.trim_front();
-        // The view was current on entry (trimming settled packets changes nothing in it).
+        self.after_losses(now, p, any_lost, congestion);
+    }
+
+    /// Declares outstanding packet `pn` of path `p` lost (`kind` says how it was found):
+    /// loss counters, stream-end and control-frame bookkeeping, the scheme's and the
+    /// tracer's queues. False if it was not outstanding; else whether the loss is a
+    /// congestion signal (sent after the path's recovery started).
+    fn lose(&mut self, p: usize, pn: u64, kind: LossKind) -> bool {
+        let path = &mut self.paths[p];
+        let Some(sp) = path.settle(pn, SentState::Lost) else {
+            return false;
+        };
+        path.stats.packets_lost += 1;
+        path.bytes_lost += u64::from(sp.size);
+        path.loss.on_lost();
+        let congestion = path.recovery_start.is_none_or(|rs| sp.time_sent > rs);
+        if sp.flags & SENT_STREAM_END != 0 && self.stream_end == StreamEnd::InFlight {
+            self.stream_end = StreamEnd::Pending;
+        }
+        if sp.flags & SENT_CONTROL != 0 {
+            if let Some(c) = self.ctrl_in_flight.remove(&(p, pn)) {
+                self.ctrl_pending.extend(c);
+            }
+        }
+        if let Some(tag) = sp.tag {
+            self.lost.push((sp.info(p, pn, tag), kind));
+        }
+        if self.tracer.is_some() {
+            self.traced_losses.push((p, pn, sp.size, kind));
+        }
+        congestion
+    }
+
+    /// After packets of path `p` were declared lost: the view, one congestion event if any
+    /// loss signals congestion, and the losses reported to the scheme and the tracer.
+    fn after_losses(&mut self, now: Instant, p: usize, any_lost: bool, congestion: bool) {
+        // The view was current before (trimming settled packets changes nothing in it).
         if any_lost {
             self.sync_view(p);
         }
@@ -1385,9 +1405,17 @@ impl Connection {
     }
 
     fn apply_actions(&mut self, now: Instant) {
-        if self.actions.is_empty() {
-            return;
+        // Losses an action declares reach the scheme, which may request more: a few rounds,
+        // then the rest waits for the next call.
+        for _ in 0..4 {
+            if self.actions.is_empty() {
+                return;
+            }
+            self.apply_actions_once(now);
         }
+    }
+
+    fn apply_actions_once(&mut self, now: Instant) {
         for a in std::mem::take(&mut self.actions) {
             match a {
                 // A penalisation is a congestion event of that path: through its controller
@@ -1410,6 +1438,24 @@ impl Connection {
                     if let Some(pp) = self.paths.get_mut(path) {
                         pp.loss_threshold = packets.max(1);
                         self.sync_view(path);
+                    }
+                }
+                Action::DeclareLost { path, from, to } => {
+                    let Some(pp) = self.paths.get(path) else {
+                        continue;
+                    };
+                    // Only what the path still tracks: bounded by its packets in flight.
+                    let (from, to) = (from.max(pp.sent_base), to.min(pp.next_pn));
+                    let mut congestion = false;
+                    let mut any_lost = false;
+                    for pn in from..to {
+                        let before = self.paths[path].stats.packets_lost;
+                        congestion |= self.lose(path, pn, LossKind::Declared);
+                        any_lost |= self.paths[path].stats.packets_lost != before;
+                    }
+                    if any_lost {
+                        self.paths[path].trim_front();
+                        self.after_losses(now, path, any_lost, congestion);
                     }
                 }
             }

@@ -262,7 +262,10 @@ impl<W: Write + Send + std::fmt::Debug> Tracer for QlogWriter<W> {
                 kind,
             } => {
                 let trigger = match kind {
-                    LossKind::Threshold => "reordering_threshold",
+                    // qlog has no trigger for a loss the scheme declared (FEC: the parity
+                    // that could repair it arrived); it is a reordering threshold at the
+                    // block boundary.
+                    LossKind::Threshold | LossKind::Declared => "reordering_threshold",
                     LossKind::Timeout => "pto_expired",
                 };
                 self.record(

@@ -206,6 +206,52 @@ fn packets_with_engine_frames_are_left_to_arq() {
     }
 }
 
+/// `lost_at_parity`: two losses in a short, application-limited block (closed by the idle
+/// flush) cannot be repaired; once the block's parity is acknowledged the sender knows it, and
+/// declares them lost at once. Without the option, the block-size threshold (§III-A: ratio + 1
+/// = 10 later packets) is never reached at the end of a transfer, so only the retransmission
+/// timer finds them — the stall the option exists to remove (docs/experiments/dfec.md).
+#[test]
+fn unrepairable_block_is_declared_lost_when_its_parity_is_acknowledged() {
+    // 30 packets: the losses are in the last, partial block (the RTT is known by then, so the
+    // idle flush closes it a quarter of an RTT after the last packet).
+    let d = data(40_000);
+    let mut ends = Vec::new();
+    for on in [false, true] {
+        let c = DfecConfig {
+            lost_at_parity: on,
+            ..DfecConfig::default()
+        };
+        let mut a = Connection::new(dfec(c), 1).unwrap();
+        let mut b = Connection::new(dfec(c), 1).unwrap();
+        let mut n = 0;
+        let (got, end) = run(&mut a, &mut b, &d, |_, p| {
+            if is_data(p) {
+                n += 1;
+                n == 26 || n == 27
+            } else {
+                false
+            }
+        });
+        assert!(got == d, "lost_at_parity {on}: wrong bytes");
+        let p = &a.stats().paths[0];
+        assert_eq!(p.packets_lost, 2, "lost_at_parity {on}");
+        assert!(p.retransmitted_bytes > 0);
+        assert!(receiver(&b)["paths"][0]["failed"].as_u64().unwrap() >= 1);
+        if on {
+            assert_eq!(p.rto_count, 0, "declared at the parity's acknowledgement");
+            assert!(p.congestion_events >= 1, "an unrepaired loss is congestion");
+        } else {
+            assert!(
+                p.rto_count >= 1,
+                "without the option only the timer finds them"
+            );
+        }
+        ends.push(end);
+    }
+    assert!(ends[1] < ends[0], "declared losses end sooner: {ends:?}");
+}
+
 fn datagram(path: u8, pn: u64, frames: &[Frame<'_>]) -> Vec<u8> {
     let mut buf = vec![0u8; 4096];
     let hdr = Header {

@@ -143,6 +143,12 @@ pub struct DfecConfig {
     pub flush_rtts: f64,
     /// Set each path's duplicate-ACK (packet) threshold to the block size (§III-A).
     pub threshold_follows_block: bool,
+    /// Ours, beside §III-A's threshold: when a block's parity is acknowledged, the packets
+    /// sent on the path since the previous parity (the block's, and those carrying engine
+    /// frames that no parity covers) still unacknowledged are lost at once — the receiver
+    /// had the parity and could not repair them — instead of waiting for `ratio + 1` later
+    /// packets or the retransmission timer.
+    pub lost_at_parity: bool,
     /// MPTCP: opportunistic reinjection (as `mptcp`).
     pub reinject: bool,
     /// MPTCP: penalisation (as `mptcp`).
@@ -165,6 +171,7 @@ impl Default for DfecConfig {
             flush_idle: true,
             flush_rtts: 0.25,
             threshold_follows_block: true,
+            lost_at_parity: false,
             reinject: true,
             penalize: true,
             failover: true,
@@ -330,6 +337,10 @@ pub(crate) const DFEC: Entry<dyn SchemeFactory> = Entry {
             doc: "duplicate-ACK threshold = FEC block size",
         },
         OptionDoc {
+            key: "lost_at_parity",
+            doc: "a block's unacknowledged packets are lost once its parity is acknowledged",
+        },
+        OptionDoc {
             key: "reinject",
             doc: "MPTCP opportunistic reinjection (as mptcp)",
         },
@@ -456,6 +467,11 @@ struct PathFec {
     ratio: f64,
     /// Threshold last requested from the engine (0: none yet).
     threshold: u64,
+    /// Parities in flight with `lost_at_parity`: (parity's packet number, the first packet
+    /// number sent after the previous parity), ascending.
+    open_parities: VecDeque<(u64, u64)>,
+    /// Packet number of the last parity sent.
+    last_parity: Option<u64>,
     /// End of the current residual-loss period.
     period_end: Option<Instant>,
     period_sent: u64,
@@ -577,6 +593,7 @@ impl FecSender {
 
     /// Writes the parity of `path`'s block into `pkt` and starts a new block.
     fn emit_parity(&mut self, path: usize, pkt: &mut PacketWriter<'_>) -> Option<PacketTag> {
+        let track = matches!(self.mode, Mode::Dynamic(c) if c.lost_at_parity);
         let st = &mut self.paths[path];
         let mut body = Vec::with_capacity(RANGE_BUDGET + st.parity.len());
         encode_ranges(&mut body, &st.pns);
@@ -598,6 +615,15 @@ impl FecSender {
         }
         st.parities += 1;
         st.parity_bytes += body.len() as u64;
+        let pn = pkt.header().pn;
+        if track {
+            // Everything since the previous parity: the block and the packets between its
+            // members that parity does not cover (engine frames), which the acknowledged
+            // parity, sent after them, shows were overtaken.
+            let since = st.last_parity.map_or(0, |l| l + 1);
+            st.open_parities.push_back((pn, since));
+        }
+        st.last_parity = Some(pn);
         Some(PacketTag {
             a: PARITY_TAG,
             b: count,
@@ -735,7 +761,23 @@ impl SchemeSender for FecSender {
     fn on_acked(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo) {
         self.ensure_paths(ctx.paths.len());
         if pkt.tag.a == PARITY_TAG {
-            self.paths[pkt.path].parities_acked += 1;
+            let st = &mut self.paths[pkt.path];
+            st.parities_acked += 1;
+            // `lost_at_parity`: the receiver had this parity; what of its block is still
+            // unacknowledged once this acknowledgement is processed could not be repaired.
+            while let Some(&(parity, first)) = st.open_parities.front() {
+                if parity > pkt.pn {
+                    break;
+                }
+                st.open_parities.pop_front();
+                if parity == pkt.pn {
+                    ctx.request(Action::DeclareLost {
+                        path: pkt.path,
+                        from: first,
+                        to: parity,
+                    });
+                }
+            }
             return;
         }
         self.arq.on_acked(ctx, pkt);
@@ -745,7 +787,9 @@ impl SchemeSender for FecSender {
         self.ensure_paths(ctx.paths.len());
         if pkt.tag.a == PARITY_TAG {
             // A lost parity is not resent (its block's losses fall back to ARQ).
-            self.paths[pkt.path].parities_lost += 1;
+            let st = &mut self.paths[pkt.path];
+            st.parities_lost += 1;
+            st.open_parities.retain(|&(parity, _)| parity != pkt.pn);
             return;
         }
         // A data packet declared lost was not repaired: residual loss (Eq. 1).

@@ -83,6 +83,8 @@ pub enum LossKind {
     Threshold,
     /// The path's retransmission timer expired.
     Timeout,
+    /// The scheme declared it lost ([`Action::DeclareLost`]).
+    Declared,
 }
 
 /// Requests from a scheme to the engine, applied after the call returns.
@@ -102,6 +104,20 @@ pub enum Action {
         path: usize,
         /// Packets; at least 1.
         packets: u64,
+    },
+    /// The scheme knows that the packets numbered `from..to` on `path` that are still
+    /// unacknowledged once the current acknowledgement is processed are lost (e.g. FEC: the
+    /// parity that could have repaired them was acknowledged, so the receiver had its
+    /// chance). Each is declared lost as a threshold loss would be (congestion signal,
+    /// [`SchemeSender::on_lost`] with [`LossKind::Declared`]); numbers outside what the path
+    /// has outstanding are ignored.
+    DeclareLost {
+        /// The path.
+        path: usize,
+        /// First packet number.
+        from: u64,
+        /// One past the last packet number.
+        to: u64,
     },
 }
 
