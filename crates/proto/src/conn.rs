@@ -893,6 +893,10 @@ impl Connection {
                 self.events.push_back(Event::Closed { code: *code });
                 Ok(false)
             }
+            Frame::Message(m) | Frame::Abandon(m) if !self.message_in_reach(m) => {
+                self.stats.messages_refused += 1;
+                Ok(false)
+            }
             Frame::Message(m) => {
                 self.recv_buf.track_touched(true);
                 let buf = &self.recv_buf;
@@ -931,6 +935,23 @@ impl Connection {
                 Ok(false)
             }
         }
+    }
+
+    /// Whether a MESSAGE or ABANDON frame's range lies where the peer can have written: a
+    /// message is written whole into the peer's send buffer, which starts at our
+    /// acknowledged point (at most our in-order point) and holds at most its configured size
+    /// (the same configuration on both ends) or the window we advertised. Anything beyond is
+    /// forged; honoured, its abandonment would move the in-order point arbitrarily far, and
+    /// per-block bookkeeping (the delivery clock) with it.
+    fn message_in_reach(&self, m: &MessageFrame) -> bool {
+        let room = self.cfg.send_buffer.max(self.cfg.recv_buffer) as u64;
+        let reach = self
+            .recv_buf
+            .contiguous_end()
+            .saturating_add(room)
+            .max(self.advertised_max_data)
+            .max(self.recv_buf.max_data());
+        m.offset.checked_add(m.len).is_some_and(|end| end <= reach)
     }
 
     fn message_outcome(&mut self, out: RxOutcome) {

@@ -200,3 +200,35 @@ fn all_acked_waits_for_the_stream_end() {
     assert!(b.is_finished());
     assert!(a.is_all_acked());
 }
+
+/// Found by the `datagram` fuzz target with full-size inputs (2026-11-26): a MESSAGE frame
+/// announcing an abandonable message of ~3.9·10^18 bytes followed by its ABANDON made the
+/// receiver skip the whole range, and its delivery clock then asked for one slot per 64 KiB
+/// block of it (an allocation of 10^15 bytes: abort). A message must lie where the peer can
+/// have written it (its send buffer, the same size as ours, or our window); beyond, the
+/// frames are refused and counted. (Forged frames in general are the packet protection's job;
+/// this bound also holds against an authenticated but hostile peer.)
+#[test]
+fn forged_message_beyond_reach_is_refused() {
+    let (_, mut b) = pair();
+    // The fuzzer's input, frame by frame: padding, MESSAGE {id 0, offset 0, len huge,
+    // abandonable}, STREAM_END 0, ..., ABANDON of the same message.
+    let crash: &[u8] = &[
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x00, 0x00, 0xf5, 0xf5, 0xf5,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x08, 0x08, 0x08,
+        0x08, 0x08, 0x08, 0x08, 0x01, 0x08, 0x08, 0x08, 0x08, 0x00, 0x00, 0x0b, 0x00, 0x00, 0xf5,
+        0xf5, 0xf5, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x04, 0x00, 0x04, 0x00, 0x00, 0x00,
+    ];
+    let frames: Vec<_> = FrameIter::new(crash).collect::<Result<_, _>>().unwrap();
+    assert!(frames
+        .iter()
+        .any(|f| matches!(f, Frame::Abandon(m) if m.len > 1 << 60)));
+    let _ = b.handle_datagram(Instant::ZERO, &wrap(1, 0, 0, crash));
+    assert!(b.stats().messages_refused >= 2, "{:?}", b.stats());
+    // Nothing was skipped: the in-order point has not moved and there is nothing to read.
+    assert_eq!(b.read_with(u64::MAX, |_| {}), 0);
+    let mut buf = vec![0u8; b.max_datagram()];
+    while b.poll_transmit(Instant::ZERO, &mut buf).is_some() {}
+    assert!(b.block_delivered_times().len() <= 1);
+}
