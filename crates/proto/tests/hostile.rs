@@ -203,8 +203,8 @@ fn all_acked_waits_for_the_stream_end() {
 
 /// Found by the `datagram` fuzz target with full-size inputs (2026-11-26): a MESSAGE frame
 /// announcing an abandonable message of ~3.9·10^18 bytes followed by its ABANDON made the
-/// receiver skip the whole range, and its delivery clock then asked for one slot per 64 KiB
-/// block of it (an allocation of 10^15 bytes: abort). A message must lie where the peer can
+/// receiver skip the whole range, and its delivery clock then asked for one slot per 32 KiB
+/// block of it (an allocation of 1.9·10^15 bytes: abort). A message must lie where the peer can
 /// have written it (its send buffer, the same size as ours, or our window); beyond, the
 /// frames are refused and counted. (Forged frames in general are the packet protection's job;
 /// this bound also holds against an authenticated but hostile peer.)
