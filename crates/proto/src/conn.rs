@@ -1368,28 +1368,11 @@ impl Connection {
         // The decrease applies to what was in flight before the timeout declared it lost
         // (ns-3 `TcpSocketBase::ReTxTimeout` takes `BytesInFlight()` first).
         let flight_decrease = path.view().flight_decrease;
-        for i in 0..path.sent.len() {
-            let pn = path.sent_base + i as u64;
-            if let Some(sp) = path.settle(pn, SentState::Lost) {
-                path.stats.packets_lost += 1;
-                path.bytes_lost += u64::from(sp.size);
-                path.loss.on_lost();
-                if sp.flags & SENT_STREAM_END != 0 && self.stream_end == StreamEnd::InFlight {
-                    self.stream_end = StreamEnd::Pending;
-                }
-                if sp.flags & SENT_CONTROL != 0 {
-                    if let Some(c) = self.ctrl_in_flight.remove(&(p, pn)) {
-                        self.ctrl_pending.extend(c);
-                    }
-                }
-                if let Some(tag) = sp.tag {
-                    self.lost.push((sp.info(p, pn, tag), LossKind::Timeout));
-                }
-                if self.tracer.is_some() {
-                    self.traced_losses.push((p, pn, sp.size, LossKind::Timeout));
-                }
-            }
+        let (base, n) = (path.sent_base, path.sent.len() as u64);
+        for pn in base..base + n {
+            self.lose(p, pn, LossKind::Timeout);
         }
+        let path = &mut self.paths[p];
         path.trim_front();
         path.rto_deadline = None;
         path.tlp_deadline = None;
