@@ -55,9 +55,25 @@ use crate::time::{Duration, Instant};
 
 /// Startup gain 2/ln 2 (draft-00 `BBRHighGain`).
 pub const BBR_HIGH_GAIN: f64 = 2.885;
-/// ProbeBW pacing gains (draft-00 `BBRGainCycleLen` = 8 phases).
-pub const BBR_GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
-/// Rounds over which BtlBw is the maximum (draft-00 `BtlBwFilterLen`).
+/// ProbeBW_DOWN pacing gain (draft-cardwell-ccwg-bbr, "ProbeBW_DOWN": 0.90).
+pub const PROBE_DOWN_GAIN: f64 = 0.9;
+/// ProbeBW_UP pacing gain (draft-cardwell-ccwg-bbr, "ProbeBW_UP": 1.25).
+pub const PROBE_UP_GAIN: f64 = 1.25;
+/// ProbeBW cwnd gain (2), and 2.25 in ProbeBW_UP (draft-cardwell-ccwg-bbr, `BBR.cwnd_gain`).
+pub const PROBE_BW_CWND_GAIN: f64 = 2.0;
+/// ProbeBW_UP cwnd gain (draft-cardwell-ccwg-bbr, "ProbeBW_UP").
+pub const PROBE_UP_CWND_GAIN: f64 = 2.25;
+/// Headroom left below `inflight_hi` while cruising (draft-cardwell-ccwg-bbr `BBRHeadroom`).
+pub const HEADROOM: f64 = 0.15;
+/// Fixed part of the wall-clock wait between bandwidth probes; a deterministic pseudo-random
+/// 0–1 s is added (draft-cardwell-ccwg-bbr `BBRPickProbeWait`: 2 s + random(0, 1) s).
+pub const PROBE_WAIT_BASE: Duration = Duration::from_secs(2);
+/// Largest Reno-coexistence interval in rounds (draft-cardwell-ccwg-bbr
+/// `BBRIsRenoCoexistenceProbeTime`: min(target in-flight in packets, 63) rounds).
+pub const RENO_PROBE_ROUNDS_MAX: u64 = 63;
+/// Rounds over which BtlBw is the maximum in Startup and Drain (draft-00 `BtlBwFilterLen`);
+/// in ProbeBW the filter spans the current and the previous probing cycle instead
+/// (draft-cardwell-ccwg-bbr `MaxBwFilterLen` = 2 cycles).
 pub const BTLBW_FILTER_ROUNDS: u64 = 10;
 /// How long an RTprop estimate lives (draft-00 `RTpropFilterLen`).
 pub const RTPROP_FILTER: Duration = Duration::from_secs(10);
@@ -70,7 +86,8 @@ pub const QUEUE_EVIDENCE: f64 = 0.4;
 /// Loss rate above the random floor that makes a round with queue evidence congestive
 /// (BBRv3 `BBRLossThresh`).
 pub const LOSS_THRESH: f64 = 0.02;
-/// Multiplicative bound on a congestive round (BBRv3 `BBRBeta`).
+/// Multiplicative decrease of the short-term model on a congestive round, and floor of
+/// `inflight_hi` as a fraction of the BDP (BBRv3 `BBRBeta`).
 pub const INFLIGHT_BETA: f64 = 0.7;
 /// Largest random loss rate the model corrects for (see `send_bw`): a rate-limiting
 /// policer also drops with an empty queue, and without a cap the correction would let the
@@ -89,16 +106,33 @@ enum Mode {
     ProbeRtt,
 }
 
+/// The four phases of ProbeBW (draft-cardwell-ccwg-bbr, "ProbeBW"): DOWN drains the queue a
+/// probe left, CRUISE holds in-flight `HEADROOM` below `inflight_hi` until it is time to
+/// probe, REFILL sends at the model's rate for one round, UP probes above it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum BwPhase {
+    #[default]
+    Down,
+    Cruise,
+    Refill,
+    Up,
+}
+
 /// Per-path BBR state.
 #[derive(Debug, Clone, Default)]
 struct PathBbr {
     init: bool,
     mode: Mode,
+    phase: BwPhase,
     mss: u64,
     cwnd: u64,
     init_cwnd: u64,
-    // BtlBw: the maximum of per-round maxima over the last BTLBW_FILTER_ROUNDS rounds.
+    // BtlBw in Startup/Drain: the maximum of per-round maxima over BTLBW_FILTER_ROUNDS rounds.
     bw_slots: [(u64, f64); BTLBW_FILTER_ROUNDS as usize],
+    // BtlBw in ProbeBW: per-cycle maxima of the current and the previous cycle
+    // (draft-cardwell-ccwg-bbr `BBR.MaxBwFilter`, `BBRAdvanceMaxBwFilter`).
+    bw_cycles: [f64; 2],
+    cycle_count: u64,
     btlbw: f64,
     rtprop: Option<Duration>,
     rtprop_stamp: Instant,
@@ -112,8 +146,14 @@ struct PathBbr {
     full_bw_count: u32,
     pacing_gain: f64,
     cwnd_gain: f64,
-    cycle_index: usize,
+    /// Start of the current ProbeBW phase (`BBR.cycle_stamp`).
     cycle_stamp: Instant,
+    /// Wall-clock wait from DOWN to the next probe (`BBR.bw_probe_wait`).
+    probe_wait: Duration,
+    /// Rounds since the last probe (`BBR.rounds_since_bw_probe`).
+    rounds_since_probe: u64,
+    /// The round at which the current phase started (REFILL lasts one round).
+    phase_round: u64,
     probe_rtt_done: Option<Instant>,
     probe_rtt_round_done: bool,
     prior_cwnd: u64,
@@ -121,6 +161,12 @@ struct PathBbr {
     /// next delivery (draft-00 `BBRRestoreCwnd` when the loss episode ends).
     restore_after_timeout: bool,
     pacing_rate: f64,
+    // Short-term model (draft-cardwell-ccwg-bbr `BBR.bw_lo`, `BBR.inflight_lo`,
+    // `BBR.bw_latest`, `BBR.inflight_latest`); f64::INFINITY / u64::MAX = unset.
+    bw_lo: f64,
+    inflight_lo: u64,
+    bw_latest: f64,
+    inflight_latest: u64,
     // Loss discrimination (ours).
     round_acked: u64,
     round_lost: u64,
@@ -129,6 +175,8 @@ struct PathBbr {
     inflight_hi: u64,
     hi_growth: u64,
     congestive_rounds: u64,
+    /// Seed of the deterministic probe-wait draws (the path id).
+    seed: u64,
 }
 
 impl PathBbr {
@@ -141,6 +189,9 @@ impl PathBbr {
         self.cwnd_gain = BBR_HIGH_GAIN;
         self.rtprop_stamp = now;
         self.inflight_hi = u64::MAX;
+        self.bw_lo = f64::INFINITY;
+        self.inflight_lo = u64::MAX;
+        self.seed = p.id as u64;
         // `BBRInitPacingRate`: high gain × initial window / (SRTT or 1 ms).
         let rtt = p.srtt.map_or(1e-3, |d| d.as_secs_f64().max(1e-6));
         self.pacing_rate = BBR_HIGH_GAIN * p.cwnd as f64 / rtt;
@@ -154,14 +205,15 @@ impl PathBbr {
         }
     }
 
-    /// The rate the bottleneck can *take*: the delivery-rate maximum over `1 − p_rand`.
-    /// Randomly lost packets used the link too (radio losses happen after transmission), so
-    /// pacing at the delivery rate alone would send `1 − p_rand` times too slowly and, since
-    /// the next samples measure that slower rate, shrink every round the probing gain
-    /// (5/4) cannot make up: v1's collapse above 20 % loss. Only the random floor learnt
-    /// without queue evidence counts, capped at [`MAX_RANDOM_LOSS`].
+    /// The model's bandwidth (`BBRBoundBWForModel`: min(max_bw, bw_lo)) over `1 − p_rand`:
+    /// the rate the bottleneck can *take*. Randomly lost packets used the link too (radio
+    /// losses happen after transmission), so pacing at the delivery rate alone would send
+    /// `1 − p_rand` times too slowly and, since the next samples measure that slower rate,
+    /// shrink every round the probing gain cannot make up: v1's collapse above 20 % loss.
+    /// Only the random floor learnt without queue evidence counts, capped at
+    /// [`MAX_RANDOM_LOSS`].
     fn send_bw(&self) -> f64 {
-        self.btlbw / (1.0 - self.p_rand.clamp(0.0, MAX_RANDOM_LOSS))
+        self.btlbw.min(self.bw_lo) / (1.0 - self.p_rand.clamp(0.0, MAX_RANDOM_LOSS))
     }
 
     fn update_btlbw(&mut self, rs: &RateSample) {
@@ -170,12 +222,22 @@ impl PathBbr {
         if rs.prior_delivered >= self.next_round_delivered {
             self.next_round_delivered = rs.delivered_total;
             self.round_count += 1;
+            self.rounds_since_probe += 1;
             self.round_start = true;
         }
         let Some(rate) = rs.delivery_rate else {
             return;
         };
+        // `BBRUpdateLatestDeliverySignals`.
+        self.bw_latest = self.bw_latest.max(rate);
+        self.inflight_latest = self.inflight_latest.max(rs.delivered);
         if rs.is_app_limited && rate < self.btlbw {
+            return;
+        }
+        if self.mode == Mode::ProbeBw || self.mode == Mode::ProbeRtt {
+            let slot = &mut self.bw_cycles[(self.cycle_count % 2) as usize];
+            *slot = slot.max(rate);
+            self.btlbw = self.bw_cycles[0].max(self.bw_cycles[1]);
             return;
         }
         let slot = &mut self.bw_slots[(self.round_count % BTLBW_FILTER_ROUNDS) as usize];
@@ -192,34 +254,137 @@ impl PathBbr {
             .fold(0.0, f64::max);
     }
 
-    fn enter_probe_bw(&mut self, now: Instant, path: usize) {
+    /// `BBRAdvanceMaxBwFilter`: a new probing cycle starts; the filter keeps the previous
+    /// cycle's maximum and this one's.
+    fn advance_max_bw_filter(&mut self) {
+        self.cycle_count += 1;
+        self.bw_cycles[(self.cycle_count % 2) as usize] = 0.0;
+        if self.bw_cycles[0].max(self.bw_cycles[1]) == 0.0 {
+            // First cycle after Startup: carry Startup's estimate over.
+            self.bw_cycles[((self.cycle_count + 1) % 2) as usize] = self.btlbw;
+        }
+    }
+
+    /// A deterministic draw in [0, 1) from the path id and the state (cycle and round
+    /// counts): runs stay bit-identical for a seed while paths and cycles differ.
+    fn draw(&self, salt: u64) -> f64 {
+        let h = splitmix(
+            self.seed.rotate_left(40) ^ self.cycle_count.rotate_left(20) ^ self.round_count ^ salt,
+        );
+        (h >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// `BBRStartProbeBW_DOWN` (with `BBRPickProbeWait`).
+    fn start_down(&mut self, now: Instant) {
         self.mode = Mode::ProbeBw;
-        self.cwnd_gain = 2.0;
-        // draft-00 `BBREnterProbeBW`: a random phase other than the 3/4 one; here a
-        // deterministic pick (path and round) so runs stay reproducible.
-        let h = splitmix(path as u64 ^ self.round_count.rotate_left(17));
-        let pick = 1 + (h % 7) as usize; // 1..=7, then advanced to 2..=7 or 0
-        self.cycle_index = pick;
-        self.advance_cycle(now);
-    }
-
-    fn advance_cycle(&mut self, now: Instant) {
+        self.phase = BwPhase::Down;
+        self.pacing_gain = PROBE_DOWN_GAIN;
+        self.cwnd_gain = PROBE_BW_CWND_GAIN;
         self.cycle_stamp = now;
-        self.cycle_index = (self.cycle_index + 1) % BBR_GAIN_CYCLE.len();
-        self.pacing_gain = BBR_GAIN_CYCLE[self.cycle_index];
+        self.phase_round = self.round_count;
+        self.advance_max_bw_filter();
+        // `BBRPickProbeWait`: rounds_since_bw_probe = random 0 or 1, bw_probe_wait = 2 s +
+        // random(0, 1) s.
+        self.rounds_since_probe = (self.draw(1) < 0.5) as u64;
+        self.probe_wait =
+            PROBE_WAIT_BASE + Duration::from_secs_f64(self.draw(2).clamp(0.0, 0.999_999));
     }
 
-    /// `BBRIsNextCyclePhase`.
-    fn is_next_cycle_phase(&self, rs: &RateSample) -> bool {
-        let rt = self.rtprop.unwrap_or(Duration::ZERO);
-        let full = rs.now.saturating_since(self.cycle_stamp) > rt;
-        if self.pacing_gain > 1.0 {
-            return full && (rs.newly_lost > 0 || rs.prior_in_flight >= self.inflight(1.25));
+    /// `BBRStartProbeBW_CRUISE`.
+    fn start_cruise(&mut self, now: Instant) {
+        self.phase = BwPhase::Cruise;
+        self.pacing_gain = 1.0;
+        self.cwnd_gain = PROBE_BW_CWND_GAIN;
+        let _ = now;
+    }
+
+    /// `BBRStartProbeBW_REFILL`: the short-term model is reset (`BBRResetLowerBounds`) and
+    /// the model's rate is sent for one round before probing.
+    fn start_refill(&mut self, now: Instant) {
+        self.bw_lo = f64::INFINITY;
+        self.inflight_lo = u64::MAX;
+        self.rounds_since_probe = 0;
+        self.phase = BwPhase::Refill;
+        self.pacing_gain = 1.0;
+        self.cwnd_gain = PROBE_BW_CWND_GAIN;
+        self.cycle_stamp = now;
+        self.phase_round = self.round_count;
+    }
+
+    /// `BBRStartProbeBW_UP`: `inflight_hi` grows by 1, 2, 4, … MSS per round from here
+    /// (`BBRProbeInflightHiUpward`).
+    fn start_up(&mut self, now: Instant) {
+        self.phase = BwPhase::Up;
+        self.pacing_gain = PROBE_UP_GAIN;
+        self.cwnd_gain = PROBE_UP_CWND_GAIN;
+        self.cycle_stamp = now;
+        self.phase_round = self.round_count;
+        self.hi_growth = self.mss;
+    }
+
+    /// `BBRTargetInflight` in packets: min(BDP, cwnd).
+    fn target_packets(&self) -> u64 {
+        self.inflight(1.0).min(self.cwnd) / self.mss.max(1)
+    }
+
+    /// `BBRCheckTimeToProbeBW` with `BBRIsRenoCoexistenceProbeTime`: probe after
+    /// `bw_probe_wait` or after min(BDP in packets, 63) rounds, whichever comes first.
+    fn time_to_probe(&self, now: Instant) -> bool {
+        let reno_rounds = self.target_packets().min(RENO_PROBE_ROUNDS_MAX);
+        now.saturating_since(self.cycle_stamp) >= self.probe_wait
+            || self.rounds_since_probe >= reno_rounds
+    }
+
+    /// `BBRInflightWithHeadroom`: `inflight_hi` less max(1 MSS, 15 %), at least 4 MSS.
+    fn inflight_with_headroom(&self) -> u64 {
+        if self.inflight_hi == u64::MAX {
+            return u64::MAX;
         }
-        if self.pacing_gain < 1.0 {
-            return full || rs.prior_in_flight <= self.inflight(1.0);
+        let headroom = ((HEADROOM * self.inflight_hi as f64) as u64).max(self.mss);
+        self.inflight_hi
+            .saturating_sub(headroom)
+            .max(MIN_PIPE_PACKETS * self.mss)
+    }
+
+    /// `BBRUpdateProbeBWCyclePhase`.
+    fn update_cycle_phase(&mut self, rs: &RateSample) {
+        if self.mode != Mode::ProbeBw {
+            return;
         }
-        full
+        let now = rs.now;
+        let inflight = rs.prior_in_flight;
+        match self.phase {
+            BwPhase::Down => {
+                if self.time_to_probe(now) {
+                    self.start_refill(now);
+                } else if inflight <= self.inflight_with_headroom()
+                    && inflight <= self.inflight(1.0)
+                {
+                    // `BBRCheckTimeToCruise`.
+                    self.start_cruise(now);
+                }
+            }
+            BwPhase::Cruise => {
+                if self.time_to_probe(now) {
+                    self.start_refill(now);
+                }
+            }
+            BwPhase::Refill => {
+                if self.round_start && self.round_count > self.phase_round {
+                    self.start_up(now);
+                }
+            }
+            BwPhase::Up => {
+                // Probed long enough: one RTprop elapsed and in-flight reached 1.25 BDP
+                // (the UP exit of draft-cardwell-ccwg-bbr, as in v1's `BBRIsNextCyclePhase`).
+                let rt = self.rtprop.unwrap_or(Duration::ZERO);
+                if now.saturating_since(self.cycle_stamp) > rt
+                    && inflight >= self.inflight(PROBE_UP_GAIN)
+                {
+                    self.start_down(now);
+                }
+            }
+        }
     }
 
     /// `BBRCheckFullPipe`.
@@ -270,11 +435,13 @@ impl PathBbr {
                         self.rtprop_stamp = now;
                         self.cwnd = self.cwnd.max(self.prior_cwnd);
                         self.probe_rtt_done = None;
+                        // `BBRExitProbeRTT`: `BBRResetLowerBounds`, then ProbeBW_DOWN and
+                        // at once CRUISE (a new probe wait is drawn), or Startup.
+                        self.bw_lo = f64::INFINITY;
+                        self.inflight_lo = u64::MAX;
                         if self.filled_pipe {
-                            // Re-enter ProbeBW (`BBRExitProbeRTT`).
-                            self.mode = Mode::ProbeBw;
-                            self.cwnd_gain = 2.0;
-                            self.advance_cycle(now);
+                            self.start_down(now);
+                            self.start_cruise(now);
                         } else {
                             self.mode = Mode::Startup;
                             self.pacing_gain = BBR_HIGH_GAIN;
@@ -308,22 +475,66 @@ impl PathBbr {
         let queue = self.rtprop.is_some_and(|rt| {
             self.round_max_rtt.as_secs_f64() > rt.as_secs_f64() * (1.0 + QUEUE_EVIDENCE)
         });
+        let probing =
+            self.mode != Mode::ProbeBw || matches!(self.phase, BwPhase::Up | BwPhase::Refill);
         if !queue {
             self.p_rand += (loss - self.p_rand) / 8.0;
-        } else if loss > self.p_rand + LOSS_THRESH {
-            self.congestive_rounds += 1;
-            let bound = (INFLIGHT_BETA * rs.prior_in_flight as f64) as u64;
-            self.inflight_hi = bound.max(MIN_PIPE_PACKETS * self.mss);
-            self.hi_growth = self.mss;
-        } else {
-            self.grow_inflight_hi();
         }
-        if !queue {
+        if queue && loss > self.p_rand + LOSS_THRESH {
+            self.congestive_rounds += 1;
+            if probing {
+                self.inflight_too_high(rs);
+            } else {
+                self.cut_lower_bounds();
+            }
+        } else if self.mode == Mode::ProbeBw && self.phase == BwPhase::Up {
+            self.grow_inflight_hi();
+        } else if self.mode != Mode::ProbeBw {
+            // Startup and Drain: a bound a congestive round set grows back every round
+            // (as before ProbeBW's phases existed: no probe to wait for yet).
             self.grow_inflight_hi();
         }
         self.round_acked = 0;
         self.round_lost = 0;
         self.round_max_rtt = Duration::ZERO;
+        // A new loss round: `BBRResetCongestionSignals` for the latest delivery signals.
+        self.bw_latest = 0.0;
+        self.inflight_latest = 0;
+    }
+
+    /// `BBRHandleInflightTooHigh` for a congestive round while probing (Startup, REFILL,
+    /// UP): `inflight_hi = max(in-flight, β · BDP)` — the in-flight at the round's end stands
+    /// for the per-packet `tx_in_flight` of `BBRInflightHiFromLostPacket` — and UP ends.
+    fn inflight_too_high(&mut self, rs: &RateSample) {
+        let floor = (INFLIGHT_BETA * self.inflight(1.0) as f64) as u64;
+        let bound = if self.mode == Mode::ProbeBw {
+            rs.prior_in_flight.max(floor)
+        } else {
+            // Startup/Drain: the v1 + bound response (0.7 × in-flight): Startup's 2.89 gain
+            // overshoots by far more than a probe does.
+            (INFLIGHT_BETA * rs.prior_in_flight as f64) as u64
+        };
+        self.inflight_hi = bound.max(MIN_PIPE_PACKETS * self.mss);
+        self.hi_growth = self.mss;
+        if self.mode == Mode::ProbeBw && self.phase == BwPhase::Up {
+            self.start_down(rs.now);
+        }
+    }
+
+    /// `BBRAdaptLowerBoundsFromCongestion` / `BBRLossLowerBounds` for a congestive round
+    /// outside probing: `bw_lo = max(bw_latest, β · bw_lo)`, `inflight_lo =
+    /// max(inflight_latest, β · inflight_lo)` (`BBRInitLowerBounds` first: max_bw, cwnd).
+    fn cut_lower_bounds(&mut self) {
+        if self.bw_lo.is_infinite() {
+            self.bw_lo = self.btlbw;
+        }
+        if self.inflight_lo == u64::MAX {
+            self.inflight_lo = self.cwnd;
+        }
+        self.bw_lo = self.bw_latest.max(INFLIGHT_BETA * self.bw_lo);
+        self.inflight_lo = self
+            .inflight_latest
+            .max((INFLIGHT_BETA * self.inflight_lo as f64) as u64);
     }
 
     fn grow_inflight_hi(&mut self) {
@@ -338,7 +549,7 @@ impl PathBbr {
     }
 
     /// `BBRSetPacingRate` and `BBRSetCwnd` with the gains given (the coupled variant scales
-    /// them).
+    /// them), bounded by `BBRBoundCwndForModel`.
     fn set_controls(&mut self, rs: &RateSample, pacing_gain: f64, cwnd_gain: f64) {
         if self.restore_after_timeout {
             self.restore_after_timeout = false;
@@ -354,19 +565,24 @@ impl PathBbr {
         } else if self.cwnd < target || rs.delivered_total < self.init_cwnd {
             self.cwnd += rs.newly_acked;
         }
+        // `BBRBoundCwndForModel`: inflight_hi in ProbeBW (its headroom below it while
+        // cruising) and before it, the short-term inflight_lo always.
         let floor = MIN_PIPE_PACKETS * self.mss;
-        self.cwnd = self.cwnd.max(floor).min(self.inflight_hi.max(floor));
+        let hi = if self.mode == Mode::ProbeBw && self.phase == BwPhase::Cruise {
+            self.inflight_with_headroom()
+        } else {
+            self.inflight_hi
+        };
+        let cap = hi.min(self.inflight_lo).max(floor);
+        self.cwnd = self.cwnd.max(floor).min(cap);
         if self.mode == Mode::ProbeRtt {
             self.cwnd = self.cwnd.min(floor);
         }
     }
 
     /// `BBRUpdateModelAndState` (everything up to the control parameters).
-    fn update_model(&mut self, path: usize, rs: &RateSample, bytes_in_flight: u64) {
+    fn update_model(&mut self, rs: &RateSample, bytes_in_flight: u64) {
         self.update_btlbw(rs);
-        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(rs) {
-            self.advance_cycle(rs.now);
-        }
         self.check_full_pipe(rs);
         // `BBRCheckDrain`.
         if self.mode == Mode::Startup && self.filled_pipe {
@@ -375,14 +591,16 @@ impl PathBbr {
             self.cwnd_gain = BBR_HIGH_GAIN;
         }
         if self.mode == Mode::Drain && bytes_in_flight <= self.inflight(1.0) {
-            self.enter_probe_bw(rs.now, path);
+            // `BBREnterProbeBW`: v3 starts a cycle with DOWN.
+            self.start_down(rs.now);
         }
+        self.update_cycle_phase(rs);
         self.update_rtprop(rs, bytes_in_flight);
         self.judge_round(rs);
     }
 }
 
-/// SplitMix64 finaliser (deterministic phase choice).
+/// SplitMix64 finaliser (deterministic probe-wait draws).
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -487,7 +705,7 @@ impl CongestionControl for Bbr {
         let p = &paths[path];
         let s = self.core.state(path, p, rs.now);
         s.cwnd = p.cwnd;
-        s.update_model(path, rs, p.bytes_in_flight);
+        s.update_model(rs, p.bytes_in_flight);
         let (pg, cg) = (s.pacing_gain, s.cwnd_gain);
         s.set_controls(rs, pg, cg);
         Some(Window {
@@ -575,7 +793,7 @@ impl CongestionControl for BbrCoupled {
         {
             let s = self.core.state(path, p, rs.now);
             s.cwnd = p.cwnd;
-            s.update_model(path, rs, p.bytes_in_flight);
+            s.update_model(rs, p.bytes_in_flight);
         }
         let w = self.weight(path, paths);
         let s = self.core.paths.get(path);

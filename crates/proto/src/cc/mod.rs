@@ -22,8 +22,8 @@ mod wvegas;
 
 pub use balia::{balia_alpha, Balia};
 pub use bbr::{
-    Bbr, BbrCoupled, BBR_GAIN_CYCLE, BBR_HIGH_GAIN, COUPLED_MIN_WEIGHT, INFLIGHT_BETA, LOSS_THRESH,
-    QUEUE_EVIDENCE,
+    Bbr, BbrCoupled, BBR_HIGH_GAIN, COUPLED_MIN_WEIGHT, INFLIGHT_BETA, LOSS_THRESH,
+    PROBE_DOWN_GAIN, PROBE_UP_GAIN, QUEUE_EVIDENCE,
 };
 pub use coupled::{total_cwnd, Coupled};
 pub use cubic::{Cubic, CUBIC_BETA, CUBIC_C};
