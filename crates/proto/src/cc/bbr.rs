@@ -83,6 +83,10 @@ pub const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
 pub const MIN_PIPE_PACKETS: u64 = 4;
 /// Queue evidence: a round's largest RTT above `RTprop · (1 + QUEUE_EVIDENCE)`.
 pub const QUEUE_EVIDENCE: f64 = 0.4;
+/// A round whose largest RTT is at most `RTprop · (1 + EMPTY_QUEUE)` saw an empty queue
+/// but for BBR's own probe (gain 5/4 for one RTprop queues at most ¼ BDP): only such rounds
+/// teach the random loss floor.
+pub const EMPTY_QUEUE: f64 = 0.25;
 /// Loss rate above the random floor that makes a round with queue evidence congestive
 /// (BBRv3 `BBRLossThresh`).
 pub const LOSS_THRESH: f64 = 0.02;
@@ -477,16 +481,23 @@ impl PathBbr {
         });
         let probing =
             self.mode != Mode::ProbeBw || matches!(self.phase, BwPhase::Up | BwPhase::Refill);
-        if !queue {
+        // The random floor is learnt only from rounds whose RTT stayed within what BBR's
+        // own probe queues (gain 5/4: ¼ BDP); rounds between that and queue evidence are
+        // ambiguous (a shallow buffer someone else keeps part-full) and teach nothing.
+        let empty = self.rtprop.is_some_and(|rt| {
+            self.round_max_rtt.as_secs_f64() <= rt.as_secs_f64() * (1.0 + EMPTY_QUEUE)
+        });
+        if empty {
             self.p_rand += (loss - self.p_rand) / 8.0;
         }
-        if queue && loss > self.p_rand + LOSS_THRESH {
+        if queue && loss > self.p_rand + LOSS_THRESH && probing {
             self.congestive_rounds += 1;
-            if probing {
-                self.inflight_too_high(rs);
-            } else {
-                self.cut_lower_bounds();
-            }
+            self.inflight_too_high(rs);
+        } else if queue && self.round_lost > 0 && loss > self.p_rand && !probing {
+            // `BBRAdaptLowerBoundsFromCongestion` reacts to any loss in a round
+            // (`BBR.loss_in_round`); here: to losses above the random floor with a queue.
+            self.congestive_rounds += 1;
+            self.cut_lower_bounds();
         } else if self.mode == Mode::ProbeBw && self.phase == BwPhase::Up {
             self.grow_inflight_hi();
         } else if self.mode != Mode::ProbeBw {
