@@ -158,6 +158,9 @@ struct PathBbr {
     rounds_since_probe: u64,
     /// The round at which the current phase started (REFILL lasts one round).
     phase_round: u64,
+    /// This DOWN follows a probe (REFILL, UP): its first rounds still carry the probe's
+    /// packets (`BBR.bw_probe_samples`).
+    probe_samples: bool,
     probe_rtt_done: Option<Instant>,
     probe_rtt_round_done: bool,
     prior_cwnd: u64,
@@ -280,6 +283,7 @@ impl PathBbr {
 
     /// `BBRStartProbeBW_DOWN` (with `BBRPickProbeWait`).
     fn start_down(&mut self, now: Instant) {
+        self.probe_samples = self.mode == Mode::ProbeBw && self.phase == BwPhase::Up;
         self.mode = Mode::ProbeBw;
         self.phase = BwPhase::Down;
         self.pacing_gain = PROBE_DOWN_GAIN;
@@ -479,8 +483,15 @@ impl PathBbr {
         let queue = self.rtprop.is_some_and(|rt| {
             self.round_max_rtt.as_secs_f64() > rt.as_secs_f64() * (1.0 + QUEUE_EVIDENCE)
         });
-        let probing =
-            self.mode != Mode::ProbeBw || matches!(self.phase, BwPhase::Up | BwPhase::Refill);
+        // Losses of packets sent while probing show up to two judged rounds after UP ended
+        // (one round of flight, and loss detection's delay): those rounds still answer the
+        // probe (draft-cardwell-ccwg-bbr `BBR.bw_probe_samples`, kept until the
+        // `ACKS_PROBE_STOPPING` round ends).
+        let probing = self.mode != Mode::ProbeBw
+            || matches!(self.phase, BwPhase::Up | BwPhase::Refill)
+            || (self.phase == BwPhase::Down
+                && self.probe_samples
+                && self.round_count <= self.phase_round + 2);
         // The random floor is learnt only from rounds whose RTT stayed within what BBR's
         // own probe queues (gain 5/4: ¼ BDP); rounds between that and queue evidence are
         // ambiguous (a shallow buffer someone else keeps part-full) and teach nothing.
@@ -504,6 +515,13 @@ impl PathBbr {
             // Startup and Drain: a bound a congestive round set grows back every round
             // (as before ProbeBW's phases existed: no probe to wait for yet).
             self.grow_inflight_hi();
+        }
+        if std::env::var("BBR_TRACE").is_ok() {
+            eprintln!(
+                "TRACE t={:.2} m={:?} ph={:?} q={} loss={:.3} pr={:.3} bw={:.0} lo={:.0} hi={} ilo={} cwnd={} rtt={:?} rtp={:?} infl={}",
+                rs.now.as_secs_f64(), self.mode, self.phase, queue, loss, self.p_rand, self.btlbw, self.bw_lo,
+                self.inflight_hi, self.inflight_lo, self.cwnd, self.round_max_rtt, self.rtprop, rs.prior_in_flight
+            );
         }
         self.round_acked = 0;
         self.round_lost = 0;
