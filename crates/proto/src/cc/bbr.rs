@@ -537,7 +537,7 @@ impl PathBbr {
     fn inflight_too_high(&mut self, rs: &RateSample) {
         let floor = (INFLIGHT_BETA * self.inflight(1.0) as f64) as u64;
         let bound = if self.mode == Mode::ProbeBw {
-            rs.prior_in_flight.max(floor)
+            ((INFLIGHT_BETA * rs.prior_in_flight as f64) as u64).max(floor)
         } else {
             // Startup/Drain: the v1 + bound response (0.7 × in-flight): Startup's 2.89 gain
             // overshoots by far more than a probe does.
