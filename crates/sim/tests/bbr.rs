@@ -228,10 +228,3 @@ fn share_ratio_against_cubic_and_new_reno() {
         }
     }
 }
-
-#[test]
-fn trace_share() {
-    if std::env::var("BBR_TRACE").is_ok() {
-        println!("ratio {}", share("new-reno", 1.0, 1));
-    }
-}
