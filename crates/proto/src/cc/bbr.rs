@@ -1137,17 +1137,12 @@ mod tests {
             d.view.cwnd
         );
         // Then rounds of 3 packets each (what a 4-MSS window delivers per round), no loss,
-        // RTT at its minimum: the bound must be probed away.
+        // RTT at its minimum: the bound must grow back.
         for _ in 0..400 {
             d.round(&mut cc, 3, 0, 1.4e6, 50);
         }
-        assert_eq!(
-            st(&cc).inflight_hi,
-            u64::MAX,
-            "window stuck at {}",
-            d.view.cwnd
-        );
-        assert!(d.view.cwnd > 10 * MSS, "{}", d.view.cwnd);
+        // Back to at least the BDP (70 kB) within 400 rounds (probes grow the bound).
+        assert!(d.view.cwnd >= 50 * MSS, "window stuck at {}", d.view.cwnd);
     }
 
     /// The coupled variant's weight is the path's share of the summed BtlBw, and scales
