@@ -90,6 +90,9 @@ pub const EMPTY_QUEUE: f64 = 0.25;
 /// Loss rate above the random floor that makes a round with queue evidence congestive
 /// (BBRv3 `BBRLossThresh`).
 pub const LOSS_THRESH: f64 = 0.02;
+/// Standard deviations of a round's random losses (binomial at `p_rand`) that an excess
+/// must exceed before it counts as congestion.
+pub const RANDOM_LOSS_SIGMAS: f64 = 2.0;
 /// Multiplicative decrease of the short-term model on a congestive round, and floor of
 /// `inflight_hi` as a fraction of the BDP (BBRv3 `BBRBeta`).
 pub const INFLIGHT_BETA: f64 = 0.7;
@@ -523,10 +526,16 @@ impl PathBbr {
         if empty {
             self.p_rand += (loss - self.p_rand) / 8.0;
         }
-        if queue && loss > self.p_rand + LOSS_THRESH && probing {
+        // Losses above the random floor by more than chance: a round of `total` packets
+        // at random loss rate p loses p·total ± sqrt(p(1 − p)·total) of them (binomial),
+        // so only an excess beyond two standard deviations is counted. With no random
+        // floor (p = 0) this is v3's test unchanged.
+        let p = self.p_rand.clamp(0.0, MAX_RANDOM_LOSS);
+        let floor = p + RANDOM_LOSS_SIGMAS * (p * (1.0 - p) / total as f64).sqrt();
+        if queue && loss > floor + LOSS_THRESH && probing {
             self.congestive_rounds += 1;
             self.inflight_too_high(rs);
-        } else if queue && self.round_lost > 0 && loss > self.p_rand && !probing {
+        } else if queue && self.round_lost > 0 && loss > floor && !probing {
             // `BBRAdaptLowerBoundsFromCongestion` reacts to any loss in a round
             // (`BBR.loss_in_round`); here: to losses above the random floor with a queue.
             self.congestive_rounds += 1;
