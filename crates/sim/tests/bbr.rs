@@ -8,9 +8,9 @@
 //! run only when `BBR_ARQ_TABLE=1` is set, because they asserted nothing and were half of this
 //! binary's run time (issue 9, fresh-clone test time).
 //!
-//! Target 2 (share ratio against one CUBIC and one NewReno at a drop-tail bottleneck) is
-//! measured by `scripts/bbr-experiments.sh` and reported in the doc; RFC 6356 goals 1–3 for
-//! `bbr-coupled` are in `cc_goals.rs` beside LIA/OLIA/BALIA.
+//! Target 2 (share ratio ≤ 1.5 against one CUBIC and one NewReno at a drop-tail bottleneck
+//! of ½, 1 and 4 BDP) is asserted by `share_ratio_against_cubic_and_new_reno`; RFC 6356
+//! goals 1–3 for `bbr-coupled` are in `cc_goals.rs` beside LIA/OLIA/BALIA.
 //!
 //! `BBR_ARQ_TABLE=1 cargo test -p tributary-sim --release --test integration -- --nocapture bbr::`
 //! prints the tables with the ARQ columns.

@@ -1,40 +1,62 @@
-//! BBR version 1 (draft-cardwell-iccrg-bbr-congestion-control-00, July 2017; the Linux 4.9
-//! algorithm), per path, with two additions of ours: a *discriminated loss bound* (BBRv3's
-//! `inflight_hi` response of draft-cardwell-ccwg-bbr, applied only to losses that show a
-//! full queue) and, in [`BbrCoupled`], a coupling of the paths' probing headroom for shared
-//! bottlenecks. The design and its measurements: `docs/experiments/bbr.md`.
+//! BBR per path: version 1's Startup, Drain and ProbeRTT
+//! (draft-cardwell-iccrg-bbr-congestion-control-00, July 2017; the Linux 4.9 algorithm) with
+//! version 3's ProbeBW (draft-cardwell-ccwg-bbr: phases DOWN / CRUISE / REFILL / UP, the time
+//! to probe, `inflight_hi` and the short-term model `bw_lo` / `inflight_lo`), plus two things
+//! of ours: *loss discrimination* (v3's loss responses applied only to losses that show a
+//! full queue and exceed the random floor) and, in [`BbrCoupled`], a coupling of the paths'
+//! probing headroom for shared bottlenecks. The design and its measurements:
+//! `docs/experiments/bbr.md`.
 //!
-//! Function names in comments are the draft-00 pseudocode's (`BBRUpdateBtlBw`, ...).
+//! Function names in comments are the drafts' pseudocode names (`BBRUpdateBtlBw`,
+//! `BBRStartProbeBW_DOWN`, ...).
 //!
-//! **Model** (draft-00 "Network path model"): `BtlBw` is the maximum delivery rate over the
-//! last 10 round trips (samples from the engine's delivery-rate estimation,
-//! [`RateSample`]; application-limited samples only when they raise the estimate), `RTprop`
-//! the minimum RTT over 10 s. **Control**: pacing rate = `pacing_gain · BtlBw`, window =
-//! `cwnd_gain · BtlBw · RTprop + 3 MSS` (`BBRUpdateTargetCwnd`, `BBRAddQuantaToTargetCwnd`),
-//! at least 4 MSS. **States**: Startup (gains 2/ln 2) until the bandwidth grew by less than
-//! 25 % for 3 rounds (`BBRCheckFullPipe`), Drain (pacing 1/high gain) until in-flight ≤ BDP,
-//! ProbeBW (pacing gains 5/4, 3/4, 1 ×6, one phase per RTprop, cwnd gain 2;
-//! `BBRIsNextCyclePhase`), ProbeRTT (window 4 MSS for max(200 ms, one round) when RTprop was
-//! not refreshed for 10 s).
+//! **Model**: `BtlBw` is the maximum delivery rate (samples from the engine's delivery-rate
+//! estimation, [`RateSample`]; application-limited samples only when they raise the
+//! estimate) over the last 10 round trips in Startup and Drain (draft-00) and over the current
+//! and the previous probing cycle in ProbeBW (v3 `BBRAdvanceMaxBwFilter`); `RTprop` the
+//! minimum RTT over 10 s; the model's rate is min(`BtlBw`, `bw_lo`) (`BBRBoundBWForModel`).
+//! **Control**: pacing rate = `pacing_gain · rate`, window = `cwnd_gain · rate · RTprop +
+//! 3 MSS` (`BBRUpdateTargetCwnd`), at least 4 MSS, at most `inflight_hi` (its 15 % headroom
+//! below it while cruising, `BBRInflightWithHeadroom`) and `inflight_lo`
+//! (`BBRBoundCwndForModel`). **States**: Startup (gains 2/ln 2) until the bandwidth grew by
+//! less than 25 % for 3 rounds (`BBRCheckFullPipe`), Drain (pacing 1/high gain) until
+//! in-flight ≤ BDP, ProbeBW (v3): DOWN (pacing 0.9) until in-flight ≤ BDP and ≤ the headroom
+//! (`BBRCheckTimeToCruise`), CRUISE (1.0) until the time to probe — `bw_probe_wait` of 2–3 s
+//! or min(BDP in packets, 63) rounds (`BBRCheckTimeToProbeBW`,
+//! `BBRIsRenoCoexistenceProbeTime`) — REFILL (1.0, one round, `BBRResetLowerBounds`), UP
+//! (pacing 1.25, cwnd gain 2.25) until in-flight reached 1.25 BDP after one RTprop, a
+//! bandwidth plateau (`BBRIsTimeToGoDown`) or a congestive round; ProbeRTT (window 4 MSS for
+//! max(200 ms, one round) when RTprop was not refreshed for 10 s). The random draws of v3
+//! (`BBRPickProbeWait`) are a SplitMix64 hash of the path id and the cycle and round counts:
+//! runs are bit-identical for a seed.
 //!
-//! **Deviation from v1: losses.** v1 keeps its model through losses but conserves packets for
-//! the first round of a recovery (`BBRModulateCwndForRecovery`). Here random losses change
-//! nothing, and a round whose losses signal a full queue caps the window instead:
+//! **Losses (ours: discrimination).** v1 keeps its model through losses; v3 cuts it on any
+//! loss. Here random losses change nothing, and a round whose losses signal a full queue
+//! gets v3's response:
 //! - per round trip the controller counts packets delivered and lost and the largest RTT
 //!   sample (a round of fewer than 8 packets is counted together with the next ones, so a
-//!   window at its 4-MSS floor is still judged and can grow back); a round has *queue evidence* when that RTT exceeds `RTprop · (1 + 0.4)`: BBR's
-//!   own probing (gain 5/4 for one RTprop) queues at most 1/4 BDP, so more than that means
-//!   the queue holds more than BBR put there — a drop-tail buffer of ½ BDP or more that
-//!   overflows shows at least 1.5·RTprop;
+//!   window at its 4-MSS floor is still judged and can grow back); a round has *queue
+//!   evidence* when that RTT exceeds `RTprop · (1 + 0.4)`: BBR's own probing (gain 5/4 for
+//!   one RTprop) queues at most 1/4 BDP, so more than that means the queue holds more than
+//!   BBR put there — a drop-tail buffer of ½ BDP or more that overflows shows at least
+//!   1.5·RTprop;
 //! - the random loss rate `p_rand` is an average (weight 1/8) of the loss rates of rounds
-//!   *without* queue evidence: losses with an empty queue are not congestion;
-//! - a round is *congestive* when it has queue evidence and its loss rate exceeds
-//!   `p_rand + 2 %` (BBRv3's `BBRLossThresh` = 2 %, draft-cardwell-ccwg-bbr, measured above
-//!   the random floor instead of above zero). Then `inflight_hi = max(0.7 · in-flight at
-//!   the round's end, 4 MSS)` (BBRv3's `BBRBeta` = 0.7) bounds the window; each later round
-//!   without congestion raises it by 1, 2, 4, … MSS (BBRv3's `ProbeBW_UP` growth of
-//!   `inflight_hi`), and it is forgotten once it exceeds twice the model's target.
-//!
+//!   whose RTT stayed within `RTprop · 1.25` (an empty queue but for BBR's own probe): losses
+//!   with an empty queue are not congestion;
+//! - losses count as congestion only with queue evidence and above the random floor by more
+//!   than chance: `floor = p_rand + 2·sqrt(p_rand(1 − p_rand)/n)` for a round of n packets
+//!   (0 without random loss: v3's test);
+//! - while probing (Startup, REFILL, UP, and the first two rounds of the DOWN after UP, which
+//!   still carry the probe's packets) a loss rate above `floor + 2 %` (v3 `BBRLossThresh`)
+//!   sets `inflight_hi = max(0.7 · in-flight, 0.7 · BDP)` (v3 `BBRHandleInflightTooHigh`
+//!   with `BBRBeta` = 0.7; the per-round in-flight stands for the per-packet estimate of
+//!   `BBRInflightHiFromLostPacket`) and ends UP; the bound holds until the next probe, grows
+//!   by 1, 2, 4, … MSS per round of UP (`BBRProbeInflightHiUpward`) and is forgotten once it
+//!   exceeds twice the model's target;
+//! - otherwise (DOWN, CRUISE) any loss rate above `floor` cuts the short-term model:
+//!   `bw_lo = max(bw_latest, 0.7 · bw_lo)`, `inflight_lo = max(inflight_latest, 0.7 ·
+//!   inflight_lo)` (v3 `BBRAdaptLowerBoundsFromCongestion`, `BBRLossLowerBounds`), until the
+//!   next REFILL;
 //! - the model corrects for the random floor: the bottleneck takes `BtlBw / (1 − p_rand)`
 //!   (randomly lost packets were transmitted too), so pacing and the BDP use that rate.
 //!   Without it v1 paces at the delivery rate, which then shrinks by `1 − p` each round the
@@ -707,7 +729,8 @@ impl BbrCore {
     }
 }
 
-/// BBR v1 per path, uncoupled, with the discriminated loss bound (module documentation).
+/// BBR per path (v1 Startup/Drain/ProbeRTT, v3 ProbeBW), uncoupled, with loss discrimination
+/// (module documentation).
 #[derive(Debug, Clone, Default)]
 pub struct Bbr {
     core: BbrCore,
