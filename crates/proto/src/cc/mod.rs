@@ -272,13 +272,13 @@ pub static CONTROLLERS: &[Entry<dyn CcFactory>] = &[
     entry(
         "bbr",
         &["bbr1"],
-        "BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00) per path, paced, with a loss bound only for losses that show a full queue",
+        "BBR per path, paced: v1 Startup/Drain/ProbeRTT (draft-cardwell-iccrg-bbr-congestion-control-00) with v3 ProbeBW phases, inflight_hi and bw_lo/inflight_lo (draft-cardwell-ccwg-bbr), responding only to losses that show a full queue",
         plain::<Bbr>,
     ),
     entry(
         "bbr-coupled",
         &[],
-        "BBR v1 per path with probing headroom shared across paths (shared-bottleneck fairness), coupled",
+        "BBR (as bbr) per path with probing headroom shared across paths (shared-bottleneck fairness), coupled",
         plain::<BbrCoupled>,
     ),
 ];
