@@ -8,9 +8,9 @@
 //! run only when `BBR_ARQ_TABLE=1` is set, because they asserted nothing and were half of this
 //! binary's run time (issue 9, fresh-clone test time).
 //!
-//! Target 2 (share ratio against one CUBIC and one NewReno at a drop-tail bottleneck) is
-//! measured by `scripts/bbr-experiments.sh` and reported in the doc; RFC 6356 goals 1–3 for
-//! `bbr-coupled` are in `cc_goals.rs` beside LIA/OLIA/BALIA.
+//! Target 2 (share ratio ≤ 1.5 against one CUBIC and one NewReno at a drop-tail bottleneck
+//! of ½, 1 and 4 BDP) is asserted by `share_ratio_against_cubic_and_new_reno`; RFC 6356
+//! goals 1–3 for `bbr-coupled` are in `cc_goals.rs` beside LIA/OLIA/BALIA.
 //!
 //! `BBR_ARQ_TABLE=1 cargo test -p tributary-sim --release --test integration -- --nocapture bbr::`
 //! prints the tables with the ARQ columns.
@@ -189,7 +189,8 @@ fn share(other: &str, bdps: f64, seed: u64) -> f64 {
     r.flows[0].goodput_mbps / r.flows[1].goodput_mbps.max(1e-9)
 }
 
-/// The issue's target: share ratio ≤ 1.5 at a buffer of 1 BDP and above; ½ BDP reported.
+/// The issue's target: share ratio ≤ 1.5 at a buffer of 1 BDP and above (asserted at ½ BDP
+/// too, which meets it).
 #[test]
 fn share_ratio_against_cubic_and_new_reno() {
     let cases: Vec<(&str, f64)> = ["cubic", "new-reno"]
@@ -208,23 +209,10 @@ fn share_ratio_against_cubic_and_new_reno() {
         println!("| {o} | {b} | {r:.3} |");
     }
     for (o, b, r) in got {
-        // Misses of the target (1 BDP) and the unbounded ½ BDP case: REGRESSION SNAPSHOTS of
-        // the ratios measured on 2026-11-23 (+10 %), so that a more aggressive BBR fails;
-        // cause and what would close the gap in docs/experiments/bbr.md. Re-based
-        // 2026-11-26 for cubic ½ BDP (0.582 -> 2.867) and new-reno 1 BDP (2.615 -> 4.429):
-        // the old values held a bug — a window bounded at 4 MSS was never judged again
-        // (rounds of < 8 packets) and stayed frozen — that starved BBR in these runs.
-        let measured = match (o, b) {
-            ("cubic", 0.5) => Some(2.867),
-            ("cubic", 1.0) => Some(3.820),
-            ("new-reno", 0.5) => Some(3.047),
-            ("new-reno", 1.0) => Some(4.429),
-            _ => None,
-        };
-        match measured {
-            Some(m) => assert!(r <= 1.1 * m, "{o} {b} BDP: {r:.3} above snapshot {m}"),
-            // The issue's target: at most 1.5 × the competitor at 1 BDP and above.
-            None => assert!(r <= 1.5, "{o} {b} BDP: ratio {r:.3} > 1.5"),
-        }
+        // The issue's target: at most 1.5 × the competitor at 1 BDP and above. Since the
+        // BBRv3 ProbeBW phases (2026-11-26) ½ BDP meets it too, so it is asserted there as
+        // well (it was a labelled regression snapshot before: 2.87 vs CUBIC, 3.05 vs
+        // NewReno; docs/experiments/bbr.md).
+        assert!(r <= 1.5, "{o} {b} BDP: ratio {r:.3} > 1.5");
     }
 }

@@ -1,40 +1,62 @@
-//! BBR version 1 (draft-cardwell-iccrg-bbr-congestion-control-00, July 2017; the Linux 4.9
-//! algorithm), per path, with two additions of ours: a *discriminated loss bound* (BBRv3's
-//! `inflight_hi` response of draft-cardwell-ccwg-bbr, applied only to losses that show a
-//! full queue) and, in [`BbrCoupled`], a coupling of the paths' probing headroom for shared
-//! bottlenecks. The design and its measurements: `docs/experiments/bbr.md`.
+//! BBR per path: version 1's Startup, Drain and ProbeRTT
+//! (draft-cardwell-iccrg-bbr-congestion-control-00, July 2017; the Linux 4.9 algorithm) with
+//! version 3's ProbeBW (draft-cardwell-ccwg-bbr: phases DOWN / CRUISE / REFILL / UP, the time
+//! to probe, `inflight_hi` and the short-term model `bw_lo` / `inflight_lo`), plus two things
+//! of ours: *loss discrimination* (v3's loss responses applied only to losses that show a
+//! full queue and exceed the random floor) and, in [`BbrCoupled`], a coupling of the paths'
+//! probing headroom for shared bottlenecks. The design and its measurements:
+//! `docs/experiments/bbr.md`.
 //!
-//! Function names in comments are the draft-00 pseudocode's (`BBRUpdateBtlBw`, ...).
+//! Function names in comments are the drafts' pseudocode names (`BBRUpdateBtlBw`,
+//! `BBRStartProbeBW_DOWN`, ...).
 //!
-//! **Model** (draft-00 "Network path model"): `BtlBw` is the maximum delivery rate over the
-//! last 10 round trips (samples from the engine's delivery-rate estimation,
-//! [`RateSample`]; application-limited samples only when they raise the estimate), `RTprop`
-//! the minimum RTT over 10 s. **Control**: pacing rate = `pacing_gain · BtlBw`, window =
-//! `cwnd_gain · BtlBw · RTprop + 3 MSS` (`BBRUpdateTargetCwnd`, `BBRAddQuantaToTargetCwnd`),
-//! at least 4 MSS. **States**: Startup (gains 2/ln 2) until the bandwidth grew by less than
-//! 25 % for 3 rounds (`BBRCheckFullPipe`), Drain (pacing 1/high gain) until in-flight ≤ BDP,
-//! ProbeBW (pacing gains 5/4, 3/4, 1 ×6, one phase per RTprop, cwnd gain 2;
-//! `BBRIsNextCyclePhase`), ProbeRTT (window 4 MSS for max(200 ms, one round) when RTprop was
-//! not refreshed for 10 s).
+//! **Model**: `BtlBw` is the maximum delivery rate (samples from the engine's delivery-rate
+//! estimation, [`RateSample`]; application-limited samples only when they raise the
+//! estimate) over the last 10 round trips in Startup and Drain (draft-00) and over the current
+//! and the previous probing cycle in ProbeBW (v3 `BBRAdvanceMaxBwFilter`); `RTprop` the
+//! minimum RTT over 10 s; the model's rate is min(`BtlBw`, `bw_lo`) (`BBRBoundBWForModel`).
+//! **Control**: pacing rate = `pacing_gain · rate`, window = `cwnd_gain · rate · RTprop +
+//! 3 MSS` (`BBRUpdateTargetCwnd`), at least 4 MSS, at most `inflight_hi` (its 15 % headroom
+//! below it while cruising, `BBRInflightWithHeadroom`) and `inflight_lo`
+//! (`BBRBoundCwndForModel`). **States**: Startup (gains 2/ln 2) until the bandwidth grew by
+//! less than 25 % for 3 rounds (`BBRCheckFullPipe`), Drain (pacing 1/high gain) until
+//! in-flight ≤ BDP, ProbeBW (v3): DOWN (pacing 0.9) until in-flight ≤ BDP and ≤ the headroom
+//! (`BBRCheckTimeToCruise`), CRUISE (1.0) until the time to probe — `bw_probe_wait` of 2–3 s
+//! or min(BDP in packets, 63) rounds (`BBRCheckTimeToProbeBW`,
+//! `BBRIsRenoCoexistenceProbeTime`) — REFILL (1.0, one round, `BBRResetLowerBounds`), UP
+//! (pacing 1.25, cwnd gain 2.25) until in-flight reached 1.25 BDP after one RTprop, a
+//! bandwidth plateau (`BBRIsTimeToGoDown`) or a congestive round; ProbeRTT (window 4 MSS for
+//! max(200 ms, one round) when RTprop was not refreshed for 10 s). The random draws of v3
+//! (`BBRPickProbeWait`) are a SplitMix64 hash of the path id and the cycle and round counts:
+//! runs are bit-identical for a seed.
 //!
-//! **Deviation from v1: losses.** v1 keeps its model through losses but conserves packets for
-//! the first round of a recovery (`BBRModulateCwndForRecovery`). Here random losses change
-//! nothing, and a round whose losses signal a full queue caps the window instead:
+//! **Losses (ours: discrimination).** v1 keeps its model through losses; v3 cuts it on any
+//! loss. Here random losses change nothing, and a round whose losses signal a full queue
+//! gets v3's response:
 //! - per round trip the controller counts packets delivered and lost and the largest RTT
 //!   sample (a round of fewer than 8 packets is counted together with the next ones, so a
-//!   window at its 4-MSS floor is still judged and can grow back); a round has *queue evidence* when that RTT exceeds `RTprop · (1 + 0.4)`: BBR's
-//!   own probing (gain 5/4 for one RTprop) queues at most 1/4 BDP, so more than that means
-//!   the queue holds more than BBR put there — a drop-tail buffer of ½ BDP or more that
-//!   overflows shows at least 1.5·RTprop;
+//!   window at its 4-MSS floor is still judged and can grow back); a round has *queue
+//!   evidence* when that RTT exceeds `RTprop · (1 + 0.4)`: BBR's own probing (gain 5/4 for
+//!   one RTprop) queues at most 1/4 BDP, so more than that means the queue holds more than
+//!   BBR put there — a drop-tail buffer of ½ BDP or more that overflows shows at least
+//!   1.5·RTprop;
 //! - the random loss rate `p_rand` is an average (weight 1/8) of the loss rates of rounds
-//!   *without* queue evidence: losses with an empty queue are not congestion;
-//! - a round is *congestive* when it has queue evidence and its loss rate exceeds
-//!   `p_rand + 2 %` (BBRv3's `BBRLossThresh` = 2 %, draft-cardwell-ccwg-bbr, measured above
-//!   the random floor instead of above zero). Then `inflight_hi = max(0.7 · in-flight at
-//!   the round's end, 4 MSS)` (BBRv3's `BBRBeta` = 0.7) bounds the window; each later round
-//!   without congestion raises it by 1, 2, 4, … MSS (BBRv3's `ProbeBW_UP` growth of
-//!   `inflight_hi`), and it is forgotten once it exceeds twice the model's target.
-//!
+//!   whose RTT stayed within `RTprop · 1.25` (an empty queue but for BBR's own probe): losses
+//!   with an empty queue are not congestion;
+//! - losses count as congestion only with queue evidence and above the random floor by more
+//!   than chance: `floor = p_rand + 2·sqrt(p_rand(1 − p_rand)/n)` for a round of n packets
+//!   (0 without random loss: v3's test);
+//! - while probing (Startup, REFILL, UP, and the first two rounds of the DOWN after UP, which
+//!   still carry the probe's packets) a loss rate above `floor + 2 %` (v3 `BBRLossThresh`)
+//!   sets `inflight_hi = max(0.7 · in-flight, 0.7 · BDP)` (v3 `BBRHandleInflightTooHigh`
+//!   with `BBRBeta` = 0.7; the per-round in-flight stands for the per-packet estimate of
+//!   `BBRInflightHiFromLostPacket`) and ends UP; the bound holds until the next probe, grows
+//!   by 1, 2, 4, … MSS per round of UP (`BBRProbeInflightHiUpward`) and is forgotten once it
+//!   exceeds twice the model's target;
+//! - otherwise (DOWN, CRUISE) any loss rate above `floor` cuts the short-term model:
+//!   `bw_lo = max(bw_latest, 0.7 · bw_lo)`, `inflight_lo = max(inflight_latest, 0.7 ·
+//!   inflight_lo)` (v3 `BBRAdaptLowerBoundsFromCongestion`, `BBRLossLowerBounds`), until the
+//!   next REFILL;
 //! - the model corrects for the random floor: the bottleneck takes `BtlBw / (1 − p_rand)`
 //!   (randomly lost packets were transmitted too), so pacing and the BDP use that rate.
 //!   Without it v1 paces at the delivery rate, which then shrinks by `1 − p` each round the
@@ -55,9 +77,25 @@ use crate::time::{Duration, Instant};
 
 /// Startup gain 2/ln 2 (draft-00 `BBRHighGain`).
 pub const BBR_HIGH_GAIN: f64 = 2.885;
-/// ProbeBW pacing gains (draft-00 `BBRGainCycleLen` = 8 phases).
-pub const BBR_GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
-/// Rounds over which BtlBw is the maximum (draft-00 `BtlBwFilterLen`).
+/// ProbeBW_DOWN pacing gain (draft-cardwell-ccwg-bbr, "ProbeBW_DOWN": 0.90).
+pub const PROBE_DOWN_GAIN: f64 = 0.9;
+/// ProbeBW_UP pacing gain (draft-cardwell-ccwg-bbr, "ProbeBW_UP": 1.25).
+pub const PROBE_UP_GAIN: f64 = 1.25;
+/// ProbeBW cwnd gain (2), and 2.25 in ProbeBW_UP (draft-cardwell-ccwg-bbr, `BBR.cwnd_gain`).
+pub const PROBE_BW_CWND_GAIN: f64 = 2.0;
+/// ProbeBW_UP cwnd gain (draft-cardwell-ccwg-bbr, "ProbeBW_UP").
+pub const PROBE_UP_CWND_GAIN: f64 = 2.25;
+/// Headroom left below `inflight_hi` while cruising (draft-cardwell-ccwg-bbr `BBRHeadroom`).
+pub const HEADROOM: f64 = 0.15;
+/// Fixed part of the wall-clock wait between bandwidth probes; a deterministic pseudo-random
+/// 0–1 s is added (draft-cardwell-ccwg-bbr `BBRPickProbeWait`: 2 s + random(0, 1) s).
+pub const PROBE_WAIT_BASE: Duration = Duration::from_secs(2);
+/// Largest Reno-coexistence interval in rounds (draft-cardwell-ccwg-bbr
+/// `BBRIsRenoCoexistenceProbeTime`: min(target in-flight in packets, 63) rounds).
+pub const RENO_PROBE_ROUNDS_MAX: u64 = 63;
+/// Rounds over which BtlBw is the maximum in Startup and Drain (draft-00 `BtlBwFilterLen`);
+/// in ProbeBW the filter spans the current and the previous probing cycle instead
+/// (draft-cardwell-ccwg-bbr `MaxBwFilterLen` = 2 cycles).
 pub const BTLBW_FILTER_ROUNDS: u64 = 10;
 /// How long an RTprop estimate lives (draft-00 `RTpropFilterLen`).
 pub const RTPROP_FILTER: Duration = Duration::from_secs(10);
@@ -67,10 +105,18 @@ pub const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
 pub const MIN_PIPE_PACKETS: u64 = 4;
 /// Queue evidence: a round's largest RTT above `RTprop · (1 + QUEUE_EVIDENCE)`.
 pub const QUEUE_EVIDENCE: f64 = 0.4;
+/// A round whose largest RTT is at most `RTprop · (1 + EMPTY_QUEUE)` saw an empty queue
+/// but for BBR's own probe (gain 5/4 for one RTprop queues at most ¼ BDP): only such rounds
+/// teach the random loss floor.
+pub const EMPTY_QUEUE: f64 = 0.25;
 /// Loss rate above the random floor that makes a round with queue evidence congestive
 /// (BBRv3 `BBRLossThresh`).
 pub const LOSS_THRESH: f64 = 0.02;
-/// Multiplicative bound on a congestive round (BBRv3 `BBRBeta`).
+/// Standard deviations of a round's random losses (binomial at `p_rand`) that an excess
+/// must exceed before it counts as congestion.
+pub const RANDOM_LOSS_SIGMAS: f64 = 2.0;
+/// Multiplicative decrease of the short-term model on a congestive round, and floor of
+/// `inflight_hi` as a fraction of the BDP (BBRv3 `BBRBeta`).
 pub const INFLIGHT_BETA: f64 = 0.7;
 /// Largest random loss rate the model corrects for (see `send_bw`): a rate-limiting
 /// policer also drops with an empty queue, and without a cap the correction would let the
@@ -89,16 +135,33 @@ enum Mode {
     ProbeRtt,
 }
 
+/// The four phases of ProbeBW (draft-cardwell-ccwg-bbr, "ProbeBW"): DOWN drains the queue a
+/// probe left, CRUISE holds in-flight `HEADROOM` below `inflight_hi` until it is time to
+/// probe, REFILL sends at the model's rate for one round, UP probes above it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum BwPhase {
+    #[default]
+    Down,
+    Cruise,
+    Refill,
+    Up,
+}
+
 /// Per-path BBR state.
 #[derive(Debug, Clone, Default)]
 struct PathBbr {
     init: bool,
     mode: Mode,
+    phase: BwPhase,
     mss: u64,
     cwnd: u64,
     init_cwnd: u64,
-    // BtlBw: the maximum of per-round maxima over the last BTLBW_FILTER_ROUNDS rounds.
+    // BtlBw in Startup/Drain: the maximum of per-round maxima over BTLBW_FILTER_ROUNDS rounds.
     bw_slots: [(u64, f64); BTLBW_FILTER_ROUNDS as usize],
+    // BtlBw in ProbeBW: per-cycle maxima of the current and the previous cycle
+    // (draft-cardwell-ccwg-bbr `BBR.MaxBwFilter`, `BBRAdvanceMaxBwFilter`).
+    bw_cycles: [f64; 2],
+    cycle_count: u64,
     btlbw: f64,
     rtprop: Option<Duration>,
     rtprop_stamp: Instant,
@@ -112,8 +175,21 @@ struct PathBbr {
     full_bw_count: u32,
     pacing_gain: f64,
     cwnd_gain: f64,
-    cycle_index: usize,
+    /// Start of the current ProbeBW phase (`BBR.cycle_stamp`).
     cycle_stamp: Instant,
+    /// Wall-clock wait from DOWN to the next probe (`BBR.bw_probe_wait`).
+    probe_wait: Duration,
+    /// Rounds since the last probe (`BBR.rounds_since_bw_probe`).
+    rounds_since_probe: u64,
+    /// The round at which the current phase started (REFILL lasts one round).
+    phase_round: u64,
+    /// This DOWN follows a probe (REFILL, UP): its first rounds still carry the probe's
+    /// packets (`BBR.bw_probe_samples`).
+    probe_samples: bool,
+    /// UP's bandwidth plateau detector (`BBR.full_bw`, `BBR.full_bw_count` reset at UP's
+    /// start; `BBRIsTimeToGoDown`).
+    up_full_bw: f64,
+    up_full_count: u32,
     probe_rtt_done: Option<Instant>,
     probe_rtt_round_done: bool,
     prior_cwnd: u64,
@@ -121,6 +197,12 @@ struct PathBbr {
     /// next delivery (draft-00 `BBRRestoreCwnd` when the loss episode ends).
     restore_after_timeout: bool,
     pacing_rate: f64,
+    // Short-term model (draft-cardwell-ccwg-bbr `BBR.bw_lo`, `BBR.inflight_lo`,
+    // `BBR.bw_latest`, `BBR.inflight_latest`); f64::INFINITY / u64::MAX = unset.
+    bw_lo: f64,
+    inflight_lo: u64,
+    bw_latest: f64,
+    inflight_latest: u64,
     // Loss discrimination (ours).
     round_acked: u64,
     round_lost: u64,
@@ -129,6 +211,8 @@ struct PathBbr {
     inflight_hi: u64,
     hi_growth: u64,
     congestive_rounds: u64,
+    /// Seed of the deterministic probe-wait draws (the path id).
+    seed: u64,
 }
 
 impl PathBbr {
@@ -141,6 +225,9 @@ impl PathBbr {
         self.cwnd_gain = BBR_HIGH_GAIN;
         self.rtprop_stamp = now;
         self.inflight_hi = u64::MAX;
+        self.bw_lo = f64::INFINITY;
+        self.inflight_lo = u64::MAX;
+        self.seed = p.id as u64;
         // `BBRInitPacingRate`: high gain × initial window / (SRTT or 1 ms).
         let rtt = p.srtt.map_or(1e-3, |d| d.as_secs_f64().max(1e-6));
         self.pacing_rate = BBR_HIGH_GAIN * p.cwnd as f64 / rtt;
@@ -154,14 +241,15 @@ impl PathBbr {
         }
     }
 
-    /// The rate the bottleneck can *take*: the delivery-rate maximum over `1 − p_rand`.
-    /// Randomly lost packets used the link too (radio losses happen after transmission), so
-    /// pacing at the delivery rate alone would send `1 − p_rand` times too slowly and, since
-    /// the next samples measure that slower rate, shrink every round the probing gain
-    /// (5/4) cannot make up: v1's collapse above 20 % loss. Only the random floor learnt
-    /// without queue evidence counts, capped at [`MAX_RANDOM_LOSS`].
+    /// The model's bandwidth (`BBRBoundBWForModel`: min(max_bw, bw_lo)) over `1 − p_rand`:
+    /// the rate the bottleneck can *take*. Randomly lost packets used the link too (radio
+    /// losses happen after transmission), so pacing at the delivery rate alone would send
+    /// `1 − p_rand` times too slowly and, since the next samples measure that slower rate,
+    /// shrink every round the probing gain cannot make up: v1's collapse above 20 % loss.
+    /// Only the random floor learnt without queue evidence counts, capped at
+    /// [`MAX_RANDOM_LOSS`].
     fn send_bw(&self) -> f64 {
-        self.btlbw / (1.0 - self.p_rand.clamp(0.0, MAX_RANDOM_LOSS))
+        self.btlbw.min(self.bw_lo) / (1.0 - self.p_rand.clamp(0.0, MAX_RANDOM_LOSS))
     }
 
     fn update_btlbw(&mut self, rs: &RateSample) {
@@ -170,12 +258,22 @@ impl PathBbr {
         if rs.prior_delivered >= self.next_round_delivered {
             self.next_round_delivered = rs.delivered_total;
             self.round_count += 1;
+            self.rounds_since_probe += 1;
             self.round_start = true;
         }
         let Some(rate) = rs.delivery_rate else {
             return;
         };
+        // `BBRUpdateLatestDeliverySignals`.
+        self.bw_latest = self.bw_latest.max(rate);
+        self.inflight_latest = self.inflight_latest.max(rs.delivered);
         if rs.is_app_limited && rate < self.btlbw {
+            return;
+        }
+        if self.mode == Mode::ProbeBw || self.mode == Mode::ProbeRtt {
+            let slot = &mut self.bw_cycles[(self.cycle_count % 2) as usize];
+            *slot = slot.max(rate);
+            self.btlbw = self.bw_cycles[0].max(self.bw_cycles[1]);
             return;
         }
         let slot = &mut self.bw_slots[(self.round_count % BTLBW_FILTER_ROUNDS) as usize];
@@ -192,34 +290,156 @@ impl PathBbr {
             .fold(0.0, f64::max);
     }
 
-    fn enter_probe_bw(&mut self, now: Instant, path: usize) {
+    /// `BBRAdvanceMaxBwFilter`: a new probing cycle starts; the filter keeps the previous
+    /// cycle's maximum and this one's.
+    fn advance_max_bw_filter(&mut self) {
+        self.cycle_count += 1;
+        self.bw_cycles[(self.cycle_count % 2) as usize] = 0.0;
+        if self.bw_cycles[0].max(self.bw_cycles[1]) == 0.0 {
+            // First cycle after Startup: carry Startup's estimate over.
+            self.bw_cycles[((self.cycle_count + 1) % 2) as usize] = self.btlbw;
+        }
+    }
+
+    /// A deterministic draw in [0, 1) from the path id and the state (cycle and round
+    /// counts): runs stay bit-identical for a seed while paths and cycles differ.
+    fn draw(&self, salt: u64) -> f64 {
+        let h = splitmix(
+            self.seed.rotate_left(40) ^ self.cycle_count.rotate_left(20) ^ self.round_count ^ salt,
+        );
+        (h >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// `BBRStartProbeBW_DOWN` (with `BBRPickProbeWait`).
+    fn start_down(&mut self, now: Instant) {
+        self.probe_samples = self.mode == Mode::ProbeBw && self.phase == BwPhase::Up;
         self.mode = Mode::ProbeBw;
-        self.cwnd_gain = 2.0;
-        // draft-00 `BBREnterProbeBW`: a random phase other than the 3/4 one; here a
-        // deterministic pick (path and round) so runs stay reproducible.
-        let h = splitmix(path as u64 ^ self.round_count.rotate_left(17));
-        let pick = 1 + (h % 7) as usize; // 1..=7, then advanced to 2..=7 or 0
-        self.cycle_index = pick;
-        self.advance_cycle(now);
-    }
-
-    fn advance_cycle(&mut self, now: Instant) {
+        self.phase = BwPhase::Down;
+        self.pacing_gain = PROBE_DOWN_GAIN;
+        self.cwnd_gain = PROBE_BW_CWND_GAIN;
         self.cycle_stamp = now;
-        self.cycle_index = (self.cycle_index + 1) % BBR_GAIN_CYCLE.len();
-        self.pacing_gain = BBR_GAIN_CYCLE[self.cycle_index];
+        self.phase_round = self.round_count;
+        self.advance_max_bw_filter();
+        // `BBRPickProbeWait`: rounds_since_bw_probe = random 0 or 1, bw_probe_wait = 2 s +
+        // random(0, 1) s.
+        self.rounds_since_probe = (self.draw(1) < 0.5) as u64;
+        self.probe_wait =
+            PROBE_WAIT_BASE + Duration::from_secs_f64(self.draw(2).clamp(0.0, 0.999_999));
     }
 
-    /// `BBRIsNextCyclePhase`.
-    fn is_next_cycle_phase(&self, rs: &RateSample) -> bool {
-        let rt = self.rtprop.unwrap_or(Duration::ZERO);
-        let full = rs.now.saturating_since(self.cycle_stamp) > rt;
-        if self.pacing_gain > 1.0 {
-            return full && (rs.newly_lost > 0 || rs.prior_in_flight >= self.inflight(1.25));
+    /// `BBRStartProbeBW_CRUISE`.
+    fn start_cruise(&mut self, now: Instant) {
+        self.phase = BwPhase::Cruise;
+        self.pacing_gain = 1.0;
+        self.cwnd_gain = PROBE_BW_CWND_GAIN;
+        let _ = now;
+    }
+
+    /// `BBRStartProbeBW_REFILL`: the short-term model is reset (`BBRResetLowerBounds`) and
+    /// the model's rate is sent for one round before probing.
+    fn start_refill(&mut self, now: Instant) {
+        self.bw_lo = f64::INFINITY;
+        self.inflight_lo = u64::MAX;
+        self.rounds_since_probe = 0;
+        self.phase = BwPhase::Refill;
+        self.pacing_gain = 1.0;
+        self.cwnd_gain = PROBE_BW_CWND_GAIN;
+        self.cycle_stamp = now;
+        self.phase_round = self.round_count;
+    }
+
+    /// `BBRStartProbeBW_UP`: `inflight_hi` grows by 1, 2, 4, … MSS per round from here
+    /// (`BBRProbeInflightHiUpward`).
+    fn start_up(&mut self, now: Instant) {
+        self.phase = BwPhase::Up;
+        self.pacing_gain = PROBE_UP_GAIN;
+        self.cwnd_gain = PROBE_UP_CWND_GAIN;
+        self.cycle_stamp = now;
+        self.phase_round = self.round_count;
+        self.hi_growth = self.mss;
+        self.up_full_bw = self.btlbw;
+        self.up_full_count = 0;
+    }
+
+    /// `BBRIsTimeToGoDown`: while in-flight is not held down by `inflight_hi`, three rounds
+    /// of UP without 25 % more bandwidth mean the path is full (an application-limited or
+    /// window-limited probe cannot raise in-flight to 1.25 BDP and would stay in UP).
+    fn up_plateau(&mut self) -> bool {
+        if !self.round_start || self.round_count <= self.phase_round {
+            return false;
         }
-        if self.pacing_gain < 1.0 {
-            return full || rs.prior_in_flight <= self.inflight(1.0);
+        if self.cwnd >= self.inflight_hi || self.btlbw >= 1.25 * self.up_full_bw {
+            self.up_full_bw = self.btlbw;
+            self.up_full_count = 0;
+            return false;
         }
-        full
+        self.up_full_count += 1;
+        self.up_full_count >= 3
+    }
+
+    /// `BBRTargetInflight` in packets: min(BDP, cwnd).
+    fn target_packets(&self) -> u64 {
+        self.inflight(1.0).min(self.cwnd) / self.mss.max(1)
+    }
+
+    /// `BBRCheckTimeToProbeBW` with `BBRIsRenoCoexistenceProbeTime`: probe after
+    /// `bw_probe_wait` or after min(BDP in packets, 63) rounds, whichever comes first.
+    fn time_to_probe(&self, now: Instant) -> bool {
+        let reno_rounds = self.target_packets().min(RENO_PROBE_ROUNDS_MAX);
+        now.saturating_since(self.cycle_stamp) >= self.probe_wait
+            || self.rounds_since_probe >= reno_rounds
+    }
+
+    /// `BBRInflightWithHeadroom`: `inflight_hi` less max(1 MSS, 15 %), at least 4 MSS.
+    fn inflight_with_headroom(&self) -> u64 {
+        if self.inflight_hi == u64::MAX {
+            return u64::MAX;
+        }
+        let headroom = ((HEADROOM * self.inflight_hi as f64) as u64).max(self.mss);
+        self.inflight_hi
+            .saturating_sub(headroom)
+            .max(MIN_PIPE_PACKETS * self.mss)
+    }
+
+    /// `BBRUpdateProbeBWCyclePhase`.
+    fn update_cycle_phase(&mut self, rs: &RateSample) {
+        if self.mode != Mode::ProbeBw {
+            return;
+        }
+        let now = rs.now;
+        let inflight = rs.prior_in_flight;
+        match self.phase {
+            BwPhase::Down => {
+                if self.time_to_probe(now) {
+                    self.start_refill(now);
+                } else if inflight <= self.inflight_with_headroom()
+                    && inflight <= self.inflight(1.0)
+                {
+                    // `BBRCheckTimeToCruise`.
+                    self.start_cruise(now);
+                }
+            }
+            BwPhase::Cruise => {
+                if self.time_to_probe(now) {
+                    self.start_refill(now);
+                }
+            }
+            BwPhase::Refill => {
+                if self.round_start && self.round_count > self.phase_round {
+                    self.start_up(now);
+                }
+            }
+            BwPhase::Up => {
+                // Probed long enough: one RTprop elapsed and in-flight reached 1.25 BDP
+                // (the UP exit of draft-cardwell-ccwg-bbr, as in v1's `BBRIsNextCyclePhase`).
+                let rt = self.rtprop.unwrap_or(Duration::ZERO);
+                let reached = now.saturating_since(self.cycle_stamp) > rt
+                    && inflight >= self.inflight(PROBE_UP_GAIN);
+                if reached || self.up_plateau() {
+                    self.start_down(now);
+                }
+            }
+        }
     }
 
     /// `BBRCheckFullPipe`.
@@ -270,11 +490,13 @@ impl PathBbr {
                         self.rtprop_stamp = now;
                         self.cwnd = self.cwnd.max(self.prior_cwnd);
                         self.probe_rtt_done = None;
+                        // `BBRExitProbeRTT`: `BBRResetLowerBounds`, then ProbeBW_DOWN and
+                        // at once CRUISE (a new probe wait is drawn), or Startup.
+                        self.bw_lo = f64::INFINITY;
+                        self.inflight_lo = u64::MAX;
                         if self.filled_pipe {
-                            // Re-enter ProbeBW (`BBRExitProbeRTT`).
-                            self.mode = Mode::ProbeBw;
-                            self.cwnd_gain = 2.0;
-                            self.advance_cycle(now);
+                            self.start_down(now);
+                            self.start_cruise(now);
                         } else {
                             self.mode = Mode::Startup;
                             self.pacing_gain = BBR_HIGH_GAIN;
@@ -308,22 +530,86 @@ impl PathBbr {
         let queue = self.rtprop.is_some_and(|rt| {
             self.round_max_rtt.as_secs_f64() > rt.as_secs_f64() * (1.0 + QUEUE_EVIDENCE)
         });
-        if !queue {
+        // Losses of packets sent while probing show up to two judged rounds after UP ended
+        // (one round of flight, and loss detection's delay): those rounds still answer the
+        // probe (draft-cardwell-ccwg-bbr `BBR.bw_probe_samples`, kept until the
+        // `ACKS_PROBE_STOPPING` round ends).
+        let probing = self.mode != Mode::ProbeBw
+            || matches!(self.phase, BwPhase::Up | BwPhase::Refill)
+            || (self.phase == BwPhase::Down
+                && self.probe_samples
+                && self.round_count <= self.phase_round + 2);
+        // The random floor is learnt only from rounds whose RTT stayed within what BBR's
+        // own probe queues (gain 5/4: ¼ BDP); rounds between that and queue evidence are
+        // ambiguous (a shallow buffer someone else keeps part-full) and teach nothing.
+        let empty = self.rtprop.is_some_and(|rt| {
+            self.round_max_rtt.as_secs_f64() <= rt.as_secs_f64() * (1.0 + EMPTY_QUEUE)
+        });
+        if empty {
             self.p_rand += (loss - self.p_rand) / 8.0;
-        } else if loss > self.p_rand + LOSS_THRESH {
-            self.congestive_rounds += 1;
-            let bound = (INFLIGHT_BETA * rs.prior_in_flight as f64) as u64;
-            self.inflight_hi = bound.max(MIN_PIPE_PACKETS * self.mss);
-            self.hi_growth = self.mss;
-        } else {
-            self.grow_inflight_hi();
         }
-        if !queue {
+        // Losses above the random floor by more than chance: a round of `total` packets
+        // at random loss rate p loses p·total ± sqrt(p(1 − p)·total) of them (binomial),
+        // so only an excess beyond two standard deviations is counted. With no random
+        // floor (p = 0) this is v3's test unchanged.
+        let p = self.p_rand.clamp(0.0, MAX_RANDOM_LOSS);
+        let floor = p + RANDOM_LOSS_SIGMAS * (p * (1.0 - p) / total as f64).sqrt();
+        if queue && loss > floor + LOSS_THRESH && probing {
+            self.congestive_rounds += 1;
+            self.inflight_too_high(rs);
+        } else if queue && self.round_lost > 0 && loss > floor && !probing {
+            // `BBRAdaptLowerBoundsFromCongestion` reacts to any loss in a round
+            // (`BBR.loss_in_round`); here: to losses above the random floor with a queue.
+            self.congestive_rounds += 1;
+            self.cut_lower_bounds();
+        } else if self.mode == Mode::ProbeBw && self.phase == BwPhase::Up {
+            self.grow_inflight_hi();
+        } else if self.mode != Mode::ProbeBw {
+            // Startup and Drain: a bound a congestive round set grows back every round
+            // (as before ProbeBW's phases existed: no probe to wait for yet).
             self.grow_inflight_hi();
         }
         self.round_acked = 0;
         self.round_lost = 0;
         self.round_max_rtt = Duration::ZERO;
+        // A new loss round: `BBRResetCongestionSignals` for the latest delivery signals.
+        self.bw_latest = 0.0;
+        self.inflight_latest = 0;
+    }
+
+    /// `BBRHandleInflightTooHigh` for a congestive round while probing (Startup, REFILL,
+    /// UP): `inflight_hi = max(in-flight, β · BDP)` — the in-flight at the round's end stands
+    /// for the per-packet `tx_in_flight` of `BBRInflightHiFromLostPacket` — and UP ends.
+    fn inflight_too_high(&mut self, rs: &RateSample) {
+        let floor = (INFLIGHT_BETA * self.inflight(1.0) as f64) as u64;
+        let bound = if self.mode == Mode::ProbeBw {
+            ((INFLIGHT_BETA * rs.prior_in_flight as f64) as u64).max(floor)
+        } else {
+            // Startup/Drain: the v1 + bound response (0.7 × in-flight): Startup's 2.89 gain
+            // overshoots by far more than a probe does.
+            (INFLIGHT_BETA * rs.prior_in_flight as f64) as u64
+        };
+        self.inflight_hi = bound.max(MIN_PIPE_PACKETS * self.mss);
+        self.hi_growth = self.mss;
+        if self.mode == Mode::ProbeBw && self.phase == BwPhase::Up {
+            self.start_down(rs.now);
+        }
+    }
+
+    /// `BBRAdaptLowerBoundsFromCongestion` / `BBRLossLowerBounds` for a congestive round
+    /// outside probing: `bw_lo = max(bw_latest, β · bw_lo)`, `inflight_lo =
+    /// max(inflight_latest, β · inflight_lo)` (`BBRInitLowerBounds` first: max_bw, cwnd).
+    fn cut_lower_bounds(&mut self) {
+        if self.bw_lo.is_infinite() {
+            self.bw_lo = self.btlbw;
+        }
+        if self.inflight_lo == u64::MAX {
+            self.inflight_lo = self.cwnd;
+        }
+        self.bw_lo = self.bw_latest.max(INFLIGHT_BETA * self.bw_lo);
+        self.inflight_lo = self
+            .inflight_latest
+            .max((INFLIGHT_BETA * self.inflight_lo as f64) as u64);
     }
 
     fn grow_inflight_hi(&mut self) {
@@ -338,7 +624,7 @@ impl PathBbr {
     }
 
     /// `BBRSetPacingRate` and `BBRSetCwnd` with the gains given (the coupled variant scales
-    /// them).
+    /// them), bounded by `BBRBoundCwndForModel`.
     fn set_controls(&mut self, rs: &RateSample, pacing_gain: f64, cwnd_gain: f64) {
         if self.restore_after_timeout {
             self.restore_after_timeout = false;
@@ -354,19 +640,24 @@ impl PathBbr {
         } else if self.cwnd < target || rs.delivered_total < self.init_cwnd {
             self.cwnd += rs.newly_acked;
         }
+        // `BBRBoundCwndForModel`: inflight_hi in ProbeBW (its headroom below it while
+        // cruising) and before it, the short-term inflight_lo always.
         let floor = MIN_PIPE_PACKETS * self.mss;
-        self.cwnd = self.cwnd.max(floor).min(self.inflight_hi.max(floor));
+        let hi = if self.mode == Mode::ProbeBw && self.phase == BwPhase::Cruise {
+            self.inflight_with_headroom()
+        } else {
+            self.inflight_hi
+        };
+        let cap = hi.min(self.inflight_lo).max(floor);
+        self.cwnd = self.cwnd.max(floor).min(cap);
         if self.mode == Mode::ProbeRtt {
             self.cwnd = self.cwnd.min(floor);
         }
     }
 
     /// `BBRUpdateModelAndState` (everything up to the control parameters).
-    fn update_model(&mut self, path: usize, rs: &RateSample, bytes_in_flight: u64) {
+    fn update_model(&mut self, rs: &RateSample, bytes_in_flight: u64) {
         self.update_btlbw(rs);
-        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(rs) {
-            self.advance_cycle(rs.now);
-        }
         self.check_full_pipe(rs);
         // `BBRCheckDrain`.
         if self.mode == Mode::Startup && self.filled_pipe {
@@ -375,14 +666,16 @@ impl PathBbr {
             self.cwnd_gain = BBR_HIGH_GAIN;
         }
         if self.mode == Mode::Drain && bytes_in_flight <= self.inflight(1.0) {
-            self.enter_probe_bw(rs.now, path);
+            // `BBREnterProbeBW`: v3 starts a cycle with DOWN.
+            self.start_down(rs.now);
         }
+        self.update_cycle_phase(rs);
         self.update_rtprop(rs, bytes_in_flight);
         self.judge_round(rs);
     }
 }
 
-/// SplitMix64 finaliser (deterministic phase choice).
+/// SplitMix64 finaliser (deterministic probe-wait draws).
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -436,7 +729,8 @@ impl BbrCore {
     }
 }
 
-/// BBR v1 per path, uncoupled, with the discriminated loss bound (module documentation).
+/// BBR per path (v1 Startup/Drain/ProbeRTT, v3 ProbeBW), uncoupled, with loss discrimination
+/// (module documentation).
 #[derive(Debug, Clone, Default)]
 pub struct Bbr {
     core: BbrCore,
@@ -487,7 +781,7 @@ impl CongestionControl for Bbr {
         let p = &paths[path];
         let s = self.core.state(path, p, rs.now);
         s.cwnd = p.cwnd;
-        s.update_model(path, rs, p.bytes_in_flight);
+        s.update_model(rs, p.bytes_in_flight);
         let (pg, cg) = (s.pacing_gain, s.cwnd_gain);
         s.set_controls(rs, pg, cg);
         Some(Window {
@@ -575,7 +869,7 @@ impl CongestionControl for BbrCoupled {
         {
             let s = self.core.state(path, p, rs.now);
             s.cwnd = p.cwnd;
-            s.update_model(path, rs, p.bytes_in_flight);
+            s.update_model(rs, p.bytes_in_flight);
         }
         let w = self.weight(path, paths);
         let s = self.core.paths.get(path);
@@ -654,10 +948,15 @@ mod tests {
         }
     }
 
+    /// The path state of a [`Bbr`] (tests only).
+    fn st(cc: &Bbr) -> &PathBbr {
+        cc.core.paths.peek(0).unwrap()
+    }
+
     /// 1.4 MB/s delivered at 30 % random loss over 50 ms: the link takes 2 MB/s, a BDP of
-    /// 100 kB. BBR's ProbeBW window is 2 BDP + 3 MSS (draft-00 `BBRUpdateTargetCwnd`) and
-    /// its pacing rate a gain of the cycle × 2 MB/s: the random loss is neither congestion
-    /// nor a smaller bottleneck (`send_bw`).
+    /// 100 kB. BBR's ProbeBW window is 2 BDP + 3 MSS (2.25 in UP; `BBRUpdateTargetCwnd`)
+    /// and its pacing rate a phase's gain × 2 MB/s: the random loss is neither congestion
+    /// nor a smaller bottleneck (`send_bw`), and the short-term model stays unset.
     #[test]
     fn random_loss_with_an_empty_queue_leaves_the_model_alone() {
         let mut cc = Bbr::default();
@@ -672,69 +971,181 @@ mod tests {
             "{}",
             cc.random_loss(0)
         );
+        assert!(st(&cc).bw_lo.is_infinite() && st(&cc).inflight_lo == u64::MAX);
         let bw = 1.4e6 / (1.0 - cc.random_loss(0));
-        let want = (2.0 * bw * 0.05) as u64 + 3 * MSS;
-        assert!(
-            d.view.cwnd.abs_diff(want) <= MSS,
-            "{} vs {want}",
-            d.view.cwnd
-        );
+        let cwnd_ok = [PROBE_BW_CWND_GAIN, PROBE_UP_CWND_GAIN].iter().any(|g| {
+            let want = (g * bw * 0.05) as u64 + 3 * MSS;
+            d.view.cwnd.abs_diff(want) <= MSS
+        });
+        assert!(cwnd_ok, "{}", d.view.cwnd);
         // Whole bytes per second: within 1 B/s of gain × BtlBw.
         let pace = cc.pacing_rate(0, &[d.view]).unwrap() as f64;
-        assert!(BBR_GAIN_CYCLE.iter().any(|g| (pace - g * bw).abs() < 1.5));
+        assert!([PROBE_DOWN_GAIN, 1.0, PROBE_UP_GAIN]
+            .iter()
+            .any(|g| (pace - g * bw).abs() < 1.5));
     }
 
-    /// Losses above the random floor + 2 % while the RTT shows a queue (1.6 × RTprop) bound
-    /// the window at 0.7 × the in-flight of that round (BBRv3's `BBRBeta`); the same losses
-    /// without the queue do not.
+    /// ProbeBW cycles DOWN → CRUISE → REFILL → UP → DOWN (draft-cardwell-ccwg-bbr
+    /// "ProbeBW"), each phase at its pacing gain, and a probe follows DOWN's start after at
+    /// most min(BDP in packets, 63) rounds (`BBRIsRenoCoexistenceProbeTime`; 50 here) or
+    /// `bw_probe_wait` (≤ 3 s = 60 rounds), whichever comes first.
     #[test]
-    fn losses_with_a_full_queue_bound_the_window() {
+    fn probe_bw_cycles_through_its_four_phases() {
         let mut cc = Bbr::default();
         let mut d = Driver::new();
-        for _ in 0..40 {
-            d.round(&mut cc, 99, 1, 1.4e6, 50);
+        let mut phases = Vec::new();
+        for _ in 0..400 {
+            d.round(&mut cc, 50, 0, 1.4e6, 50);
+            let s = st(&cc);
+            if s.mode == Mode::ProbeBw && phases.last() != Some(&s.phase) {
+                phases.push(s.phase);
+            }
         }
+        use BwPhase::*;
+        let order = [Down, Cruise, Refill, Up];
+        for w in phases.windows(2) {
+            let next = order[(order.iter().position(|p| *p == w[0]).unwrap() + 1) % 4];
+            // DOWN may go straight to REFILL when it is time to probe.
+            assert!(
+                w[1] == next || (w[0] == Down && w[1] == Refill),
+                "{phases:?}"
+            );
+        }
+        let probes = phases.iter().filter(|p| **p == Up).count();
+        assert!((6..=20).contains(&probes), "{probes} probes: {phases:?}");
+        // The pacing gains of the phases.
+        let mut seen = [false; 4];
+        let mut last_refill = None;
+        for r in 0..400u64 {
+            d.round(&mut cc, 50, 0, 1.4e6, 50);
+            let s = st(&cc);
+            let i = order.iter().position(|p| *p == s.phase).unwrap();
+            seen[i] = true;
+            let g = [PROBE_DOWN_GAIN, 1.0, 1.0, PROBE_UP_GAIN][i];
+            assert_eq!(s.pacing_gain, g);
+            if s.phase == Refill {
+                if let Some(l) = last_refill {
+                    if r > l + 1 {
+                        // 50 rounds from DOWN's start, REFILL's round and UP's (≤ 5
+                        // here), and the 0–1 random start; 60 rounds = 3 s bounds it too.
+                        assert!(r - l <= 60, "probes {} rounds apart", r - l);
+                    }
+                }
+                last_refill = Some(r);
+            }
+        }
+        assert!(seen.iter().all(|&x| x));
+    }
+
+    /// The probe wait is deterministic (same path, same history: same draw) and within
+    /// 2–3 s (`BBRPickProbeWait`).
+    #[test]
+    fn probe_wait_is_deterministic_and_in_range() {
+        let run = || {
+            let mut cc = Bbr::default();
+            let mut d = Driver::new();
+            let mut waits = Vec::new();
+            for _ in 0..300 {
+                d.round(&mut cc, 50, 0, 1.4e6, 50);
+                waits.push(st(&cc).probe_wait);
+            }
+            waits
+        };
+        let a = run();
+        assert_eq!(a, run());
+        for w in a.iter().filter(|w| **w != Duration::ZERO) {
+            assert!(*w >= PROBE_WAIT_BASE && *w < PROBE_WAIT_BASE + Duration::from_secs(1));
+        }
+    }
+
+    /// Drives `cc` until its ProbeBW phase is `phase`.
+    fn drive_to(cc: &mut Bbr, d: &mut Driver, phase: BwPhase) {
+        for _ in 0..400 {
+            d.round(cc, 99, 1, 1.4e6, 50);
+            if st(cc).mode == Mode::ProbeBw && st(cc).phase == phase {
+                return;
+            }
+        }
+        panic!("never reached {phase:?}");
+    }
+
+    /// A congestive round (queue evidence, loss above the floor + 2 %) while probing (UP)
+    /// bounds `inflight_hi` at max(0.7 × in-flight, 0.7 × BDP) and ends the probe
+    /// (`BBRHandleInflightTooHigh`); the same losses at RTprop do not.
+    #[test]
+    fn a_probe_into_a_full_queue_bounds_inflight_hi() {
+        let mut cc = Bbr::default();
+        let mut d = Driver::new();
+        drive_to(&mut cc, &mut d, BwPhase::Up);
         let before = d.view.cwnd;
-        assert_eq!(cc.congestive_rounds(0), 0);
-        // 10 % loss, RTT 80 ms against RTprop 50 ms: a full queue.
+        // 10 % loss, RTT 80 ms against RTprop 50 ms: a full queue. The round is judged at
+        // the next round's start.
         d.round(&mut cc, 90, 10, 1.4e6, 80);
-        // The bound is set when the round is judged (at the next round's start).
         d.round(&mut cc, 90, 10, 1.4e6, 80);
         assert!(cc.congestive_rounds(0) >= 1);
+        let s = st(&cc);
+        assert_ne!(s.phase, BwPhase::Up);
+        assert!(s.inflight_hi < u64::MAX);
         assert!(
-            d.view.cwnd <= (INFLIGHT_BETA * before as f64) as u64 + MSS,
+            s.inflight_hi <= (INFLIGHT_BETA * before as f64) as u64 + MSS,
             "{} vs {before}",
-            d.view.cwnd
+            s.inflight_hi
         );
+        assert!(d.view.cwnd <= s.inflight_hi);
         // The same loss rate with the RTT at its minimum: no reaction.
         let mut cc2 = Bbr::default();
         let mut d2 = Driver::new();
-        for _ in 0..40 {
-            d2.round(&mut cc2, 99, 1, 1.4e6, 50);
-        }
+        drive_to(&mut cc2, &mut d2, BwPhase::Up);
         for _ in 0..5 {
             d2.round(&mut cc2, 90, 10, 1.4e6, 50);
         }
         assert_eq!(cc2.congestive_rounds(0), 0);
+        assert_eq!(st(&cc2).inflight_hi, u64::MAX);
     }
 
-    /// After a congestive round the bound grows back (1, 2, 4, … MSS per round) and is
-    /// dropped once it no longer binds.
+    /// A congestive round while cruising cuts the short-term model
+    /// (`BBRLossLowerBounds`: bw_lo = max(bw_latest, 0.7 · bw_lo), inflight_lo =
+    /// max(inflight_latest, 0.7 · inflight_lo)), which bounds the window; REFILL resets it
+    /// (`BBRResetLowerBounds`).
+    #[test]
+    fn congestion_while_cruising_cuts_the_short_term_model_until_the_next_probe() {
+        let mut cc = Bbr::default();
+        let mut d = Driver::new();
+        drive_to(&mut cc, &mut d, BwPhase::Cruise);
+        let cwnd = d.view.cwnd;
+        // Delivery halves (a competitor took the queue), RTT 1.6 × RTprop, 10 % loss.
+        d.round(&mut cc, 27, 3, 0.7e6, 80);
+        d.round(&mut cc, 27, 3, 0.7e6, 80);
+        let s = st(&cc);
+        assert!(cc.congestive_rounds(0) >= 1);
+        assert!(s.bw_lo.is_finite() && s.bw_lo < 1.4e6, "{}", s.bw_lo);
+        assert!(s.inflight_lo <= cwnd, "{} vs {cwnd}", s.inflight_lo);
+        assert!(d.view.cwnd <= s.inflight_lo.max(MIN_PIPE_PACKETS * MSS));
+        assert_eq!(s.inflight_hi, u64::MAX, "no probe: inflight_hi untouched");
+        drive_to(&mut cc, &mut d, BwPhase::Refill);
+        assert!(st(&cc).bw_lo.is_infinite() && st(&cc).inflight_lo == u64::MAX);
+    }
+
+    /// After a congestive probe the bound is held until the next probe, grows 1, 2, 4, … MSS
+    /// per round of UP (`BBRProbeInflightHiUpward`) and is dropped once it no longer binds.
     #[test]
     fn the_bound_is_probed_away() {
         let mut cc = Bbr::default();
         let mut d = Driver::new();
-        for _ in 0..40 {
-            d.round(&mut cc, 100, 0, 1.4e6, 50);
-        }
-        let free = d.view.cwnd;
+        drive_to(&mut cc, &mut d, BwPhase::Up);
         d.round(&mut cc, 80, 20, 1.4e6, 80);
         d.round(&mut cc, 80, 20, 1.4e6, 80);
-        assert!(d.view.cwnd < free);
-        for _ in 0..12 {
+        let bound = st(&cc).inflight_hi;
+        assert!(bound < u64::MAX);
+        // Held while not probing (in-flight here is the window, held at the bound).
+        while st(&cc).phase != BwPhase::Refill {
+            assert_eq!(st(&cc).inflight_hi, bound);
             d.round(&mut cc, 100, 0, 1.4e6, 50);
         }
-        assert_eq!(d.view.cwnd, free);
+        for _ in 0..300 {
+            d.round(&mut cc, 100, 0, 1.4e6, 50);
+        }
+        assert_eq!(st(&cc).inflight_hi, u64::MAX);
     }
 
     /// A window bounded at the minimum (4 MSS) still grows back: rounds of fewer than
@@ -746,24 +1157,24 @@ mod tests {
         let mut cc = Bbr::default();
         let mut d = Driver::new();
         for _ in 0..40 {
-            d.round(&mut cc, 100, 0, 1.4e6, 50);
+            d.round(&mut cc, 50, 0, 1.4e6, 50);
         }
-        let free = d.view.cwnd;
-        // Heavy congestive losses cut the bound to the floor.
-        for _ in 0..20 {
-            d.round(&mut cc, 50, 50, 1.4e6, 90);
-        }
+        // A bound at the floor, as a competitor's slow start left it (a congestive round
+        // while probing: 0.7 × a small in-flight).
+        cc.core.paths.get(0).inflight_hi = MIN_PIPE_PACKETS * MSS;
+        d.round(&mut cc, 3, 0, 1.4e6, 50);
         assert!(
             d.view.cwnd <= MIN_PIPE_PACKETS * MSS + MSS,
             "{}",
             d.view.cwnd
         );
         // Then rounds of 3 packets each (what a 4-MSS window delivers per round), no loss,
-        // RTT at its minimum: the bound must be probed away within a few dozen rounds.
-        for _ in 0..60 {
+        // RTT at its minimum: the bound must grow back.
+        for _ in 0..400 {
             d.round(&mut cc, 3, 0, 1.4e6, 50);
         }
-        assert_eq!(d.view.cwnd, free, "window stuck at {}", d.view.cwnd);
+        // Back to at least the BDP (70 kB) within 400 rounds (probes grow the bound).
+        assert!(d.view.cwnd >= 50 * MSS, "window stuck at {}", d.view.cwnd);
     }
 
     /// The coupled variant's weight is the path's share of the summed BtlBw, and scales
@@ -812,10 +1223,10 @@ mod tests {
         assert!((cc.weight(1, &views) - 0.25).abs() < 1e-9);
         assert_eq!(coupled_gain(0.75, 0.25), 0.75);
         assert!((coupled_gain(1.25, 0.25) - 1.0625).abs() < 1e-12);
-        // ProbeBW windows: 1 + (2 − 1)·w BDPs (+ 3 MSS), below uncoupled BBR's 2 BDPs.
+        // ProbeBW windows: 1 + (gain − 1)·w BDPs (+ 3 MSS), below uncoupled BBR's 2–2.25.
         let bdp_b = 1e6 * 0.05;
         assert!(
-            b.cwnd <= (1.25 * bdp_b) as u64 + 3 * MSS + MSS,
+            b.cwnd <= (coupled_gain(PROBE_UP_CWND_GAIN, 0.25) * bdp_b) as u64 + 4 * MSS,
             "{}",
             b.cwnd
         );

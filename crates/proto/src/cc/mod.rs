@@ -22,8 +22,8 @@ mod wvegas;
 
 pub use balia::{balia_alpha, Balia};
 pub use bbr::{
-    Bbr, BbrCoupled, BBR_GAIN_CYCLE, BBR_HIGH_GAIN, COUPLED_MIN_WEIGHT, INFLIGHT_BETA, LOSS_THRESH,
-    QUEUE_EVIDENCE,
+    Bbr, BbrCoupled, BBR_HIGH_GAIN, COUPLED_MIN_WEIGHT, INFLIGHT_BETA, LOSS_THRESH,
+    PROBE_DOWN_GAIN, PROBE_UP_GAIN, QUEUE_EVIDENCE,
 };
 pub use coupled::{total_cwnd, Coupled};
 pub use cubic::{Cubic, CUBIC_BETA, CUBIC_C};
@@ -272,13 +272,13 @@ pub static CONTROLLERS: &[Entry<dyn CcFactory>] = &[
     entry(
         "bbr",
         &["bbr1"],
-        "BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00) per path, paced, with a loss bound only for losses that show a full queue",
+        "BBR per path, paced: v1 Startup/Drain/ProbeRTT (draft-cardwell-iccrg-bbr-congestion-control-00) with v3 ProbeBW phases, inflight_hi and bw_lo/inflight_lo (draft-cardwell-ccwg-bbr), responding only to losses that show a full queue",
         plain::<Bbr>,
     ),
     entry(
         "bbr-coupled",
         &[],
-        "BBR v1 per path with probing headroom shared across paths (shared-bottleneck fairness), coupled",
+        "BBR (as bbr) per path with probing headroom shared across paths (shared-bottleneck fairness), coupled",
         plain::<BbrCoupled>,
     ),
 ];
