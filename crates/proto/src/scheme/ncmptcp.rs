@@ -546,14 +546,14 @@ pub struct NcSender {
     /// Stream offset where the next generation starts.
     next_start: u64,
     nc: Option<usize>,
-    scratch: Vec<u8>,
     /// Encoders of finished generations, reused (at most [`SPARE_ENCODERS`]).
     spare: Vec<RlncEncoder>,
     /// Per-packet work buffers, kept to avoid allocating on every packet: the path models,
-    /// their (arrival probability, overdue time) and which open generations need packets.
+    /// their (arrival probability, overdue time) and the positions of the open generations
+    /// that need packets, in increasing order.
     models: Vec<PathModel>,
     arrival: Vec<(f64, Instant)>,
-    needs: Vec<bool>,
+    needs: Vec<usize>,
     stats: NcStats,
 }
 
@@ -565,7 +565,6 @@ impl NcSender {
             gens: VecDeque::new(),
             next_start: 0,
             nc: None,
-            scratch: vec![0; seg],
             spare: Vec::new(),
             models: Vec::new(),
             arrival: Vec::new(),
@@ -693,10 +692,10 @@ impl NcSender {
         }
     }
 
-    /// Which open generations need packets (Eq. 4 fails for what is outstanding), marking
-    /// those that Eq. 4 satisfies (their later shortfalls are repairs), and S_f's generation:
-    /// the first one still being allocated.
-    fn needs(&mut self, arrival: &[(f64, Instant)], needs: &mut Vec<bool>) -> Option<usize> {
+    /// Which open generations need packets (Eq. 4 fails for what is outstanding; their
+    /// positions, in increasing order), marking those that Eq. 4 satisfies (their later
+    /// shortfalls are repairs), and S_f's generation: the first one still being allocated.
+    fn needs(&mut self, arrival: &[(f64, Instant)], needs: &mut Vec<usize>) -> Option<usize> {
         let mut first_open = None;
         let feedback = self.cfg.repair == Repair::Feedback;
         needs.clear();
@@ -705,10 +704,12 @@ impl NcSender {
             if !n && !g.decoded && !g.out.is_empty() {
                 g.satisfied_once = true;
             }
-            if n && !g.satisfied_once && first_open.is_none() {
-                first_open = Some(gi);
+            if n {
+                if !g.satisfied_once && first_open.is_none() {
+                    first_open = Some(gi);
+                }
+                needs.push(gi);
             }
-            needs.push(n);
         }
         first_open
     }
@@ -785,18 +786,20 @@ impl NcSender {
         } else {
             rlnc::Coding::Seeded(n)
         };
-        g.enc.encode(coding, &mut self.scratch).ok()?;
-        let frame = Frame::Symbol(SymbolFrame {
-            block: g.start,
-            id: n,
-            coding: if g.len == full {
-                Coding::Plain
-            } else {
-                Coding::Seed(g.len)
-            },
-            data: &self.scratch,
+        let wire_coding = if g.len == full {
+            Coding::Plain
+        } else {
+            Coding::Seed(g.len)
+        };
+        // The symbol is encoded straight into the packet (the bytes a `Frame::Symbol` of it
+        // would write; no scratch copy).
+        let enc = &mut g.enc;
+        let pushed = pkt.push_symbol_with(g.start, n, wire_coding, self.seg, |out| {
+            enc.encode(coding, out).is_ok()
         });
-        pkt.push(&frame).ok()?;
+        if !pushed.ok()? {
+            return None;
+        }
         if g.allocated == 0 && g.out.is_empty() && g.acked == 0 {
             ctx.mark_sent(g.start, g.start + g.len);
         }
@@ -847,7 +850,7 @@ impl NcSender {
         pkt: &mut PacketWriter<'_>,
         models: &[PathModel],
         arrival: &[(f64, Instant)],
-        needs: &mut Vec<bool>,
+        needs: &mut Vec<usize>,
     ) -> Option<PacketTag> {
         if self.cfg.nc_paths.is_empty() {
             let nc = choose_nc(models, self.nc);
@@ -860,7 +863,7 @@ impl NcSender {
         let k = self.cfg.generation_size as u32;
         let cap = self.regular_cap(models, k);
         let mut first_open = self.needs(arrival, needs);
-        if !needs.contains(&true) && self.refresh(ctx, true) {
+        if needs.is_empty() && self.refresh(ctx, true) {
             // Idle: written bytes short of a generation go out now (module docs, "Short
             // generations").
             first_open = self.needs(arrival, needs);
@@ -869,8 +872,8 @@ impl NcSender {
             return None;
         }
         // (1) Repairs, oldest first.
-        for (gi, &need) in needs.iter().enumerate() {
-            if !(need && self.gens[gi].satisfied_once) {
+        for &gi in needs.iter() {
+            if !self.gens[gi].satisfied_once {
                 continue;
             }
             let c = self.gens[gi].k;
@@ -889,11 +892,10 @@ impl NcSender {
             first
         };
         let target = target.min(self.gens.len());
-        let order = (target..self.gens.len()).chain(0..target);
+        // The generations that need packets from the target on, then those before it.
+        let split = needs.partition_point(|&gi| gi < target);
+        let order = needs[split..].iter().chain(&needs[..split]).copied();
         for gi in order {
-            if !needs[gi] {
-                continue;
-            }
             let c = self.gens[gi].k.min(cap);
             if let Some(n) = self.candidate(gi, nc, c, false) {
                 return self.emit(ctx, gi, n, path, Why::New, pkt);
@@ -1268,25 +1270,29 @@ impl SchemeReceiver for NcReceiver {
         // in-order point. Reporting the oldest decoded ones first (as before 2026-11-23) let
         // eight generations decoded behind a blocked head fill every ACK, so the sender never
         // heard that later ones were decoded and repaired them needlessly.
-        let mut items: Vec<(u64, u64, bool)> = Vec::with_capacity(MAX_FEEDBACK);
+        let mut items = [(0u64, 0u64, false); MAX_FEEDBACK];
+        let mut n = 0;
         for &b in self.fresh.keys().take(MAX_FEEDBACK / 2) {
-            items.push((b, 0, true));
+            items[n] = (b, 0, true);
+            n += 1;
         }
         for (&b, rg) in self.gens.iter() {
-            if items.len() >= MAX_FEEDBACK {
+            if n >= MAX_FEEDBACK {
                 break;
             }
-            items.push((b, rg.dec.rank() as u64, false));
+            items[n] = (b, rg.dec.rank() as u64, false);
+            n += 1;
         }
         for &b in self.fresh.keys().chain(self.done.keys()) {
-            if items.len() >= MAX_FEEDBACK {
+            if n >= MAX_FEEDBACK {
                 break;
             }
-            if !items.iter().any(|i| i.0 == b) {
-                items.push((b, 0, true));
+            if !items[..n].iter().any(|i| i.0 == b) {
+                items[n] = (b, 0, true);
+                n += 1;
             }
         }
-        for &(block, count, decoded) in &items {
+        for &(block, count, decoded) in &items[..n] {
             let f = Frame::Feedback(FeedbackFrame {
                 block,
                 count,
