@@ -554,6 +554,14 @@ pub struct NcSender {
     models: Vec<PathModel>,
     arrival: Vec<(f64, Instant)>,
     needs: Vec<usize>,
+    /// Sequence number (generations opened before it) of `gens[0]`.
+    seq_base: u64,
+    /// With `repair = "feedback"`: the sequence numbers, ascending, of every open generation
+    /// that may need packets — all not yet satisfied by Eq. 4 (their sums change with time),
+    /// and the satisfied ones whose rank deficit may exceed their packets in flight (that
+    /// changes only with events: packets acknowledged or lost, a head stall). The others
+    /// need no packets, so [`NcSender::needs`] looks at these only.
+    watch: Vec<u64>,
     stats: NcStats,
 }
 
@@ -569,7 +577,24 @@ impl NcSender {
             models: Vec::new(),
             arrival: Vec::new(),
             needs: Vec::new(),
+            seq_base: 0,
+            watch: Vec::new(),
             stats: NcStats::default(),
+        }
+    }
+
+    /// Puts the generation at position `gi` on the watch list if, satisfied by Eq. 4 once,
+    /// its rank deficit now exceeds its packets in flight (after an event that can make it
+    /// so; see `watch`).
+    fn touch(&mut self, gi: usize) {
+        let Some(g) = self.gens.get(gi) else {
+            return;
+        };
+        if g.satisfied_once && g.out.len() < g.need() as usize {
+            let seq = self.seq_base + gi as u64;
+            if let Err(at) = self.watch.binary_search(&seq) {
+                self.watch.insert(at, seq);
+            }
         }
     }
 
@@ -599,8 +624,12 @@ impl NcSender {
                 if self.spare.len() < SPARE_ENCODERS {
                     self.spare.push(g.enc);
                 }
+                self.seq_base += 1;
             }
         }
+        let base = self.seq_base;
+        let gone = self.watch.partition_point(|&s| s < base);
+        self.watch.drain(..gone);
     }
 
     /// Opens the generations that lie wholly below the flow-control limit and the written data.
@@ -656,7 +685,8 @@ impl NcSender {
             };
             let enc = match self.spare.pop() {
                 Some(mut e) => {
-                    e.reset_with(c, fill);
+                    // Not zeroed first: the copy overwrites the `len` bytes.
+                    e.reset_prefix_with(c, len as usize, fill);
                     e
                 }
                 None => RlncEncoder::from_fn(c, fill),
@@ -670,6 +700,7 @@ impl NcSender {
             if len < b && ctx.final_size.is_none_or(|f| end < f) {
                 self.stats.short_generations += 1;
             }
+            self.watch.push(self.seq_base + self.gens.len() as u64);
             self.gens.push_back(TxGen {
                 start,
                 len,
@@ -699,7 +730,7 @@ impl NcSender {
         let mut first_open = None;
         let feedback = self.cfg.repair == Repair::Feedback;
         needs.clear();
-        for (gi, g) in self.gens.iter_mut().enumerate() {
+        let mut visit = |gi: usize, g: &mut TxGen| {
             let n = g.needs_packets(arrival, feedback);
             if !n && !g.decoded && !g.out.is_empty() {
                 g.satisfied_once = true;
@@ -709,6 +740,21 @@ impl NcSender {
                     first_open = Some(gi);
                 }
                 needs.push(gi);
+            }
+            n
+        };
+        if feedback {
+            // Only the watched generations can need packets; a satisfied one that does not
+            // leaves the list until an event puts it back (`touch`).
+            let (base, gens) = (self.seq_base, &mut self.gens);
+            self.watch.retain(|&seq| {
+                let gi = (seq - base) as usize;
+                let g = &mut gens[gi];
+                visit(gi, g) || !g.satisfied_once
+            });
+        } else {
+            for (gi, g) in self.gens.iter_mut().enumerate() {
+                visit(gi, g);
             }
         }
         first_open
@@ -984,6 +1030,7 @@ impl SchemeSender for NcSender {
         } else {
             g.acked += 1;
         }
+        self.touch(gi);
     }
 
     fn on_lost(&mut self, _ctx: &mut SendCtx<'_>, info: &SentInfo, _kind: LossKind) {
@@ -998,6 +1045,7 @@ impl SchemeSender for NcSender {
                 *s = Src::Lost;
             }
         }
+        self.touch(gi);
     }
 
     fn on_data_ack(&mut self, ctx: &mut SendCtx<'_>) {
@@ -1006,13 +1054,15 @@ impl SchemeSender for NcSender {
 
     fn on_head_stalled(&mut self, ctx: &mut SendCtx<'_>) {
         let ack = ctx.data_ack;
-        if let Some(g) = self
+        if let Some(gi) = self
             .gens
-            .iter_mut()
-            .find(|g| g.start + g.len > ack && !g.decoded)
+            .iter()
+            .position(|g| g.start + g.len > ack && !g.decoded)
         {
+            let g = &mut self.gens[gi];
             g.boost = g.boost.saturating_add(1).min(g.k);
             g.satisfied_once = true;
+            self.touch(gi);
         }
     }
 
