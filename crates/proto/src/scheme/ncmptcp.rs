@@ -556,11 +556,16 @@ pub struct NcSender {
     needs: Vec<usize>,
     /// Sequence number (generations opened before it) of `gens[0]`.
     seq_base: u64,
-    /// With `repair = "feedback"`: the sequence numbers, ascending, of every open generation
-    /// that may need packets — all not yet satisfied by Eq. 4 (their sums change with time),
-    /// and the satisfied ones whose rank deficit may exceed their packets in flight (that
-    /// changes only with events: packets acknowledged or lost, a head stall). The others
-    /// need no packets, so [`NcSender::needs`] looks at these only.
+    /// Generations from this sequence number on are *untouched*: nothing sent, acknowledged,
+    /// reported or owed for them yet, so each needs packets (its `need` is k, nothing is
+    /// outstanding) and Eq. 4 has never held for it.
+    untouched_from: u64,
+    /// With `repair = "feedback"`: the sequence numbers, ascending, of every touched open
+    /// generation that may need packets — all not yet satisfied by Eq. 4 (their sums change
+    /// with time), and the satisfied ones whose rank deficit may exceed their packets in
+    /// flight (that changes only with events: packets acknowledged or lost, a head stall).
+    /// The others need no packets, so [`NcSender::needs`] looks at these and the untouched
+    /// ones only.
     watch: Vec<u64>,
     stats: NcStats,
 }
@@ -578,8 +583,20 @@ impl NcSender {
             arrival: Vec::new(),
             needs: Vec::new(),
             seq_base: 0,
+            untouched_from: 0,
             watch: Vec::new(),
             stats: NcStats::default(),
+        }
+    }
+
+    /// Records that the generation at position `gi` is no longer untouched (before anything
+    /// about it changes): it and the untouched ones before it go on the watch list.
+    fn mark_touched(&mut self, gi: usize) {
+        let seq = self.seq_base + gi as u64;
+        if seq >= self.untouched_from {
+            // Above every watched sequence number: the list stays sorted.
+            self.watch.extend(self.untouched_from..=seq);
+            self.untouched_from = seq + 1;
         }
     }
 
@@ -630,6 +647,7 @@ impl NcSender {
         let base = self.seq_base;
         let gone = self.watch.partition_point(|&s| s < base);
         self.watch.drain(..gone);
+        self.untouched_from = self.untouched_from.max(base);
     }
 
     /// Opens the generations that lie wholly below the flow-control limit and the written data.
@@ -700,7 +718,7 @@ impl NcSender {
             if len < b && ctx.final_size.is_none_or(|f| end < f) {
                 self.stats.short_generations += 1;
             }
-            self.watch.push(self.seq_base + self.gens.len() as u64);
+            // Untouched: its sequence number is at least `untouched_from`.
             self.gens.push_back(TxGen {
                 start,
                 len,
@@ -726,7 +744,15 @@ impl NcSender {
     /// Which open generations need packets (Eq. 4 fails for what is outstanding; their
     /// positions, in increasing order), marking those that Eq. 4 satisfies (their later
     /// shortfalls are repairs), and S_f's generation: the first one still being allocated.
-    fn needs(&mut self, arrival: &[(f64, Instant)], needs: &mut Vec<usize>) -> Option<usize> {
+    ///
+    /// The positions come as `needs` (ascending) and, with `repair = "feedback"`, every
+    /// position from the returned `tail` on (the untouched generations; `tail` is the number
+    /// of open generations with `repair = "timer"`), all above those in `needs`.
+    fn needs(
+        &mut self,
+        arrival: &[(f64, Instant)],
+        needs: &mut Vec<usize>,
+    ) -> (Option<usize>, usize) {
         let mut first_open = None;
         let feedback = self.cfg.repair == Repair::Feedback;
         needs.clear();
@@ -752,12 +778,19 @@ impl NcSender {
                 let g = &mut gens[gi];
                 visit(gi, g) || !g.satisfied_once
             });
+            // Untouched generations need packets and were never satisfied (what `visit`
+            // finds for them).
+            let tail = ((self.untouched_from - base) as usize).min(self.gens.len());
+            if tail < self.gens.len() && first_open.is_none() {
+                first_open = Some(tail);
+            }
+            (first_open, tail)
         } else {
             for (gi, g) in self.gens.iter_mut().enumerate() {
                 visit(gi, g);
             }
+            (first_open, self.gens.len())
         }
-        first_open
     }
 
     /// Whether `path` is an NC subflow now.
@@ -826,6 +859,7 @@ impl NcSender {
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag> {
         let full = self.gen_bytes();
+        self.mark_touched(gi);
         let g = &mut self.gens[gi];
         let coding = if n < g.k {
             rlnc::Coding::Source(n)
@@ -908,11 +942,11 @@ impl NcSender {
         let nc = self.is_nc(path);
         let k = self.cfg.generation_size as u32;
         let cap = self.regular_cap(models, k);
-        let mut first_open = self.needs(arrival, needs);
-        if needs.is_empty() && self.refresh(ctx, true) {
+        let (mut first_open, mut tail) = self.needs(arrival, needs);
+        if needs.is_empty() && tail == self.gens.len() && self.refresh(ctx, true) {
             // Idle: written bytes short of a generation go out now (module docs, "Short
             // generations").
-            first_open = self.needs(arrival, needs);
+            (first_open, tail) = self.needs(arrival, needs);
         }
         if self.gens.is_empty() {
             return None;
@@ -940,7 +974,13 @@ impl NcSender {
         let target = target.min(self.gens.len());
         // The generations that need packets from the target on, then those before it.
         let split = needs.partition_point(|&gi| gi < target);
-        let order = needs[split..].iter().chain(&needs[..split]).copied();
+        let len = self.gens.len();
+        let order = needs[split..]
+            .iter()
+            .copied()
+            .chain(tail.max(target)..len)
+            .chain(needs[..split].iter().copied())
+            .chain(tail..target.max(tail));
         for gi in order {
             let c = self.gens[gi].k.min(cap);
             if let Some(n) = self.candidate(gi, nc, c, false) {
@@ -1059,6 +1099,7 @@ impl SchemeSender for NcSender {
             .iter()
             .position(|g| g.start + g.len > ack && !g.decoded)
         {
+            self.mark_touched(gi);
             let g = &mut self.gens[gi];
             g.boost = g.boost.saturating_add(1).min(g.k);
             g.satisfied_once = true;
@@ -1087,7 +1128,9 @@ impl SchemeSender for NcSender {
         if count > k_full {
             return Err(SchemeError::Invalid("rank above the generation size"));
         }
-        if let Some(g) = pos.and_then(|i| self.gens.get_mut(i)) {
+        if let Some(gi) = pos.filter(|&i| i < self.gens.len()) {
+            self.mark_touched(gi);
+            let g = &mut self.gens[gi];
             if count > u64::from(g.k) {
                 return Err(SchemeError::Invalid("rank above the generation size"));
             }
