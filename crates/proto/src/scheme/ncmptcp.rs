@@ -642,12 +642,13 @@ impl NcSender {
                     self.spare.push(g.enc);
                 }
                 self.seq_base += 1;
+                let base = self.seq_base;
+                if self.watch.first().is_some_and(|&s| s < base) {
+                    self.watch.remove(0);
+                }
+                self.untouched_from = self.untouched_from.max(base);
             }
         }
-        let base = self.seq_base;
-        let gone = self.watch.partition_point(|&s| s < base);
-        self.watch.drain(..gone);
-        self.untouched_from = self.untouched_from.max(base);
     }
 
     /// Opens the generations that lie wholly below the flow-control limit and the written data.
