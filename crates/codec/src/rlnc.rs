@@ -296,11 +296,30 @@ impl RlncEncoder {
     /// Makes this an encoder for a new generation of `config`, keeping the allocations:
     /// `fill` writes the g·T bytes of the generation (it is handed them zeroed).
     pub fn reset_with(&mut self, config: RlncConfig, fill: impl FnOnce(&mut [u8])) {
+        self.reset_prefix_with(config, config.generation_bytes(), |d| {
+            d.fill(0);
+            fill(d)
+        });
+    }
+
+    /// Makes this an encoder for a new generation of `config` whose first `len` bytes
+    /// (at most g·T) `fill` writes completely, the rest being zero; the allocations are kept
+    /// and the `len` bytes are not zeroed first (they are handed over with stale contents).
+    pub fn reset_prefix_with(
+        &mut self,
+        config: RlncConfig,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) {
         let t = config.symbol_size;
+        let bytes = config.generation_bytes();
+        let len = len.min(bytes);
         self.config = config;
-        self.data.clear();
-        self.data.resize(config.generation_bytes(), 0);
+        // Stale bytes are fine where `fill` writes; the tail of a short generation is zeroed.
+        self.data.truncate(len);
+        self.data.resize(len, 0);
         fill(&mut self.data);
+        self.data.resize(bytes, 0);
         self.coeffs.clear();
         self.coeffs.resize(config.generation_size, 0);
         self.nibbles.clear();
@@ -593,20 +612,27 @@ impl RlncDecoder {
         if let Some(&moved) = self.free.get(at) {
             self.free_pos[moved] = at;
         }
-        // Only rows that are not unit vectors can be non-zero in column p.
-        let mut i = 0;
-        while i < self.pending.len() {
-            let r = self.pending[i];
+        // Only rows that are not unit vectors can be non-zero in column p. All row operations
+        // first, then the unit checks: a check reads bytes the vector kernel has just stored
+        // (a masked store, which the CPU cannot forward to a byte load: checking each row right
+        // after its operation stalled on every row). A row not touched here cannot have become
+        // a unit vector (its non-zero free column was not p), so checking every pending row
+        // finds the same rows, in the same order, as checking only the touched ones.
+        for &r in &self.pending {
             let m = self.rows[2 * r * g + p];
             if m != 0 {
                 let (row_r, row_p) = two_rows(&mut self.rows, 2 * g, r, p);
                 // SAFETY: the kernel is available; rows have 2·g bytes.
                 unsafe { self.kernel.mul_add_unchecked(row_r, row_p, m) };
-                if self.is_unit(r) {
-                    self.pending.swap_remove(i);
-                    self.materialize(r);
-                    continue;
-                }
+            }
+        }
+        let mut i = 0;
+        while i < self.pending.len() {
+            let r = self.pending[i];
+            if self.is_unit(r) {
+                self.pending.swap_remove(i);
+                self.materialize(r);
+                continue;
             }
             i += 1;
         }

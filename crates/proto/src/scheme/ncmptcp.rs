@@ -546,14 +546,27 @@ pub struct NcSender {
     /// Stream offset where the next generation starts.
     next_start: u64,
     nc: Option<usize>,
-    scratch: Vec<u8>,
     /// Encoders of finished generations, reused (at most [`SPARE_ENCODERS`]).
     spare: Vec<RlncEncoder>,
     /// Per-packet work buffers, kept to avoid allocating on every packet: the path models,
-    /// their (arrival probability, overdue time) and which open generations need packets.
+    /// their (arrival probability, overdue time) and the positions of the open generations
+    /// that need packets, in increasing order.
     models: Vec<PathModel>,
     arrival: Vec<(f64, Instant)>,
-    needs: Vec<bool>,
+    needs: Vec<usize>,
+    /// Sequence number (generations opened before it) of `gens[0]`.
+    seq_base: u64,
+    /// Generations from this sequence number on are *untouched*: nothing sent, acknowledged,
+    /// reported or owed for them yet, so each needs packets (its `need` is k, nothing is
+    /// outstanding) and Eq. 4 has never held for it.
+    untouched_from: u64,
+    /// With `repair = "feedback"`: the sequence numbers, ascending, of every touched open
+    /// generation that may need packets — all not yet satisfied by Eq. 4 (their sums change
+    /// with time), and the satisfied ones whose rank deficit may exceed their packets in
+    /// flight (that changes only with events: packets acknowledged or lost, a head stall).
+    /// The others need no packets, so [`NcSender::needs`] looks at these and the untouched
+    /// ones only.
+    watch: Vec<u64>,
     stats: NcStats,
 }
 
@@ -565,12 +578,40 @@ impl NcSender {
             gens: VecDeque::new(),
             next_start: 0,
             nc: None,
-            scratch: vec![0; seg],
             spare: Vec::new(),
             models: Vec::new(),
             arrival: Vec::new(),
             needs: Vec::new(),
+            seq_base: 0,
+            untouched_from: 0,
+            watch: Vec::new(),
             stats: NcStats::default(),
+        }
+    }
+
+    /// Records that the generation at position `gi` is no longer untouched (before anything
+    /// about it changes): it and the untouched ones before it go on the watch list.
+    fn mark_touched(&mut self, gi: usize) {
+        let seq = self.seq_base + gi as u64;
+        if seq >= self.untouched_from {
+            // Above every watched sequence number: the list stays sorted.
+            self.watch.extend(self.untouched_from..=seq);
+            self.untouched_from = seq + 1;
+        }
+    }
+
+    /// Puts the generation at position `gi` on the watch list if, satisfied by Eq. 4 once,
+    /// its rank deficit now exceeds its packets in flight (after an event that can make it
+    /// so; see `watch`).
+    fn touch(&mut self, gi: usize) {
+        let Some(g) = self.gens.get(gi) else {
+            return;
+        };
+        if g.satisfied_once && g.out.len() < g.need() as usize {
+            let seq = self.seq_base + gi as u64;
+            if let Err(at) = self.watch.binary_search(&seq) {
+                self.watch.insert(at, seq);
+            }
         }
     }
 
@@ -600,6 +641,12 @@ impl NcSender {
                 if self.spare.len() < SPARE_ENCODERS {
                     self.spare.push(g.enc);
                 }
+                self.seq_base += 1;
+                let base = self.seq_base;
+                if self.watch.first().is_some_and(|&s| s < base) {
+                    self.watch.remove(0);
+                }
+                self.untouched_from = self.untouched_from.max(base);
             }
         }
     }
@@ -657,7 +704,8 @@ impl NcSender {
             };
             let enc = match self.spare.pop() {
                 Some(mut e) => {
-                    e.reset_with(c, fill);
+                    // Not zeroed first: the copy overwrites the `len` bytes.
+                    e.reset_prefix_with(c, len as usize, fill);
                     e
                 }
                 None => RlncEncoder::from_fn(c, fill),
@@ -671,6 +719,7 @@ impl NcSender {
             if len < b && ctx.final_size.is_none_or(|f| end < f) {
                 self.stats.short_generations += 1;
             }
+            // Untouched: its sequence number is at least `untouched_from`.
             self.gens.push_back(TxGen {
                 start,
                 len,
@@ -693,24 +742,56 @@ impl NcSender {
         }
     }
 
-    /// Which open generations need packets (Eq. 4 fails for what is outstanding), marking
-    /// those that Eq. 4 satisfies (their later shortfalls are repairs), and S_f's generation:
-    /// the first one still being allocated.
-    fn needs(&mut self, arrival: &[(f64, Instant)], needs: &mut Vec<bool>) -> Option<usize> {
+    /// Which open generations need packets (Eq. 4 fails for what is outstanding; their
+    /// positions, in increasing order), marking those that Eq. 4 satisfies (their later
+    /// shortfalls are repairs), and S_f's generation: the first one still being allocated.
+    ///
+    /// The positions come as `needs` (ascending) and, with `repair = "feedback"`, every
+    /// position from the returned `tail` on (the untouched generations; `tail` is the number
+    /// of open generations with `repair = "timer"`), all above those in `needs`.
+    fn needs(
+        &mut self,
+        arrival: &[(f64, Instant)],
+        needs: &mut Vec<usize>,
+    ) -> (Option<usize>, usize) {
         let mut first_open = None;
         let feedback = self.cfg.repair == Repair::Feedback;
         needs.clear();
-        for (gi, g) in self.gens.iter_mut().enumerate() {
+        let mut visit = |gi: usize, g: &mut TxGen| {
             let n = g.needs_packets(arrival, feedback);
             if !n && !g.decoded && !g.out.is_empty() {
                 g.satisfied_once = true;
             }
-            if n && !g.satisfied_once && first_open.is_none() {
-                first_open = Some(gi);
+            if n {
+                if !g.satisfied_once && first_open.is_none() {
+                    first_open = Some(gi);
+                }
+                needs.push(gi);
             }
-            needs.push(n);
+            n
+        };
+        if feedback {
+            // Only the watched generations can need packets; a satisfied one that does not
+            // leaves the list until an event puts it back (`touch`).
+            let (base, gens) = (self.seq_base, &mut self.gens);
+            self.watch.retain(|&seq| {
+                let gi = (seq - base) as usize;
+                let g = &mut gens[gi];
+                visit(gi, g) || !g.satisfied_once
+            });
+            // Untouched generations need packets and were never satisfied (what `visit`
+            // finds for them).
+            let tail = ((self.untouched_from - base) as usize).min(self.gens.len());
+            if tail < self.gens.len() && first_open.is_none() {
+                first_open = Some(tail);
+            }
+            (first_open, tail)
+        } else {
+            for (gi, g) in self.gens.iter_mut().enumerate() {
+                visit(gi, g);
+            }
+            (first_open, self.gens.len())
         }
-        first_open
     }
 
     /// Whether `path` is an NC subflow now.
@@ -779,24 +860,27 @@ impl NcSender {
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag> {
         let full = self.gen_bytes();
+        self.mark_touched(gi);
         let g = &mut self.gens[gi];
         let coding = if n < g.k {
             rlnc::Coding::Source(n)
         } else {
             rlnc::Coding::Seeded(n)
         };
-        g.enc.encode(coding, &mut self.scratch).ok()?;
-        let frame = Frame::Symbol(SymbolFrame {
-            block: g.start,
-            id: n,
-            coding: if g.len == full {
-                Coding::Plain
-            } else {
-                Coding::Seed(g.len)
-            },
-            data: &self.scratch,
+        let wire_coding = if g.len == full {
+            Coding::Plain
+        } else {
+            Coding::Seed(g.len)
+        };
+        // The symbol is encoded straight into the packet (the bytes a `Frame::Symbol` of it
+        // would write; no scratch copy).
+        let enc = &mut g.enc;
+        let pushed = pkt.push_symbol_with(g.start, n, wire_coding, self.seg, |out| {
+            enc.encode(coding, out).is_ok()
         });
-        pkt.push(&frame).ok()?;
+        if !pushed.ok()? {
+            return None;
+        }
         if g.allocated == 0 && g.out.is_empty() && g.acked == 0 {
             ctx.mark_sent(g.start, g.start + g.len);
         }
@@ -847,7 +931,7 @@ impl NcSender {
         pkt: &mut PacketWriter<'_>,
         models: &[PathModel],
         arrival: &[(f64, Instant)],
-        needs: &mut Vec<bool>,
+        needs: &mut Vec<usize>,
     ) -> Option<PacketTag> {
         if self.cfg.nc_paths.is_empty() {
             let nc = choose_nc(models, self.nc);
@@ -859,18 +943,18 @@ impl NcSender {
         let nc = self.is_nc(path);
         let k = self.cfg.generation_size as u32;
         let cap = self.regular_cap(models, k);
-        let mut first_open = self.needs(arrival, needs);
-        if !needs.contains(&true) && self.refresh(ctx, true) {
+        let (mut first_open, mut tail) = self.needs(arrival, needs);
+        if needs.is_empty() && tail == self.gens.len() && self.refresh(ctx, true) {
             // Idle: written bytes short of a generation go out now (module docs, "Short
             // generations").
-            first_open = self.needs(arrival, needs);
+            (first_open, tail) = self.needs(arrival, needs);
         }
         if self.gens.is_empty() {
             return None;
         }
         // (1) Repairs, oldest first.
-        for (gi, &need) in needs.iter().enumerate() {
-            if !(need && self.gens[gi].satisfied_once) {
+        for &gi in needs.iter() {
+            if !self.gens[gi].satisfied_once {
                 continue;
             }
             let c = self.gens[gi].k;
@@ -889,11 +973,16 @@ impl NcSender {
             first
         };
         let target = target.min(self.gens.len());
-        let order = (target..self.gens.len()).chain(0..target);
+        // The generations that need packets from the target on, then those before it.
+        let split = needs.partition_point(|&gi| gi < target);
+        let len = self.gens.len();
+        let order = needs[split..]
+            .iter()
+            .copied()
+            .chain(tail.max(target)..len)
+            .chain(needs[..split].iter().copied())
+            .chain(tail..target.max(tail));
         for gi in order {
-            if !needs[gi] {
-                continue;
-            }
             let c = self.gens[gi].k.min(cap);
             if let Some(n) = self.candidate(gi, nc, c, false) {
                 return self.emit(ctx, gi, n, path, Why::New, pkt);
@@ -982,6 +1071,7 @@ impl SchemeSender for NcSender {
         } else {
             g.acked += 1;
         }
+        self.touch(gi);
     }
 
     fn on_lost(&mut self, _ctx: &mut SendCtx<'_>, info: &SentInfo, _kind: LossKind) {
@@ -996,6 +1086,7 @@ impl SchemeSender for NcSender {
                 *s = Src::Lost;
             }
         }
+        self.touch(gi);
     }
 
     fn on_data_ack(&mut self, ctx: &mut SendCtx<'_>) {
@@ -1004,13 +1095,16 @@ impl SchemeSender for NcSender {
 
     fn on_head_stalled(&mut self, ctx: &mut SendCtx<'_>) {
         let ack = ctx.data_ack;
-        if let Some(g) = self
+        if let Some(gi) = self
             .gens
-            .iter_mut()
-            .find(|g| g.start + g.len > ack && !g.decoded)
+            .iter()
+            .position(|g| g.start + g.len > ack && !g.decoded)
         {
+            self.mark_touched(gi);
+            let g = &mut self.gens[gi];
             g.boost = g.boost.saturating_add(1).min(g.k);
             g.satisfied_once = true;
+            self.touch(gi);
         }
     }
 
@@ -1035,7 +1129,9 @@ impl SchemeSender for NcSender {
         if count > k_full {
             return Err(SchemeError::Invalid("rank above the generation size"));
         }
-        if let Some(g) = pos.and_then(|i| self.gens.get_mut(i)) {
+        if let Some(gi) = pos.filter(|&i| i < self.gens.len()) {
+            self.mark_touched(gi);
+            let g = &mut self.gens[gi];
             if count > u64::from(g.k) {
                 return Err(SchemeError::Invalid("rank above the generation size"));
             }
@@ -1268,25 +1364,29 @@ impl SchemeReceiver for NcReceiver {
         // in-order point. Reporting the oldest decoded ones first (as before 2026-11-23) let
         // eight generations decoded behind a blocked head fill every ACK, so the sender never
         // heard that later ones were decoded and repaired them needlessly.
-        let mut items: Vec<(u64, u64, bool)> = Vec::with_capacity(MAX_FEEDBACK);
+        let mut items = [(0u64, 0u64, false); MAX_FEEDBACK];
+        let mut n = 0;
         for &b in self.fresh.keys().take(MAX_FEEDBACK / 2) {
-            items.push((b, 0, true));
+            items[n] = (b, 0, true);
+            n += 1;
         }
         for (&b, rg) in self.gens.iter() {
-            if items.len() >= MAX_FEEDBACK {
+            if n >= MAX_FEEDBACK {
                 break;
             }
-            items.push((b, rg.dec.rank() as u64, false));
+            items[n] = (b, rg.dec.rank() as u64, false);
+            n += 1;
         }
         for &b in self.fresh.keys().chain(self.done.keys()) {
-            if items.len() >= MAX_FEEDBACK {
+            if n >= MAX_FEEDBACK {
                 break;
             }
-            if !items.iter().any(|i| i.0 == b) {
-                items.push((b, 0, true));
+            if !items[..n].iter().any(|i| i.0 == b) {
+                items[n] = (b, 0, true);
+                n += 1;
             }
         }
-        for &(block, count, decoded) in &items {
+        for &(block, count, decoded) in &items[..n] {
             let f = Frame::Feedback(FeedbackFrame {
                 block,
                 count,

@@ -243,16 +243,7 @@ impl Frame<'_> {
                     + 1
             }
             Frame::Symbol(s) => {
-                let coding = match s.coding {
-                    Coding::Plain => 1,
-                    Coding::Seed(seed) => 1 + varint_len(check_varint(seed)?),
-                    Coding::Coefficients(c) => 1 + varint_len(c.len() as u64) + c.len(),
-                };
-                1 + varint_len(check_varint(s.block)?)
-                    + varint_len(u64::from(s.id))
-                    + coding
-                    + varint_len(s.data.len() as u64)
-                    + s.data.len()
+                symbol_header_len(s.block, s.id, s.coding, s.data.len())? + s.data.len()
             }
             Frame::Feedback(f) => {
                 1 + varint_len(check_varint(f.block)?) + varint_len(check_varint(f.count)?) + 1
@@ -310,22 +301,7 @@ impl Frame<'_> {
                 w.varint(*floor);
             }
             Frame::Symbol(s) => {
-                w.u8(SYMBOL);
-                w.varint(s.block);
-                w.varint(u64::from(s.id));
-                match s.coding {
-                    Coding::Plain => w.u8(0),
-                    Coding::Seed(seed) => {
-                        w.u8(1);
-                        w.varint(seed);
-                    }
-                    Coding::Coefficients(c) => {
-                        w.u8(2);
-                        w.varint(c.len() as u64);
-                        w.bytes(c);
-                    }
-                }
-                w.varint(s.data.len() as u64);
+                emit_symbol_header(w, s.block, s.id, s.coding, s.data.len());
                 w.bytes(s.data);
             }
             Frame::Feedback(f) => {
@@ -354,6 +330,50 @@ pub(crate) fn scheme_header_len(kind: u64, len: usize) -> Result<usize, WireErro
 pub(crate) fn emit_scheme_header(w: &mut Writer<'_>, kind: u64, len: usize) {
     w.u8(SCHEME);
     w.varint(kind);
+    w.varint(len as u64);
+}
+
+/// Bytes [`Frame::Symbol`] writes before its `len` symbol bytes.
+pub(crate) fn symbol_header_len(
+    block: u64,
+    id: u32,
+    coding: Coding<'_>,
+    len: usize,
+) -> Result<usize, WireError> {
+    let coding = match coding {
+        Coding::Plain => 1,
+        Coding::Seed(seed) => 1 + varint_len(check_varint(seed)?),
+        Coding::Coefficients(c) => 1 + varint_len(c.len() as u64) + c.len(),
+    };
+    Ok(1 + varint_len(check_varint(block)?)
+        + varint_len(u64::from(id))
+        + coding
+        + varint_len(len as u64))
+}
+
+/// The bytes [`Frame::Symbol`] writes before its `len` symbol bytes.
+pub(crate) fn emit_symbol_header(
+    w: &mut Writer<'_>,
+    block: u64,
+    id: u32,
+    coding: Coding<'_>,
+    len: usize,
+) {
+    w.u8(SYMBOL);
+    w.varint(block);
+    w.varint(u64::from(id));
+    match coding {
+        Coding::Plain => w.u8(0),
+        Coding::Seed(seed) => {
+            w.u8(1);
+            w.varint(seed);
+        }
+        Coding::Coefficients(c) => {
+            w.u8(2);
+            w.varint(c.len() as u64);
+            w.bytes(c);
+        }
+    }
     w.varint(len as u64);
 }
 

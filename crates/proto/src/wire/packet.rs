@@ -8,7 +8,7 @@
 //! ```
 //! The CRC-32 (IEEE) covers every byte before it, so a datagram corrupted anywhere is rejected.
 
-use super::frame::{self, Frame};
+use super::frame::{self, Coding, Frame};
 use super::{check_varint, varint_len, Reader, WireError, Writer};
 use crate::ranges::RangeSet;
 
@@ -265,6 +265,33 @@ impl<'a> PacketWriter<'a> {
         self.w.pos += len;
         self.payload += len;
         self.note(kind < frame::SCHEME_FEEDBACK_KINDS);
+        Ok(true)
+    }
+
+    /// Appends a SYMBOL frame whose `len` symbol bytes are written by `fill` directly into
+    /// the packet (no intermediate copy; the bytes are those [`Frame::Symbol`] writes). Fails
+    /// without writing anything if it does not fit; if `fill` returns `false` the frame is
+    /// taken back and the result is `Ok(false)`.
+    pub fn push_symbol_with(
+        &mut self,
+        block: u64,
+        id: u32,
+        coding: Coding<'_>,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> bool,
+    ) -> Result<bool, WireError> {
+        let needed = frame::symbol_header_len(block, id, coding, len)? + len;
+        self.reserve(needed)?;
+        let at = self.w.pos;
+        frame::emit_symbol_header(&mut self.w, block, id, coding, len);
+        let start = self.w.pos;
+        if !fill(&mut self.w.buf[start..start + len]) {
+            self.w.pos = at;
+            return Ok(false);
+        }
+        self.w.pos += len;
+        self.payload += len;
+        self.note(true);
         Ok(true)
     }
 
