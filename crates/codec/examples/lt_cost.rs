@@ -38,8 +38,8 @@ fn main() {
             x ^= x << 17;
             w.copy_from_slice(&x.to_le_bytes());
         }
-        let mut enc = LtEncoder::from_vec(params.clone(), b, std::mem::take(&mut data))
-            .expect("k·T bytes");
+        let mut enc =
+            LtEncoder::from_vec(params.clone(), b, std::mem::take(&mut data)).expect("k·T bytes");
         dec.reset(params.clone(), b);
         let (mut te, mut td, mut n) = (0u128, 0u128, 0u32);
         let mut seed = 0u32;
@@ -49,14 +49,19 @@ fn main() {
             te += s.elapsed().as_nanos();
             if seed % 5 != 4 {
                 let s = Instant::now();
-                dec.push(LtSymbolId { block: b, seed }, &sym).expect("same block");
+                dec.push(LtSymbolId { block: b, seed }, &sym)
+                    .expect("same block");
                 td += s.elapsed().as_nanos();
                 n += 1;
             }
             seed += 1;
         }
         data = enc.into_data();
-        assert_eq!(dec.data().expect("complete"), &data[..], "block {b} decoded wrongly");
+        assert_eq!(
+            dec.data().expect("complete"),
+            &data[..],
+            "block {b} decoded wrongly"
+        );
         enc_ns.push(te as f64 / f64::from(seed));
         dec_ns.push(td as f64 / f64::from(n));
         symbols += n;
