@@ -890,8 +890,6 @@ impl LtDecoder {
             self.sym_data.reserve((k + k / 16 + 8) * t);
         }
         let idx = self.sym_remaining.len() as u32;
-        let off = self.sym_data.len();
-        self.sym_data.extend_from_slice(payload);
         let start = self.sym_neigh.len();
         self.gather.clear();
         for &n in &self.neighbours {
@@ -901,22 +899,29 @@ impl LtDecoder {
                 self.sym_neigh.push(n);
             }
         }
-        if !self.gather.is_empty() {
-            let dst = self.sym_data[off..off + t].as_mut_ptr();
-            // SAFETY: the path is available; the gathered rows are source indices < k, inside
-            // `data` (k·T bytes); `dst` is the T bytes just appended to `sym_data`, both
-            // `first` and destination.
-            unsafe {
-                self.xor_path
-                    .xor_rows(dst, dst, self.data.as_ptr(), &self.gather, t)
-            };
-        }
         let remaining = (self.sym_neigh.len() - start) as u32;
         if remaining == 0 {
-            // Carries nothing new: forget it.
-            self.sym_data.truncate(off);
+            // Carries nothing new: forget it (its payload is not even copied).
             self.sym_neigh.truncate(start);
             return None;
+        }
+        let off = self.sym_data.len();
+        if self.gather.is_empty() {
+            self.sym_data.extend_from_slice(payload);
+        } else {
+            // The payload with its known neighbours XORed out, in one pass: written straight
+            // into the store's spare capacity instead of copied and then XORed in place.
+            self.sym_data.reserve(t);
+            let dst = self.sym_data.spare_capacity_mut().as_mut_ptr().cast::<u8>();
+            // SAFETY: the path is available; `dst` has room for T bytes (reserved above), all
+            // written by `xor_rows` before `set_len` exposes them; the gathered rows are source
+            // indices < k, inside `data` (k·T bytes); `payload` (T bytes, checked by `push`) is
+            // a separate buffer.
+            unsafe {
+                self.xor_path
+                    .xor_rows(dst, payload.as_ptr(), self.data.as_ptr(), &self.gather, t);
+                self.sym_data.set_len(off + t);
+            }
         }
         self.sym_start.push(start);
         self.sym_remaining.push(remaining);
