@@ -257,15 +257,7 @@ impl<'a> PacketWriter<'a> {
         self.reserve(needed)?;
         let at = self.w.pos;
         frame::emit_scheme_header(&mut self.w, kind, len);
-        let start = self.w.pos;
-        if !fill(&mut self.w.buf[start..start + len]) {
-            self.w.pos = at;
-            return Ok(false);
-        }
-        self.w.pos += len;
-        self.payload += len;
-        self.note(kind < frame::SCHEME_FEEDBACK_KINDS);
-        Ok(true)
+        Ok(self.fill_body(at, len, kind < frame::SCHEME_FEEDBACK_KINDS, fill))
     }
 
     /// Appends a SYMBOL frame whose `len` symbol bytes are written by `fill` directly into
@@ -284,15 +276,27 @@ impl<'a> PacketWriter<'a> {
         self.reserve(needed)?;
         let at = self.w.pos;
         frame::emit_symbol_header(&mut self.w, block, id, coding, len);
+        Ok(self.fill_body(at, len, true, fill))
+    }
+
+    /// After a frame header written from `at` (room for `len` more bytes reserved): lets
+    /// `fill` write the body in place; `false` from it takes the whole frame back.
+    fn fill_body(
+        &mut self,
+        at: usize,
+        len: usize,
+        eliciting: bool,
+        fill: impl FnOnce(&mut [u8]) -> bool,
+    ) -> bool {
         let start = self.w.pos;
         if !fill(&mut self.w.buf[start..start + len]) {
             self.w.pos = at;
-            return Ok(false);
+            return false;
         }
         self.w.pos += len;
         self.payload += len;
-        self.note(true);
-        Ok(true)
+        self.note(eliciting);
+        true
     }
 
     /// Largest DATA payload that fits at `offset` in the space left (0 if none).
