@@ -38,6 +38,14 @@
 //! FEC block size to avoid early retransmissions": each path's packet threshold is set to the
 //! block size, `ratio + 1` packets (ratio data packets plus the parity), whenever it changes.
 //!
+//! **Losses declared at the parity (ours, `lost_at_parity`, off by default).** With the
+//! block-size threshold an unrepairable loss near the end of a burst (two losses in a block, or
+//! a packet carrying engine frames, which no parity covers) waits for `ratio + 1` later packets
+//! or the retransmission timer. With the option, when a parity is acknowledged the sender asks
+//! the engine ([`Action::DeclareLost`]) to declare lost whatever it sent on the path since the
+//! previous parity and is still unacknowledged: the receiver had the parity and could not
+//! repair it. Measured in docs/experiments/dfec.md ("Why we differ", item 3).
+//!
 //! **Ratio adaptation (§III-B (ii), Eqs. 1–3, Table I).** Over periods of T = 3 RTT
 //! (`period_rtts`, the path's smoothed RTT) the sender measures the residual loss of each path,
 //! Eq. 1: RL_i = retransmitted / total, where *total* is the data packets sent in the period
