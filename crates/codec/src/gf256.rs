@@ -191,14 +191,20 @@ impl Kernel {
         Ok(())
     }
 
-    /// `dst ^= Σ cⱼ·srcⱼ`, reading `dst` once per group of four sources.
-    ///
-    /// Errors if any source length differs from `dst`, or the CPU lacks the kernel.
-    pub fn mul_add_multi(self, dst: &mut [u8], srcs: &[(u8, &[u8])]) -> Result<()> {
+    /// The kernel is available and every source is as long as `dst`.
+    fn check_multi(self, dst: &[u8], srcs: &[(u8, &[u8])]) -> Result<()> {
         self.check()?;
         for (_, s) in srcs {
             check_len(dst.len(), s.len())?;
         }
+        Ok(())
+    }
+
+    /// `dst ^= Σ cⱼ·srcⱼ`, reading `dst` once per group of four sources.
+    ///
+    /// Errors if any source length differs from `dst`, or the CPU lacks the kernel.
+    pub fn mul_add_multi(self, dst: &mut [u8], srcs: &[(u8, &[u8])]) -> Result<()> {
+        self.check_multi(dst, srcs)?;
         // SAFETY: availability and equal lengths were checked above.
         unsafe { self.mul_add_multi_unchecked(dst, srcs) };
         Ok(())
@@ -209,10 +215,7 @@ impl Kernel {
     ///
     /// Errors if any source length differs from `dst`, or the CPU lacks the kernel.
     pub fn mul_multi(self, dst: &mut [u8], srcs: &[(u8, &[u8])]) -> Result<()> {
-        self.check()?;
-        for (_, s) in srcs {
-            check_len(dst.len(), s.len())?;
-        }
+        self.check_multi(dst, srcs)?;
         // SAFETY: availability and equal lengths were checked above.
         unsafe { self.mul_multi_unchecked(dst, srcs) };
         Ok(())

@@ -114,17 +114,22 @@ fn receiver(c: &Connection) -> serde_json::Value {
     c.stats().scheme.receiver.clone()
 }
 
-/// Drops the 40th data-carrying datagram only.
-fn drop_one_data() -> impl FnMut(u64, &[u8]) -> bool {
+/// Drops the data-carrying datagrams whose rank among them (from 1) is in `which`.
+fn drop_data(which: &'static [u64]) -> impl FnMut(u64, &[u8]) -> bool {
     let mut n = 0;
     move |_, p| {
         if is_data(p) {
             n += 1;
-            n == 40
+            which.contains(&n)
         } else {
             false
         }
     }
+}
+
+/// Drops the 40th data-carrying datagram only.
+fn drop_one_data() -> impl FnMut(u64, &[u8]) -> bool {
+    drop_data(&[40])
 }
 
 /// §III-B (i): a single loss in a block is repaired at the receiver (zero-RTT recovery), the
@@ -166,15 +171,7 @@ fn two_losses_in_a_block_fall_back_to_arq() {
     };
     let mut a = Connection::new(dfec(c), 1).unwrap();
     let mut b = Connection::new(dfec(c), 1).unwrap();
-    let mut n = 0;
-    let (got, _) = run(&mut a, &mut b, &d, |_, p| {
-        if is_data(p) {
-            n += 1;
-            n == 41 || n == 42
-        } else {
-            false
-        }
-    });
+    let (got, _) = run(&mut a, &mut b, &d, drop_data(&[41, 42]));
     assert!(got == d);
     let r = receiver(&b);
     assert!(r["paths"][0]["failed"].as_u64().unwrap() >= 1, "{r}");
@@ -224,15 +221,7 @@ fn unrepairable_block_is_declared_lost_when_its_parity_is_acknowledged() {
         };
         let mut a = Connection::new(dfec(c), 1).unwrap();
         let mut b = Connection::new(dfec(c), 1).unwrap();
-        let mut n = 0;
-        let (got, end) = run(&mut a, &mut b, &d, |_, p| {
-            if is_data(p) {
-                n += 1;
-                n == 26 || n == 27
-            } else {
-                false
-            }
-        });
+        let (got, end) = run(&mut a, &mut b, &d, drop_data(&[26, 27]));
         assert!(got == d, "lost_at_parity {on}: wrong bytes");
         let p = &a.stats().paths[0];
         assert_eq!(p.packets_lost, 2, "lost_at_parity {on}");

@@ -1058,6 +1058,13 @@ mod tests {
         }
     }
 
+    /// A fresh controller and driver, driven into ProbeBW phase `phase`.
+    fn at_phase(phase: BwPhase) -> (Bbr, Driver) {
+        let (mut cc, mut d) = (Bbr::default(), Driver::new());
+        drive_to(&mut cc, &mut d, phase);
+        (cc, d)
+    }
+
     /// Drives `cc` until its ProbeBW phase is `phase`.
     fn drive_to(cc: &mut Bbr, d: &mut Driver, phase: BwPhase) {
         for _ in 0..400 {
@@ -1074,9 +1081,7 @@ mod tests {
     /// (`BBRHandleInflightTooHigh`); the same losses at RTprop do not.
     #[test]
     fn a_probe_into_a_full_queue_bounds_inflight_hi() {
-        let mut cc = Bbr::default();
-        let mut d = Driver::new();
-        drive_to(&mut cc, &mut d, BwPhase::Up);
+        let (mut cc, mut d) = at_phase(BwPhase::Up);
         let before = d.view.cwnd;
         // 10 % loss, RTT 80 ms against RTprop 50 ms: a full queue. The round is judged at
         // the next round's start.
@@ -1093,9 +1098,7 @@ mod tests {
         );
         assert!(d.view.cwnd <= s.inflight_hi);
         // The same loss rate with the RTT at its minimum: no reaction.
-        let mut cc2 = Bbr::default();
-        let mut d2 = Driver::new();
-        drive_to(&mut cc2, &mut d2, BwPhase::Up);
+        let (mut cc2, mut d2) = at_phase(BwPhase::Up);
         for _ in 0..5 {
             d2.round(&mut cc2, 90, 10, 1.4e6, 50);
         }
@@ -1109,9 +1112,7 @@ mod tests {
     /// (`BBRResetLowerBounds`).
     #[test]
     fn congestion_while_cruising_cuts_the_short_term_model_until_the_next_probe() {
-        let mut cc = Bbr::default();
-        let mut d = Driver::new();
-        drive_to(&mut cc, &mut d, BwPhase::Cruise);
+        let (mut cc, mut d) = at_phase(BwPhase::Cruise);
         let cwnd = d.view.cwnd;
         // Delivery halves (a competitor took the queue), RTT 1.6 × RTprop, 10 % loss.
         d.round(&mut cc, 27, 3, 0.7e6, 80);
@@ -1130,9 +1131,7 @@ mod tests {
     /// per round of UP (`BBRProbeInflightHiUpward`) and is dropped once it no longer binds.
     #[test]
     fn the_bound_is_probed_away() {
-        let mut cc = Bbr::default();
-        let mut d = Driver::new();
-        drive_to(&mut cc, &mut d, BwPhase::Up);
+        let (mut cc, mut d) = at_phase(BwPhase::Up);
         d.round(&mut cc, 80, 20, 1.4e6, 80);
         d.round(&mut cc, 80, 20, 1.4e6, 80);
         let bound = st(&cc).inflight_hi;
