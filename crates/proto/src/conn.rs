@@ -1276,11 +1276,10 @@ impl Connection {
             if classic && sp.flags & SENT_RETRANSMISSION != 0 {
                 continue;
             }
-            if sp.state != SentState::Outstanding {
-                continue;
+            if let Some(c) = self.lose(p, pn - 1, LossKind::Threshold) {
+                any_lost = true;
+                congestion |= c;
             }
-            any_lost = true;
-            congestion |= self.lose(p, pn - 1, LossKind::Threshold);
         }
         let path = &mut self.paths[p];
         path.loss_scan = pn;
@@ -1290,13 +1289,11 @@ impl Connection {
 
     /// Declares outstanding packet `pn` of path `p` lost (`kind` says how it was found):
     /// loss counters, stream-end and control-frame bookkeeping, the scheme's and the
-    /// tracer's queues. False if it was not outstanding; else whether the loss is a
+    /// tracer's queues. `None` if it was not outstanding; else whether the loss is a
     /// congestion signal (sent after the path's recovery started).
-    fn lose(&mut self, p: usize, pn: u64, kind: LossKind) -> bool {
+    fn lose(&mut self, p: usize, pn: u64, kind: LossKind) -> Option<bool> {
         let path = &mut self.paths[p];
-        let Some(sp) = path.settle(pn, SentState::Lost) else {
-            return false;
-        };
+        let sp = path.settle(pn, SentState::Lost)?;
         path.stats.packets_lost += 1;
         path.bytes_lost += u64::from(sp.size);
         path.loss.on_lost();
@@ -1315,7 +1312,7 @@ impl Connection {
         if self.tracer.is_some() {
             self.traced_losses.push((p, pn, sp.size, kind));
         }
-        congestion
+        Some(congestion)
     }
 
     /// After packets of path `p` were declared lost: the view, one congestion event if any
@@ -1453,9 +1450,10 @@ impl Connection {
                     let mut congestion = false;
                     let mut any_lost = false;
                     for pn in from..to {
-                        let before = self.paths[path].stats.packets_lost;
-                        congestion |= self.lose(path, pn, LossKind::Declared);
-                        any_lost |= self.paths[path].stats.packets_lost != before;
+                        if let Some(c) = self.lose(path, pn, LossKind::Declared) {
+                            any_lost = true;
+                            congestion |= c;
+                        }
                     }
                     if any_lost {
                         self.paths[path].trim_front();
