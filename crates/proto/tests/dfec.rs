@@ -241,6 +241,27 @@ fn unrepairable_block_is_declared_lost_when_its_parity_is_acknowledged() {
     assert!(ends[1] < ends[0], "declared losses end sooner: {ends:?}");
 }
 
+/// The idle flush of a first, partial block waits a quarter of the *measured* RTT, not of
+/// the initial RTO (1 s) that stands in before the first sample: a 4-packet transfer whose
+/// second packet is lost is repaired by parity once the first ACK gives the RTT, before the
+/// retransmission timer (minimum 200 ms) could fire — the flush's purpose, a tail-loss probe
+/// (dFEC module docs). With the RTO standing in, the parity would wait 250 ms and the timer
+/// would resend the packet first.
+#[test]
+fn first_block_flush_waits_for_the_measured_rtt() {
+    let d = data(5_000);
+    let mut a = Connection::new(dfec(DfecConfig::default()), 1).unwrap();
+    let mut b = Connection::new(dfec(DfecConfig::default()), 1).unwrap();
+    let (got, end) = run(&mut a, &mut b, &d, drop_data(&[2]));
+    assert!(got == d, "wrong bytes");
+    let p = &a.stats().paths[0];
+    assert_eq!(p.retransmitted_bytes, 0, "repaired, not resent: {p:?}");
+    assert_eq!(p.rto_count, 0, "{p:?}");
+    assert_eq!(receiver(&b)["paths"][0]["repaired"].as_u64(), Some(1));
+    let min_rto = ConnectionConfig::default().min_rto;
+    assert!(end < Instant::ZERO + min_rto, "done at {end:?}");
+}
+
 fn datagram(path: u8, pn: u64, frames: &[Frame<'_>]) -> Vec<u8> {
     let mut buf = vec![0u8; 4096];
     let hdr = Header {

@@ -67,6 +67,9 @@
 //! parity goes out with the next window space, like a tail-loss probe (TLP, the paper's ref. 9).
 //! The delay keeps a sender that is only briefly idle between ACKs from closing a block every
 //! packet or two; a sender held back by the peer's receive window does not arm it at all.
+//! Armed before the path's first RTT sample (the RTO, 1 s, stands in), the delay is
+//! recomputed from the first sample, so a short first block is not left waiting 250 ms;
+//! TCP-IR's interval timer follows the same rule.
 //!
 //! **TCP-IR (§II-B, §V-A1).** `tcp-ir` sends one parity every 0.25 RTT on a scheme timer,
 //! covering the data sent since the previous one ("a hard-coded approach by sending a FEC
@@ -95,7 +98,7 @@ use super::{
     SchemeError, SchemeFactory, SchemeReceiver, SchemeSender, SendCtx, SentInfo,
 };
 use crate::config::ConnectionConfig;
-use crate::path::PathState;
+use crate::path::{PathState, PathView};
 use crate::registry::{self, Entry, Factory, OptionDoc, Options};
 use crate::time::{Duration, Instant};
 use crate::wire::{varint_len, Frame, PacketWriter, Reader};
@@ -469,8 +472,12 @@ struct PathFec {
     pns: Vec<u64>,
     /// The block must be closed by the next packet this path sends.
     due: bool,
-    /// TCP-IR: when the current block's parity is due.
+    /// When the current block's parity is due (TCP-IR's interval; dFEC's idle flush).
     deadline: Option<Instant>,
+    /// The deadline was armed before the path had an RTT sample, with the RTO standing in
+    /// for the RTT: (armed at, delay in RTTs). The first sample re-arms it from the real
+    /// RTT (see [`PathFec::arm`]).
+    provisional: Option<(Instant, f64)>,
     /// Data packets per parity (real-valued; rounded when used).
     ratio: f64,
     /// Threshold last requested from the engine (0: none yet).
@@ -509,6 +516,27 @@ impl PathFec {
         match mode {
             Mode::Dynamic(_) => (self.ratio.round() as usize).clamp(1, MAX_BLOCK),
             Mode::Timer(_) => MAX_BLOCK,
+        }
+    }
+
+    /// Arms the parity deadline `rtts` round trips from `now`. Before the path's first RTT
+    /// sample the RTO stands in (1 s initially: 250 ms for a quarter RTT, longer than the
+    /// minimum RTO itself), so the deadline is marked provisional and [`PathFec::rearm`]
+    /// recomputes it from the first sample.
+    fn arm(&mut self, now: Instant, view: &PathView, rtts: f64) {
+        self.deadline = Some(now + Duration::from_secs_f64(view.rtt_or_rto().as_secs_f64() * rtts));
+        self.provisional = view.srtt.is_none().then_some((now, rtts));
+    }
+
+    /// A provisional deadline, once the path has an RTT sample, becomes `rtts` sampled
+    /// round trips from when it was armed (possibly already past: the parity then goes out
+    /// with the next window space).
+    fn rearm(&mut self, view: &PathView) {
+        if let (Some((at, rtts)), Some(srtt)) = (self.provisional, view.srtt) {
+            self.provisional = None;
+            if self.deadline.is_some() {
+                self.deadline = Some(at + Duration::from_secs_f64(srtt.as_secs_f64() * rtts));
+            }
         }
     }
 }
@@ -616,6 +644,7 @@ impl FecSender {
         st.pns.clear();
         st.due = false;
         st.deadline = None;
+        st.provisional = None;
         if !fits || pkt.push(&frame).is_err() {
             // Cannot happen with the segment cap of `poll_packet`; counted if it does.
             st.parities_skipped += 1;
@@ -709,8 +738,7 @@ impl SchemeSender for FecSender {
                     && st.deadline.is_none()
                     && !ctx.window_limited()
                 {
-                    let rtt = ctx.paths[path].rtt_or_rto().as_secs_f64();
-                    st.deadline = Some(ctx.now + Duration::from_secs_f64(rtt * c.flush_rtts));
+                    st.arm(ctx.now, &ctx.paths[path], c.flush_rtts);
                 }
             }
             return None;
@@ -754,9 +782,7 @@ impl SchemeSender for FecSender {
             }
             Mode::Timer(c) => {
                 if st.deadline.is_none() {
-                    let rtt = ctx.paths[path].rtt_or_rto();
-                    let wait = Duration::from_secs_f64(rtt.as_secs_f64() * c.interval_rtts);
-                    st.deadline = Some(ctx.now + wait);
+                    st.arm(ctx.now, &ctx.paths[path], c.interval_rtts);
                 }
                 if st.pns.len() >= MAX_BLOCK {
                     st.due = true;
@@ -768,6 +794,7 @@ impl SchemeSender for FecSender {
 
     fn on_acked(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo) {
         self.ensure_paths(ctx.paths.len());
+        self.paths[pkt.path].rearm(&ctx.paths[pkt.path]);
         if pkt.tag.a == PARITY_TAG {
             let st = &mut self.paths[pkt.path];
             st.parities_acked += 1;
@@ -852,6 +879,7 @@ impl SchemeSender for FecSender {
         for st in &mut self.paths {
             if st.deadline.is_some_and(|d| d <= ctx.now) {
                 st.deadline = None;
+                st.provisional = None;
                 st.due = true;
             }
         }
