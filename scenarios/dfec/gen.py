@@ -14,6 +14,7 @@ our simulator and the time we had allow (every choice is stated in docs/experime
   the RTT swept over 25/100/400 ms, as §V-A varies "25, 100 and 400 ms";
 - workloads: bulk file, H.264-like video (3.4 Mbit/s, 25 fps, GOP 12, I = 5 P), HTTP/2-like
   pages of Table II (6 / 1080 KiB, 26 / 3204 KiB, 111 / 6072 KiB) on one connection.
+- §V-C's two "real-network" settings (WLAN + 3.5G), emulated: realnet-*.toml.
 Run: python3 scenarios/dfec/gen.py (rewrites the .toml files here).
 """
 import os
@@ -232,6 +233,52 @@ values = [
 """
 
 
+# §V-C "Real-network experiments": WLAN (20 Mbit/s, loss 1 %) + 3.5G (10 Mbit/s, RTT 100 ms,
+# loss 0.5 %), the WLAN at 25 ms ("smartphone") or 400 ms ("satellite terminal"); bufferbloat:
+# no injected loss and a 3.5G queue of 8 MiB. Emulated here (no such networks on this machine),
+# with the on-off UDP background standing for the other users' traffic.
+REALNET = [("smartphone", 25), ("satellite", 400)]
+
+
+def realnet(setting, wlan_rtt, workload, app, reps, bloat=False, extra_sweep=""):
+    name = f"dfec-realnet-{setting}-{workload}" + ("-bloat" if bloat else "")
+    what = "bufferbloat (no injected loss, 8 MiB 3.5G queue)" if bloat else "WLAN 1 %, 3.5G 0.5 % loss"
+    s = header(name, f"§V-C setting emulated: MPTCP-dFEC vs MPTCP, {workload}, WLAN {wlan_rtt} ms + 3.5G 100 ms, {what}", "300s", reps)
+    wloss, closs, queue = ("0.0", "0.0", '\nqueue = "8MiB"') if bloat else ("0.01", "0.005", "")
+    s += f"""
+[[links]]
+name = "wlan"
+rate = "20Mbps"
+delay = "{wlan_rtt / 2:g}ms"
+loss = {wloss}
+
+[[links]]
+name = "cell"
+rate = "10Mbps"
+delay = "50ms"
+loss = {closs}{queue}
+
+[[flows]]
+name = "main"
+paths = ["wlan", "cell"]
+scheme = "mptcp"
+cc = "lia"
+app = {app}
+"""
+    s += background("wlan", 20)
+    s += background("cell", 10)
+    s += """
+[[variants]]
+name = "mptcp"
+
+[[variants]]
+name = "dfec"
+set = { "flows.main.scheme" = "dfec" }
+"""
+    s += extra_sweep
+    return name, s
+
+
 def main():
     files = []
     bulk = '{ name = "file", bytes = "4MB" }'
@@ -249,6 +296,13 @@ def main():
     web_default = '{ name = "web" }'
     files.append(single_path("web", web_default, ["tcp", "dfec", "tcp-ir"], SHORT_LOSSES, 3, extra_sweep=web_sweep()))
     files.append(multipath("web", web_default, SHORT_LOSSES, 3, extra_sweep=web_sweep()))
+    for setting, wrtt in REALNET:
+        deadline = DEADLINE[max(wrtt, 100)]
+        video = f'{{ name = "video", duration = "30s", deadline = "{deadline}" }}'
+        for bloat in (False, True):
+            files.append(realnet(setting, wrtt, "bulk", bulk, 5, bloat))
+            files.append(realnet(setting, wrtt, "video", video, 5, bloat))
+        files.append(realnet(setting, wrtt, "web", web_default, 3, extra_sweep=web_sweep()))
     # Every file: dfec with `lost_at_parity` (ours; docs/experiments/dfec.md, "Why we differ" 3).
     files = [(name, text + LAP) for name, text in files]
     for name, text in files:

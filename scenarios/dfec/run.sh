@@ -9,7 +9,11 @@ bin=${TRIBUTARY:-target/release/tributary}
 mkdir -p "$out"
 for f in tcp-bulk mptcp-bulk tcp-bulk-tcpbg mptcp-bulk-tcpbg tcp-web mptcp-web \
          tcp-video-25ms tcp-video-100ms tcp-video-400ms \
-         mptcp-video-25ms mptcp-video-100ms mptcp-video-400ms; do
+         mptcp-video-25ms mptcp-video-100ms mptcp-video-400ms \
+         realnet-smartphone-bulk realnet-smartphone-bulk-bloat realnet-smartphone-video \
+         realnet-smartphone-video-bloat realnet-smartphone-web \
+         realnet-satellite-bulk realnet-satellite-bulk-bloat realnet-satellite-video \
+         realnet-satellite-video-bloat realnet-satellite-web; do
     if [ -e "$out/$f.json" ]; then
         echo "skip $f: $out/$f.json exists" >&2
         continue
