@@ -303,6 +303,16 @@ def main():
             files.append(realnet(setting, wrtt, "bulk", bulk, 5, bloat))
             files.append(realnet(setting, wrtt, "video", video, 5, bloat))
         files.append(realnet(setting, wrtt, "web", web_default, 3, extra_sweep=web_sweep()))
+    # Overhead without loss against transfer length (docs/experiments/dfec.md, "Why we
+    # differ" 1): the same 0 % points with 40 MB files, long enough for the ratio to grow.
+    big = '{ name = "file", bytes = "40MB" }'
+    zero = [l for l in LOSSES if l[0] == "0%"]
+    for bg in (False, True):
+        n, t = single_path("bulk", big, ["tcp", "dfec", "tcp-ir"], zero, 5, tcp_bg=bg)
+        t = t.replace(n, n.replace("bulk", "bulk-40MB")).replace('duration = "300s"', 'duration = "900s"')
+        files.append((n.replace("bulk", "bulk-40MB"), t))
+    n, t = realnet("smartphone", 25, "bulk", big, 5, bloat=True)
+    files.append((n + "-40MB", t.replace(f'"{n}"', f'"{n}-40MB"').replace('duration = "300s"', 'duration = "900s"')))
     # Every file: dfec with `lost_at_parity` (ours; docs/experiments/dfec.md, "Why we differ" 3).
     files = [(name, text + LAP) for name, text in files]
     for name, text in files:

@@ -13,7 +13,8 @@ for f in tcp-bulk mptcp-bulk tcp-bulk-tcpbg mptcp-bulk-tcpbg tcp-web mptcp-web \
          realnet-smartphone-bulk realnet-smartphone-bulk-bloat realnet-smartphone-video \
          realnet-smartphone-video-bloat realnet-smartphone-web \
          realnet-satellite-bulk realnet-satellite-bulk-bloat realnet-satellite-video \
-         realnet-satellite-video-bloat realnet-satellite-web; do
+         realnet-satellite-video-bloat realnet-satellite-web \
+         tcp-bulk-40MB tcp-bulk-40MB-tcpbg realnet-smartphone-bulk-bloat-40MB; do
     if [ -e "$out/$f.json" ]; then
         echo "skip $f: $out/$f.json exists" >&2
         continue
