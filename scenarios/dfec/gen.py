@@ -279,6 +279,25 @@ set = { "flows.main.scheme" = "dfec" }
     return name, s
 
 
+def plot(name, metric, points=None, kind="line", title=None):
+    """One `[[plots]]` entry over flow `main` (docs/scenarios.md)."""
+    pts = f"\npoints = [{', '.join(chr(34) + p + chr(34) for p in points)}]" if points else ""
+    ttl = f'\ntitle = "{title}"' if title else ""
+    return f"""
+[[plots]]
+name = "{name}"
+kind = "{kind}"
+metric = "{metric}"
+flows = ["main"]{pts}{ttl}
+"""
+
+
+def per_rtt_plots(stem, metric, what, prefix=""):
+    """One line plot per RTT (loss on the x axis), for files swept over RTT x loss."""
+    return "".join(plot(f"{stem}-{prefix.replace(' ', '')}{'-' if prefix else ''}{r}ms", metric, [f"{prefix}{' ' if prefix else ''}{r}ms"],
+                        title=f"{what}{', ' + prefix if prefix else ''}, RTT {r} ms") for r in RTTS)
+
+
 def main():
     files = []
     bulk = '{ name = "file", bytes = "4MB" }'
@@ -313,6 +332,24 @@ def main():
         files.append((n.replace("bulk", "bulk-40MB"), t))
     n, t = realnet("smartphone", 25, "bulk", big, 5, bloat=True)
     files.append((n + "-40MB", t.replace(f'"{n}"', f'"{n}-40MB"').replace('duration = "300s"', 'duration = "900s"')))
+    # Figures (docs/figures/dfec/, rendered by run.sh): the paper's Figs. 11-16 and 18-20.
+    figs = {
+        "dfec-tcp-bulk": per_rtt_plots("dfec-tcp-bulk", "completion", "TCP-dFEC bulk 4 MB"),
+        "dfec-mptcp-bulk": per_rtt_plots("dfec-mptcp-bulk", "completion", "MPTCP-dFEC bulk 4 MB (x: B1 loss, RTT = B2's)"),
+        "dfec-tcp-web": "".join(per_rtt_plots("dfec-tcp-web", "completion", "TCP-dFEC HTTP/2 page", p) for p in ("youtube", "espn")),
+        "dfec-mptcp-web": "".join(per_rtt_plots("dfec-mptcp-web", "completion", "MPTCP-dFEC HTTP/2 page", p) for p in ("youtube", "espn")),
+    }
+    for rtt in RTTS:
+        figs[f"dfec-tcp-video-{rtt}ms"] = plot(f"dfec-tcp-video-{rtt}ms", "on-time-frames", title=f"TCP-dFEC H.264, RTT {rtt} ms")
+        figs[f"dfec-mptcp-video-{rtt}ms"] = plot(f"dfec-mptcp-video-{rtt}ms", "on-time-frames", title=f"MPTCP-dFEC H.264, B2 RTT {rtt} ms")
+    for setting, _ in REALNET:
+        for w, m in (("bulk", "completion"), ("video", "on-time-frames"), ("web", "completion")):
+            for b in ("", "-bloat"):
+                n = f"dfec-realnet-{setting}-{w}{b}"
+                if w == "web" and b:
+                    continue
+                figs[n] = plot(n, m, kind="bar", title=f"§V-C {setting} (emulated), {w}{' bufferbloat' if b else ''}")
+    files = [(name, text + figs.get(name, "")) for name, text in files]
     # Every file: dfec with `lost_at_parity` (ours; docs/experiments/dfec.md, "Why we differ" 3).
     files = [(name, text + LAP) for name, text in files]
     for name, text in files:

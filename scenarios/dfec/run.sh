@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs every dFEC reproduction scenario and summarises it (docs/experiments/dfec.md).
 # usage: scenarios/dfec/run.sh OUTDIR: JSON results, tables and summaries go to OUTDIR; a
-# scenario whose JSON is already there is skipped (never overwritten).
+# scenario whose JSON is already there is skipped (never overwritten). Figures (the files'
+# [[plots]]) go to OUTDIR/figures; docs/figures/dfec holds the committed ones.
 set -eu
 out=${1:?usage: run.sh OUTDIR}
 here=$(dirname "$0")
@@ -19,7 +20,7 @@ for f in tcp-bulk mptcp-bulk tcp-bulk-tcpbg mptcp-bulk-tcpbg tcp-web mptcp-web \
         echo "skip $f: $out/$f.json exists" >&2
         continue
     fi
-    nice -n 10 "$bin" run --jobs 1 "$here/$f.toml" --json "$out/$f.json" > "$out/$f.txt"
+    nice -n 10 "$bin" run --jobs 1 "$here/$f.toml" --json "$out/$f.json" --plots "$out/figures" > "$out/$f.txt"
     python3 "$here/summary.py" "$out/$f.json" > "$out/$f.md"
     echo "done $f $(date -u +%H:%M:%S)" >&2
 done

@@ -33,7 +33,9 @@ pub struct PlotArgs {
     /// Figure kind (default: line when the results have a sweep, else bar).
     #[arg(long, value_enum)]
     pub kind: Option<Kind>,
-    /// goodput, completion, fairness, ratio, path-throughput or path-share.
+    /// Metric, as `[[plots]]` takes it (docs/scenarios.md): goodput, completion, fairness,
+    /// ratio, path-throughput, path-share, block-delay, jitter, overhead, on-time-frames,
+    /// lost-per-block, or a per-path series (cwnd, srtt, in-flight, losses, retransmissions).
     #[arg(long, default_value = "goodput")]
     pub metric: String,
     /// Flow or `[[flows]]` entry to plot (repeatable; default: every entry).

@@ -58,6 +58,10 @@ pub enum Metric {
     /// its name before it applied to every scheme.)
     #[serde(alias = "coding-overhead")]
     Overhead,
+    /// Frames complete by their deadline, % of the frames, of the selected flows whose
+    /// application reports frames (the `video` application's `receiver.on_time` over
+    /// `receiver.frames`), averaged over them.
+    OnTimeFrames,
     /// Lost packets per block of a coded scheme (the `lost_per_block` histogram among the
     /// scheme's sender counters); `cdf` plots only.
     LostPerBlock,
@@ -85,6 +89,7 @@ impl Metric {
             Metric::BlockDelay => "block-delay",
             Metric::Jitter => "jitter",
             Metric::Overhead => "overhead",
+            Metric::OnTimeFrames => "on-time-frames",
             Metric::LostPerBlock => "lost-per-block",
             Metric::Cwnd => "cwnd",
             Metric::Srtt => "srtt",
@@ -109,7 +114,7 @@ impl Metric {
 
     /// Parses a metric name as written in `[[plots]]` or on the command line.
     pub fn parse(s: &str) -> Result<Metric, PlotError> {
-        const ALL: [Metric; 15] = [
+        const ALL: [Metric; 16] = [
             Metric::Goodput,
             Metric::Completion,
             Metric::Fairness,
@@ -119,6 +124,7 @@ impl Metric {
             Metric::BlockDelay,
             Metric::Jitter,
             Metric::Overhead,
+            Metric::OnTimeFrames,
             Metric::LostPerBlock,
             Metric::Cwnd,
             Metric::Srtt,
@@ -156,6 +162,7 @@ impl Metric {
             Metric::BlockDelay => "block delay (ms)".into(),
             Metric::Jitter => "block delay jitter (ms)".into(),
             Metric::Overhead => "overhead (%)".into(),
+            Metric::OnTimeFrames => "frames on time (%)".into(),
             Metric::LostPerBlock => "blocks with at most x lost packets (%)".into(),
             Metric::Cwnd => format!("congestion window{per} (KB)"),
             Metric::Srtt => "smoothed RTT (ms)".into(),
@@ -430,6 +437,20 @@ fn run_values(run: &RunRecord, spec: &PlotSpec, sels: &[String]) -> Vec<(String,
                 spec.reduce,
             );
             out.push((String::new(), (b > 0.0).then(|| a / b)));
+        }
+        Metric::OnTimeFrames => {
+            for s in sels {
+                let xs: Vec<f64> = select(run, s)
+                    .iter()
+                    .filter_map(|f| {
+                        let r = &f.app.receiver;
+                        let frames = r.get("frames")?.as_u64().filter(|&n| n > 0)?;
+                        Some(100.0 * r.get("on_time")?.as_u64()? as f64 / frames as f64)
+                    })
+                    .collect();
+                let v = (!xs.is_empty()).then(|| reduce(xs.into_iter(), Reduce::Mean));
+                out.push((label(s), v));
+            }
         }
         Metric::BlockDelay | Metric::Jitter | Metric::Overhead => {
             for s in sels {
@@ -1257,6 +1278,74 @@ fn lost_per_block(f: &FlowRecord) -> impl Iterator<Item = u64> + '_ {
 mod tests {
     use super::*;
 
+    /// `on-time-frames` is the video receiver's on-time frames over its frames, in %, per
+    /// flow that has frames (a bulk flow beside it is left out), averaged over the selected
+    /// flows — what the dFEC report's tables call "on-time frames %".
+    #[test]
+    fn on_time_frames_is_the_share_of_frames_on_time() {
+        let text = r#"
+name = "frames"
+duration = "6s"
+seed = 9
+[[links]]
+name = "a"
+rate = "4Mbps"
+delay = "40ms"
+loss = 0.03
+[[flows]]
+name = "v"
+paths = ["a"]
+scheme = "tcp"
+app = { name = "video", duration = "4s", bit_rate = "1Mbps", deadline = "120ms" }
+count = 2
+[[flows]]
+name = "bulk"
+paths = ["a"]
+scheme = "tcp"
+"#;
+        let s = crate::Scenario::parse(text, "frames.toml").unwrap();
+        let report = crate::run::run(&s, &crate::RunOptions::default(), &|| {}).unwrap();
+        let run = &report.runs[0];
+        let spec = PlotSpec {
+            name: "f".into(),
+            kind: PlotKind::Bar,
+            metric: Metric::OnTimeFrames,
+            flows: vec!["v".into(), "bulk".into()],
+            reduce: Reduce::Sum,
+            per_flow: false,
+            variants: vec![],
+            points: vec![],
+            title: None,
+            x_label: None,
+            y_label: None,
+        };
+        let sels = spec.flows.clone();
+        let got = run_values(run, &spec, &sels);
+        let share = |f: &FlowRecord| {
+            let r = &f.app.receiver;
+            100.0 * r["on_time"].as_f64().unwrap() / r["frames"].as_f64().unwrap()
+        };
+        let v: Vec<f64> = run
+            .flows
+            .iter()
+            .filter(|f| f.name.starts_with("v#"))
+            .map(share)
+            .collect();
+        assert_eq!(v.len(), 2);
+        assert!(
+            v.iter().any(|&x| x < 100.0),
+            "loss makes some frames late: {v:?}"
+        );
+        let want = (v[0] + v[1]) / 2.0;
+        assert_eq!(got[0].0, "v");
+        assert!((got[0].1.unwrap() - want).abs() < 1e-9, "{got:?} vs {want}");
+        assert_eq!(
+            got[1],
+            ("bulk".to_string(), None),
+            "a flow without frames has no value"
+        );
+    }
+
     #[test]
     fn metric_names_round_trip() {
         for m in [
@@ -1269,6 +1358,10 @@ mod tests {
         ] {
             assert_eq!(Metric::parse(m).unwrap().name(), m);
         }
+        assert_eq!(
+            Metric::parse("on-time-frames").unwrap(),
+            Metric::OnTimeFrames
+        );
         let e = Metric::parse("latency").unwrap_err().to_string();
         assert!(
             e.starts_with("unknown metric `latency` (known: goodput,"),
