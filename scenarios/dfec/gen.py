@@ -147,6 +147,28 @@ set = {{ "flows.main.scheme" = {scheme} }}
     return name, s
 
 
+def mptcp_main(fast, slow, app, tcp_bg=False):
+    """Flow `main` (MPTCP, LIA) over links `fast` (20 Mbit/s) and `slow` (10 Mbit/s), their
+    background, and the variants mptcp and dfec."""
+    s = f"""[[flows]]
+name = "main"
+paths = ["{fast}", "{slow}"]
+scheme = "mptcp"
+cc = "lia"
+app = {app}
+"""
+    s += background(fast, 20, tcp_bg)
+    s += background(slow, 10, tcp_bg)
+    return s + """
+[[variants]]
+name = "mptcp"
+
+[[variants]]
+name = "dfec"
+set = { "flows.main.scheme" = "dfec" }
+"""
+
+
 def multipath(workload, app, losses, reps, extra_sweep="", rtt_fixed=None, tcp_bg=False):
     delay = f"{rtt_fixed / 2:g}ms" if rtt_fixed else "12.5ms"
     name = f"dfec-mptcp-{workload}" + (f"-{rtt_fixed}ms" if rtt_fixed else "") + ("-tcpbg" if tcp_bg else "")
@@ -162,23 +184,8 @@ name = "b2"
 rate = "10Mbps"
 delay = "{delay}"
 
-[[flows]]
-name = "main"
-paths = ["b1", "b2"]
-scheme = "mptcp"
-cc = "lia"
-app = {app}
 """
-    s += background("b1", 20, tcp_bg)
-    s += background("b2", 10, tcp_bg)
-    s += """
-[[variants]]
-name = "mptcp"
-
-[[variants]]
-name = "dfec"
-set = { "flows.main.scheme" = "dfec" }
-"""
+    s += mptcp_main("b1", "b2", app, tcp_bg)
     s += extra_sweep
     if not rtt_fixed:
         s += rtt_sweep("b2")
@@ -258,23 +265,8 @@ rate = "10Mbps"
 delay = "50ms"
 loss = {closs}{queue}
 
-[[flows]]
-name = "main"
-paths = ["wlan", "cell"]
-scheme = "mptcp"
-cc = "lia"
-app = {app}
 """
-    s += background("wlan", 20)
-    s += background("cell", 10)
-    s += """
-[[variants]]
-name = "mptcp"
-
-[[variants]]
-name = "dfec"
-set = { "flows.main.scheme" = "dfec" }
-"""
+    s += mptcp_main("wlan", "cell", app)
     s += extra_sweep
     return name, s
 
