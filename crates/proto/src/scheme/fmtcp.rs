@@ -15,6 +15,17 @@
 //! (RFC 6330; id = ESI, source symbols first) or, selectable, from the LT code of
 //! `tributary_codec::lt` (id = seed).
 //!
+//! **Full packets (`full_symbols`, off by default; the paper fixes the block at 32 KB and
+//! says nothing of the symbol size).** The evened-out T above leaves each packet 34 bytes
+//! (2.4 %) short of `mptcp`'s 1400 stream bytes, so on a path whose congestion window is
+//! limited by per-packet loss the same number of packets carries 2.4 % less of the stream
+//! (docs/experiments/stress.md, "Framing"). With `full_symbols`, T = T_max =
+//! `⌊(MSS − 20·(s − 1))/s⌋` (the datagram budget holds one frame header beside the MSS
+//! payload, as for DATA) and a full block is `⌊block_size/T⌋` whole symbols: with MSS 1400,
+//! s = 1, 32 KiB: T = 1400 B, k = 23, blocks of 32 200 B (a block smaller than one symbol
+//! keeps k = 1, T = its size). Eq. 4 and Algorithm 1 are unchanged; only the unit they count
+//! in is larger.
+//!
 //! **Short blocks (not in the paper, which codes a bulk stream).** A block shorter than
 //! `block_size` is opened when the stream ends inside it, and when the sender is idle (every
 //! open block is δ-complete) while the application has written less than a block beyond the
@@ -93,6 +104,10 @@
 //! bursty-8.) Without penalisation an unpenalised slow path keeps a large window, and a
 //! coupled controller (LIA) then leaves the fast path almost no increase (measured: the fast
 //! path stuck at 1 MSS).
+//! With `repair_arriving` (off by default), the repair also counts the symbols in flight on
+//! a slower path g whose expected arrival (send time of g's latest symbol of the block plus
+//! EDT_g, Eq. 8) is no later than the repair symbol's (now + EDT of the repairing path):
+//! those are about to land and a repair symbol would arrive after them, late.
 //!
 //! **Estimators.** p_f = the path's loss-rate estimate ([`PathView::loss_rate`]: EWMA of packet
 //! outcomes over about 100 packets, starting at 0), capped at 0.95 in Eqs. 8–10 and 4.
@@ -177,6 +192,13 @@ pub struct FmtcpConfig {
     /// expected later than the repair symbol by more than this many response times (Eq. 9) of
     /// the repairing path.
     pub penalize_margin: f64,
+    /// Symbols as large as `mptcp`'s segments (the MSS), and the block the largest whole
+    /// number of them within `block_size` (module docs, "Full packets"; not in the paper,
+    /// which fixes neither).
+    pub full_symbols: bool,
+    /// With `repair`: also count the symbols in flight on slower paths that are expected to
+    /// arrive before the repair symbol would (module docs, "Opportunistic repair").
+    pub repair_arriving: bool,
     /// LT: robust soliton constant c.
     pub lt_c: f64,
     /// LT: robust soliton δ.
@@ -196,6 +218,8 @@ impl Default for FmtcpConfig {
             repair: false,
             penalize: true,
             penalize_margin: 2.0,
+            full_symbols: false,
+            repair_arriving: false,
             lt_c: 0.1,
             lt_delta: 0.05,
             lt_overhead: 0.25,
@@ -235,13 +259,26 @@ impl FmtcpConfig {
         if !(0.0..=10.0).contains(&self.lt_overhead) {
             return Err("lt_overhead must be in [0, 10]".into());
         }
-        let t_max = mss.saturating_sub(SYMBOL_HEADER * s) / s;
+        let t_max = if self.full_symbols {
+            // The datagram budget (`DATAGRAM_OVERHEAD`) holds one frame header beside the MSS
+            // payload, and a SYMBOL header fits it; further frames each need their header.
+            mss.saturating_sub(SYMBOL_HEADER * (s - 1)) / s
+        } else {
+            mss.saturating_sub(SYMBOL_HEADER * s) / s
+        };
         if t_max == 0 {
             return Err(format!("{s} symbols per packet do not fit an MSS of {mss}"));
         }
-        let b = self.block_size;
-        let k = b.div_ceil(t_max);
-        let t = b.div_ceil(k);
+        let (b, k, t) = if self.full_symbols && self.block_size >= t_max {
+            // Whole symbols of T_max bytes: no padding, and every packet as full as a DATA
+            // packet of `mptcp` (module docs, "Full packets").
+            let k = self.block_size / t_max;
+            (k * t_max, k, t_max)
+        } else {
+            let b = self.block_size;
+            let k = b.div_ceil(t_max);
+            (b, k, b.div_ceil(k))
+        };
         let kmax = match self.code {
             Code::Raptorq => tributary_codec::raptorq::MAX_SOURCE_SYMBOLS,
             Code::Lt => tributary_codec::lt::MAX_SOURCE_SYMBOLS,
@@ -338,6 +375,16 @@ pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
             key: "penalize_margin",
             doc: "with penalize: only paths whose symbols are expected later than the repair \
                   by more than this many response times (Eq. 9) of the repairing path",
+        },
+        OptionDoc {
+            key: "full_symbols",
+            doc: "symbols of one MSS (as full as mptcp's DATA packets), blocks a whole number \
+                  of them within block_size (not in the paper)",
+        },
+        OptionDoc {
+            key: "repair_arriving",
+            doc: "with repair: count symbols on slower paths expected to arrive before the \
+                  repair symbol (fewer late symbols)",
         },
         OptionDoc {
             key: "lt_c",
@@ -944,8 +991,10 @@ impl FmtcpSender {
 
     /// Opportunistic repair (module docs): symbols for the oldest undecoded blocks whose
     /// δ_b, counting only the symbols in flight on paths expected to deliver no later than
-    /// `path` (EDT_g ≤ EDT_path), is still at least δ̂.
-    fn repair_plan(&self, path: usize) -> Vec<(usize, usize)> {
+    /// `path` (EDT_g ≤ EDT_path), is still at least δ̂. With `repair_arriving`, the symbols of
+    /// a slower path count too if they are expected before the repair symbol: the send time
+    /// of the path's latest symbol of the block plus EDT_g (Eq. 8) no later than now + EDT_path.
+    fn repair_plan(&self, path: usize, now: Instant) -> Vec<(usize, usize)> {
         let Some(me) = self.est.get(path) else {
             return Vec::new();
         };
@@ -959,9 +1008,15 @@ impl FmtcpSender {
             }
             let mut a = Arrivals::new(b.need() as usize);
             for (g, &n) in b.in_flight.iter().enumerate() {
-                match self.est.get(g) {
-                    Some(e) if e.edt <= me.edt => a.add_many(n, 1.0 - e.loss),
-                    _ => {}
+                let Some(e) = self.est.get(g) else {
+                    continue;
+                };
+                let arriving = self.cfg.repair_arriving
+                    && b.last_sent.get(g).copied().flatten().is_some_and(|sent| {
+                        e.edt - now.saturating_since(sent).as_secs_f64() <= me.edt
+                    });
+                if e.edt <= me.edt || arriving {
+                    a.add_many(n, 1.0 - e.loss);
                 }
             }
             let mut vi = 0;
@@ -1264,7 +1319,7 @@ impl SchemeSender for FmtcpSender {
         }
         let mut repair = false;
         if alloc.is_empty() && self.cfg.repair && self.window_blocked(ctx) {
-            alloc = self.repair_plan(path);
+            alloc = self.repair_plan(path, ctx.now);
             repair = !alloc.is_empty();
         }
         let mut items: Vec<(u64, u32)> = Vec::new();
