@@ -245,6 +245,42 @@ fn scheme_counters_are_exported() {
     assert!(m.overhead.unwrap() >= 0.0);
 }
 
+/// `full_symbols` (module docs, "Full packets"). Requirement: every packet carries as many
+/// stream bytes as an `mptcp` DATA packet (the MSS, 1400 B) and no block is padded, while the
+/// transfer stays exact (the simulator checks every byte). With MSS 1400 and 32 KiB blocks:
+/// T = 1400, k = ⌊32768/1400⌋ = 23, blocks of 32 200 B. A finite transfer of whole blocks over
+/// lossy paths: each packet's payload is one 1400-byte symbol, every block opened is decoded
+/// from 23 source symbols.
+#[test]
+fn full_symbols_fill_packets_like_mptcp() {
+    let cfg = FmtcpConfig {
+        full_symbols: true,
+        ..FmtcpConfig::default()
+    };
+    let g = cfg.geometry(1400).unwrap();
+    assert_eq!((g.symbol, g.k, g.block), (1400, 23, 32_200));
+    let blocks: u64 = 50;
+    let r = run_flow(
+        two_paths(0.05, 100),
+        SchemeConfig::of("fmtcp", &cfg).unwrap(),
+        128 << 10,
+        300,
+        1,
+        Some(blocks * 32_200),
+    );
+    assert_eq!(r.bytes_delivered, blocks * 32_200);
+    let tx: CodingStats = serde_json::from_value(r.scheme.sender.clone()).unwrap();
+    let rx: CodingStats = serde_json::from_value(r.scheme.receiver.clone()).unwrap();
+    assert_eq!((tx.blocks, rx.blocks_decoded), (blocks, blocks));
+    assert_eq!(tx.source_symbols, 23 * blocks);
+    let payload: u64 = r.paths.iter().map(|p| p.payload_bytes_sent).sum();
+    assert_eq!(
+        payload,
+        tx.symbols_sent * 1400,
+        "one 1400-byte symbol per packet"
+    );
+}
+
 /// Fig. 6's record: lost packets per finished block. Lossless paths put every block in bin
 /// 0; 10 % loss on subflow 2 fills bins 1+. Every block the sender saw finished is counted:
 /// all but the last few, whose acknowledgement is still in flight when the run stops at the

@@ -104,10 +104,11 @@
 //! bursty-8.) Without penalisation an unpenalised slow path keeps a large window, and a
 //! coupled controller (LIA) then leaves the fast path almost no increase (measured: the fast
 //! path stuck at 1 MSS).
-//! With `repair_arriving` (off by default), the repair also counts the symbols in flight on
-//! a slower path g whose expected arrival (send time of g's latest symbol of the block plus
-//! EDT_g, Eq. 8) is no later than the repair symbol's (now + EDT of the repairing path):
-//! those are about to land and a repair symbol would arrive after them, late.
+//! Counting also the symbols of slower paths expected to arrive before the repair symbol
+//! (send time + EDT_g ≤ now + EDT_f) was tried against late symbols and rejected: it removes
+//! a sixth of the repairs and late symbols but, since penalisation acts only on a repair,
+//! also a fifth of the penalties, and the slow paths' windows grow back (bursty-8 256 KiB:
+//! 0.902× `mptcp` against 0.963×; docs/experiments/stress.md, "Framing and late symbols").
 //!
 //! **Estimators.** p_f = the path's loss-rate estimate ([`PathView::loss_rate`]: EWMA of packet
 //! outcomes over about 100 packets, starting at 0), capped at 0.95 in Eqs. 8–10 and 4.
@@ -196,8 +197,8 @@ pub struct FmtcpConfig {
     /// number of them within `block_size` (module docs, "Full packets"; not in the paper,
     /// which fixes neither).
     pub full_symbols: bool,
-    /// With `repair`: also count the symbols in flight on slower paths that are expected to
-    /// arrive before the repair symbol would (module docs, "Opportunistic repair").
+    /// With `repair`: leave out of the repair the blocks whose symbols on slower paths are
+    /// expected before the repair symbol (the penalty is decided as without it).
     pub repair_arriving: bool,
     /// LT: robust soliton constant c.
     pub lt_c: f64,
@@ -383,8 +384,8 @@ pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
         },
         OptionDoc {
             key: "repair_arriving",
-            doc: "with repair: count symbols on slower paths expected to arrive before the \
-                  repair symbol (fewer late symbols)",
+            doc: "with repair: skip blocks whose symbols on slower paths are expected before \
+                  the repair symbol (experimental; docs/experiments/stress.md)",
         },
         OptionDoc {
             key: "lt_c",
@@ -991,10 +992,10 @@ impl FmtcpSender {
 
     /// Opportunistic repair (module docs): symbols for the oldest undecoded blocks whose
     /// δ_b, counting only the symbols in flight on paths expected to deliver no later than
-    /// `path` (EDT_g ≤ EDT_path), is still at least δ̂. With `repair_arriving`, the symbols of
-    /// a slower path count too if they are expected before the repair symbol: the send time
-    /// of the path's latest symbol of the block plus EDT_g (Eq. 8) no later than now + EDT_path.
-    fn repair_plan(&self, path: usize, now: Instant) -> Vec<(usize, usize)> {
+    /// `path` (EDT_g ≤ EDT_path), is still at least δ̂. With `now`, the symbols of a slower
+    /// path count too if they are expected before the repair symbol: the send time of the
+    /// path's latest symbol of the block plus EDT_g (Eq. 8) no later than now + EDT_path.
+    fn repair_plan(&self, path: usize, now: Option<Instant>) -> Vec<(usize, usize)> {
         let Some(me) = self.est.get(path) else {
             return Vec::new();
         };
@@ -1011,10 +1012,11 @@ impl FmtcpSender {
                 let Some(e) = self.est.get(g) else {
                     continue;
                 };
-                let arriving = self.cfg.repair_arriving
-                    && b.last_sent.get(g).copied().flatten().is_some_and(|sent| {
+                let arriving = now.is_some_and(|now| {
+                    b.last_sent.get(g).copied().flatten().is_some_and(|sent| {
                         e.edt - now.saturating_since(sent).as_secs_f64() <= me.edt
-                    });
+                    })
+                });
                 if e.edt <= me.edt || arriving {
                     a.add_many(n, 1.0 - e.loss);
                 }
@@ -1318,9 +1320,21 @@ impl SchemeSender for FmtcpSender {
             a.0 += skip;
         }
         let mut repair = false;
+        // The first block the repair is for (penalisation looks at its holders).
+        let mut repair_head = 0;
         if alloc.is_empty() && self.cfg.repair && self.window_blocked(ctx) {
-            alloc = self.repair_plan(path, ctx.now);
+            alloc = self.repair_plan(path, None);
             repair = !alloc.is_empty();
+            if repair && self.cfg.repair_arriving {
+                repair_head = self.blocks[alloc[0].0].start;
+                alloc = self.repair_plan(path, Some(ctx.now));
+                if alloc.is_empty() {
+                    self.penalize_slower(ctx, path, &[(repair_head, 0)]);
+                    return None;
+                }
+            } else if repair {
+                repair_head = self.blocks[alloc[0].0].start;
+            }
         }
         let mut items: Vec<(u64, u32)> = Vec::new();
         'outer: for (bi, n) in alloc {
@@ -1341,7 +1355,7 @@ impl SchemeSender for FmtcpSender {
         let n: u32 = items.iter().map(|&(_, c)| c).sum();
         if repair {
             self.stats.repair_symbols += u64::from(n);
-            self.penalize_slower(ctx, path, &items);
+            self.penalize_slower(ctx, path, &[(repair_head, 0)]);
         }
         let id = self.next_record;
         self.next_record += 1;
