@@ -19,7 +19,7 @@
 //! says nothing of the symbol size).** The evened-out T above leaves each packet 34 bytes
 //! (2.4 %) short of `mptcp`'s 1400 stream bytes, so on a path whose congestion window is
 //! limited by per-packet loss the same number of packets carries 2.4 % less of the stream
-//! (docs/experiments/stress.md, "Framing"). With `full_symbols`, T = T_max =
+//! (docs/experiments/stress.md, "Framing and late symbols"). With `full_symbols`, T = T_max =
 //! `⌊(MSS − 20·(s − 1))/s⌋` (the datagram budget holds one frame header beside the MSS
 //! payload, as for DATA) and a full block is `⌊block_size/T⌋` whole symbols: with MSS 1400,
 //! s = 1, 32 KiB: T = 1400 B, k = 23, blocks of 32 200 B (a block smaller than one symbol
@@ -105,10 +105,12 @@
 //! coupled controller (LIA) then leaves the fast path almost no increase (measured: the fast
 //! path stuck at 1 MSS).
 //! Counting also the symbols of slower paths expected to arrive before the repair symbol
-//! (send time + EDT_g ≤ now + EDT_f) was tried against late symbols and rejected: it removes
-//! a sixth of the repairs and late symbols but, since penalisation acts only on a repair,
-//! also a fifth of the penalties, and the slow paths' windows grow back (bursty-8 256 KiB:
-//! 0.902× `mptcp` against 0.963×; docs/experiments/stress.md, "Framing and late symbols").
+//! (send time of the path's latest symbol of the block + EDT_g ≤ now + EDT_f) was tried
+//! against late symbols and rejected: it removes about a third of the repair symbols and a
+//! fifth of the late ones, but the head block then waits for the slow path more often
+//! (bursty-8 256 KiB over 30 paired seeds: 0.909× `mptcp` against 0.965×, 8 % fewer packets
+//! sent; docs/experiments/stress.md, "Framing and late symbols"). The late repair symbols
+//! are the price of not waiting for the slow path.
 //!
 //! **Estimators.** p_f = the path's loss-rate estimate ([`PathView::loss_rate`]: EWMA of packet
 //! outcomes over about 100 packets, starting at 0), capped at 0.95 in Eqs. 8–10 and 4.
@@ -197,9 +199,6 @@ pub struct FmtcpConfig {
     /// number of them within `block_size` (module docs, "Full packets"; not in the paper,
     /// which fixes neither).
     pub full_symbols: bool,
-    /// With `repair`: leave out of the repair the blocks whose symbols on slower paths are
-    /// expected before the repair symbol (the penalty is decided as without it).
-    pub repair_arriving: bool,
     /// LT: robust soliton constant c.
     pub lt_c: f64,
     /// LT: robust soliton δ.
@@ -220,7 +219,6 @@ impl Default for FmtcpConfig {
             penalize: true,
             penalize_margin: 2.0,
             full_symbols: false,
-            repair_arriving: false,
             lt_c: 0.1,
             lt_delta: 0.05,
             lt_overhead: 0.25,
@@ -381,11 +379,6 @@ pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
             key: "full_symbols",
             doc: "symbols of one MSS (as full as mptcp's DATA packets), blocks a whole number \
                   of them within block_size (not in the paper)",
-        },
-        OptionDoc {
-            key: "repair_arriving",
-            doc: "with repair: skip blocks whose symbols on slower paths are expected before \
-                  the repair symbol (experimental; docs/experiments/stress.md)",
         },
         OptionDoc {
             key: "lt_c",
@@ -992,10 +985,8 @@ impl FmtcpSender {
 
     /// Opportunistic repair (module docs): symbols for the oldest undecoded blocks whose
     /// δ_b, counting only the symbols in flight on paths expected to deliver no later than
-    /// `path` (EDT_g ≤ EDT_path), is still at least δ̂. With `now`, the symbols of a slower
-    /// path count too if they are expected before the repair symbol: the send time of the
-    /// path's latest symbol of the block plus EDT_g (Eq. 8) no later than now + EDT_path.
-    fn repair_plan(&self, path: usize, now: Option<Instant>) -> Vec<(usize, usize)> {
+    /// `path` (EDT_g ≤ EDT_path), is still at least δ̂.
+    fn repair_plan(&self, path: usize) -> Vec<(usize, usize)> {
         let Some(me) = self.est.get(path) else {
             return Vec::new();
         };
@@ -1009,16 +1000,9 @@ impl FmtcpSender {
             }
             let mut a = Arrivals::new(b.need() as usize);
             for (g, &n) in b.in_flight.iter().enumerate() {
-                let Some(e) = self.est.get(g) else {
-                    continue;
-                };
-                let arriving = now.is_some_and(|now| {
-                    b.last_sent.get(g).copied().flatten().is_some_and(|sent| {
-                        e.edt - now.saturating_since(sent).as_secs_f64() <= me.edt
-                    })
-                });
-                if e.edt <= me.edt || arriving {
-                    a.add_many(n, 1.0 - e.loss);
+                match self.est.get(g) {
+                    Some(e) if e.edt <= me.edt => a.add_many(n, 1.0 - e.loss),
+                    _ => {}
                 }
             }
             let mut vi = 0;
@@ -1320,21 +1304,9 @@ impl SchemeSender for FmtcpSender {
             a.0 += skip;
         }
         let mut repair = false;
-        // The first block the repair is for (penalisation looks at its holders).
-        let mut repair_head = 0;
         if alloc.is_empty() && self.cfg.repair && self.window_blocked(ctx) {
-            alloc = self.repair_plan(path, None);
+            alloc = self.repair_plan(path);
             repair = !alloc.is_empty();
-            if repair && self.cfg.repair_arriving {
-                repair_head = self.blocks[alloc[0].0].start;
-                alloc = self.repair_plan(path, Some(ctx.now));
-                if alloc.is_empty() {
-                    self.penalize_slower(ctx, path, &[(repair_head, 0)]);
-                    return None;
-                }
-            } else if repair {
-                repair_head = self.blocks[alloc[0].0].start;
-            }
         }
         let mut items: Vec<(u64, u32)> = Vec::new();
         'outer: for (bi, n) in alloc {
@@ -1355,7 +1327,7 @@ impl SchemeSender for FmtcpSender {
         let n: u32 = items.iter().map(|&(_, c)| c).sum();
         if repair {
             self.stats.repair_symbols += u64::from(n);
-            self.penalize_slower(ctx, path, &[(repair_head, 0)]);
+            self.penalize_slower(ctx, path, &items);
         }
         let id = self.next_record;
         self.next_record += 1;
