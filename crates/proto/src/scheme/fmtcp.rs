@@ -108,7 +108,7 @@
 //! (send time of the path's latest symbol of the block + EDT_g ≤ now + EDT_f) was tried
 //! against late symbols and rejected: it removes about a third of the repair symbols and a
 //! fifth of the late ones, but the head block then waits for the slow path more often
-//! (bursty-8 256 KiB over 30 paired seeds: 0.909× `mptcp` against 0.965×, 8 % fewer packets
+//! (bursty-8 256 KiB over 30 paired seeds: 0.909× `mptcp` against 0.965×, 6 % fewer packets
 //! sent; docs/experiments/stress.md, "Framing and late symbols"). The late repair symbols
 //! are the price of not waiting for the slow path.
 //!
