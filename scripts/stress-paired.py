@@ -1,7 +1,16 @@
 #!/usr/bin/env python3
-"""Per-seed paired ratios of fmtcp variants against mptcp from `tributary run --json` reports.
-usage: paired.py report.json...   Prints, per sweep point and variant: mean per-seed goodput ratio
-± 95 % CI, wins, overhead %, late %, and the decomposition ratio = packets x bytes/packet x efficiency."""
+"""Per-seed paired ratios of every variant against `mptcp` from `tributary run --json` reports
+(docs/experiments/stress.md, "Framing and late symbols").
+
+Usage: scripts/stress-paired.py report.json [report.json ...]
+
+Per sweep point and variant: mean of the per-seed goodput ratio (same repetition, same sweep
+point) ± 95 % interval (Student's t at 30 seeds, else 1.96), seeds where it is >= 1, and the
+exact decomposition ratio = packets x stream bytes per packet x efficiency (geometric means of
+the per-seed factors; efficiency = delivered / payload bytes sent), overhead, late symbols
+(fmtcp's receiver counter over symbols sent), forward wire bytes per packet, and reverse (ACK)
+bytes per delivered stream byte.
+"""
 import json, sys, math, collections
 
 def ci(xs):
