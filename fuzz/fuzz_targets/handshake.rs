@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
-use tributary_proto::handshake::{self, accept, generate_keypair, Credentials, Initiator};
+use tributary_proto::handshake::{self, accept, generate_keypair, Credentials, Initiator, Timestamp};
 
 struct Fixture {
     client: Credentials,
@@ -20,7 +20,7 @@ fn fixture() -> &'static Fixture {
         let (cr, pr) = generate_keypair([2; 32]);
         let client = Credentials::Keys { private: ci, peers: vec![pr], psk: None };
         let server = Credentials::Keys { private: cr, peers: vec![pi], psk: None };
-        let init = Initiator::new(&client, 5, b"{\"offer\":1}", [3; 32]).unwrap().packet().to_vec();
+        let init = Initiator::new(&client, 5, b"{\"offer\":1}", [3; 32], Timestamp::default()).unwrap().packet().to_vec();
         Fixture { client, server, init }
     })
 }
@@ -44,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(a.conn_id, 5);
     }
     // The initiator reading arbitrary bytes, then still completing with the genuine answer.
-    let mut i = Initiator::new(&f.client, 5, b"{\"offer\":1}", [3; 32]).unwrap();
+    let mut i = Initiator::new(&f.client, 5, b"{\"offer\":1}", [3; 32], Timestamp::default()).unwrap();
     assert!(i.read(data).is_err() || data.first() == Some(&handshake::MAGIC));
     let a = accept(&f.server, i.packet(), [4; 32]).unwrap();
     let (_, resp) = a.respond(b"ok").unwrap();
