@@ -917,3 +917,54 @@ fn a_fresh_receiver_run_accepts_the_genuine_sender_and_then_refuses_older_inits(
     let st = rx.stats();
     assert_eq!((st.handshakes_accepted, st.handshakes_stale), (1, 1), "{st:?}");
 }
+
+/// Two senders of one identity (here: of one pre-shared key) start at once and the later
+/// INIT arrives first: the earlier one is refused as stale, and its sender starts again with
+/// a later timestamp and gets in (`STALE_RESTARTS`), instead of failing.
+#[test]
+fn a_sender_that_lost_the_race_to_its_own_identity_starts_again() {
+    use tributary_proto::handshake::Initiator;
+    let psk = Credentials::Psk([13; 32]);
+    let mut rx = UdpDriver::listen_secure(
+        &[local()],
+        SocketOptions::default(),
+        Listener {
+            max_connections: 4,
+            ..listener(psk.clone())
+        },
+    )
+    .unwrap();
+    let target = rx.local_addrs()[0];
+    // Its INIT is stamped now ...
+    let mut tx = UdpDriver::connect_secure(
+        ConnectionConfig::default(),
+        &[(local(), target)],
+        SocketOptions::default(),
+        &psk,
+        file(10),
+    )
+    .unwrap();
+    // ... and the other sender's later, but that one arrives first.
+    let other = Initiator::new(&psk, 0x07e7, &offer_bytes(), [8; 32], next_timestamp())
+        .unwrap()
+        .packet()
+        .to_vec();
+    UdpSocket::bind(local())
+        .unwrap()
+        .send_to(&other, target)
+        .unwrap();
+    poll_a_while(&mut rx);
+    assert_eq!(rx.accept(), Some(0x07e7));
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !tx.session().unwrap().is_open() && Instant::now() < deadline {
+        tx.poll_io(Duration::from_millis(5)).unwrap();
+        rx.poll_io(Duration::from_millis(5)).unwrap();
+    }
+    let s = rx.stats();
+    assert!(
+        tx.session().unwrap().is_open(),
+        "{:?} {s:?}",
+        tx.session().unwrap().error()
+    );
+    assert_eq!((s.handshakes_stale, s.handshakes_accepted), (1, 2), "{s:?}");
+}
