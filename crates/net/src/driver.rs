@@ -771,9 +771,10 @@ impl UdpDriver {
         // REJECT and refusal answers are smaller than the 1200-byte INIT: no amplification.
         // When full, a half-open connection (nobody has shown it holds its keys: a replayed
         // INIT of an earlier run, whose ephemeral key this process never saw, or a sender
-        // that vanished) gives way to an INIT that authenticates; a confirmed one never
-        // does. Without this, one replayed INIT would hold `recv --out`'s only slot until
-        // its idle timeout.
+        // that vanished) gives way to an INIT that authenticates and is fresh (its timestamp
+        // later than any accepted from its identity, below), preferably one of the same
+        // identity; a confirmed one never does. Without this, one replayed INIT would hold
+        // `recv --out`'s only slot until its idle timeout.
         let evict = if self.sessions.len() >= l.max_connections {
             let oldest = self
                 .sessions
@@ -801,9 +802,6 @@ impl UdpDriver {
                 return false;
             }
         };
-        if let Some(e) = ephemeral {
-            self.replays.insert(e);
-        }
         // WireGuard's rule (Donenfeld, NDSS 2017, §5.1): an authenticated INIT must carry a
         // later timestamp than any accepted before from its identity, so an INIT replayed
         // after it left the ephemeral-key cache, or from an earlier run of this receiver
@@ -824,6 +822,12 @@ impl UdpDriver {
                 ),
             );
             return false;
+        }
+        // Remembered only once fresh: a stale INIT repeated (its sender did not get the
+        // REJECT) is refused again, so that its sender learns it and starts again; it costs
+        // a key exchange, as any INIT with an unknown ephemeral key does, within the budget.
+        if let Some(e) = ephemeral {
+            self.replays.insert(e);
         }
         let Some(l) = &self.listener else {
             return false;

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 use tributary_net::{
-    next_timestamp, receive_stream, send_stream, Content, Limits, Listener, NetError, Service, SocketOptions,
-    TransferOptions, UdpDriver,
+    next_timestamp, receive_stream, send_stream, Content, Limits, Listener, NetError, Service,
+    SocketOptions, TransferOptions, UdpDriver,
 };
 use tributary_proto::handshake::{generate_keypair, Credentials, Key};
 use tributary_proto::ConnectionConfig;
@@ -786,8 +786,8 @@ fn replay_during_the_first_round_trip_does_not_displace_the_genuine_sender() {
     .unwrap()
     .packet()
     .to_vec();
-    let mut rx = UdpDriver::listen_secure(&[local()], SocketOptions::default(), listener(k.server))
-        .unwrap();
+    let mut rx =
+        UdpDriver::listen_secure(&[local()], SocketOptions::default(), listener(k.server)).unwrap();
     let target = rx.local_addrs()[0];
     // A relay between sender and receiver: after forwarding the sender's first datagram
     // (its INIT) it has the captured INIT sent from another address, and holds everything
@@ -915,7 +915,11 @@ fn a_fresh_receiver_run_accepts_the_genuine_sender_and_then_refuses_older_inits(
     atk.send_to(&earlier, target).unwrap();
     poll_a_while(&mut rx);
     let st = rx.stats();
-    assert_eq!((st.handshakes_accepted, st.handshakes_stale), (1, 1), "{st:?}");
+    assert_eq!(
+        (st.handshakes_accepted, st.handshakes_stale),
+        (1, 1),
+        "{st:?}"
+    );
 }
 
 /// Two senders of one identity (here: of one pre-shared key) start at once and the later

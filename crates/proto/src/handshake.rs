@@ -9,7 +9,9 @@
 //! | key pairs, the responder's public key pinned by the initiator, the initiators' public keys listed by the responder | `Noise_IK_25519_AESGCM_SHA256` | both, by their static keys (as WireGuard, SSH) |
 //! | both | `Noise_IKpsk2_25519_AESGCM_SHA256` | both, by key and PSK (WireGuard's pattern) |
 //!
-//! The first message carries the initiator's *offer* and the second the responder's
+//! The first message's payload starts with the initiator's [`Timestamp`] (12 bytes, see
+//! there; the responder refuses INITs not later than one it accepted from the same
+//! identity). The first message carries the initiator's *offer* and the second the responder's
 //! *answer* (opaque bytes here: the driver encodes what the ends must agree on), both
 //! encrypted and authenticated by the handshake. After the second message each end takes
 //! the two keys of Noise's `Split()` as the [`SessionKeys`] of [`crate::protect`].
@@ -1280,7 +1282,14 @@ mod tests {
         assert!(parse(&r).is_err(), "cookie too long");
         assert!(parse(&header(4, 1)).is_err(), "no length");
         // An INIT whose cookie length runs past the datagram.
-        let i = Initiator::new(&Credentials::Psk([9; 32]), 7, b"", [1; 32], Timestamp::default()).unwrap();
+        let i = Initiator::new(
+            &Credentials::Psk([9; 32]),
+            7,
+            b"",
+            [1; 32],
+            Timestamp::default(),
+        )
+        .unwrap();
         let Ok(Message::Init { noise, .. }) = parse(i.packet()) else {
             panic!("not an INIT");
         };
