@@ -181,7 +181,7 @@ pub struct Session {
 /// Times an initiator restarts its handshake after REJECT "stale" (another INIT of the same
 /// identity with a later timestamp was accepted first: senders sharing a pre-shared key that
 /// start at once) before it reports the REJECT.
-pub const STALE_RESTARTS: u32 = 3;
+pub const STALE_RESTARTS: u32 = 8;
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
