@@ -206,6 +206,9 @@ pub struct UdpDriver {
     /// The deadline each session has in `timers`.
     armed: HashMap<u64, Instant>,
     replays: ReplayCache,
+    /// Ephemeral keys of INITs refused as stale: a repeat gets REJECT "stale" again
+    /// without a key exchange.
+    stale: ReplayCache,
     /// Greatest INIT timestamp accepted per identity (see [`Freshness`]).
     freshness: Freshness,
     /// When an INIT of another version was last logged.
@@ -455,6 +458,7 @@ impl UdpDriver {
             timers: BinaryHeap::new(),
             armed: HashMap::new(),
             replays: ReplayCache::default(),
+            stale: ReplayCache::default(),
             freshness: Freshness::default(),
             version_logged: None,
             guard: Guard::new(os_random()),
@@ -745,6 +749,17 @@ impl UdpDriver {
             self.stats.handshakes_replayed += 1;
             return false;
         }
+        // One refused as stale, again: the same REJECT (12 bytes, smaller than the INIT),
+        // so that a genuine sender whose REJECT was lost still learns it, and no key
+        // exchange; counted as a replay, not logged again.
+        if ephemeral.is_some_and(|e| self.stale.contains(&e)) {
+            self.stats.handshakes_replayed += 1;
+            self.send_direct(
+                from,
+                &handshake::reject_packet(conn_id, RejectReason::Stale),
+            );
+            return false;
+        }
         // Address validation and the key-exchange budget (crate::admission), before any
         // key exchange: RETRY (32 bytes) and REJECT are smaller than the 1200-byte INIT.
         let adm = l.admission;
@@ -811,6 +826,9 @@ impl UdpDriver {
         let identity = a.peer;
         if !self.freshness.admit(identity, a.timestamp) {
             self.stats.handshakes_stale += 1;
+            if let Some(e) = ephemeral {
+                self.stale.insert(e);
+            }
             self.refuse(
                 from,
                 conn_id,
@@ -823,9 +841,6 @@ impl UdpDriver {
             );
             return false;
         }
-        // Remembered only once fresh: a stale INIT repeated (its sender did not get the
-        // REJECT) is refused again, so that its sender learns it and starts again; it costs
-        // a key exchange, as any INIT with an unknown ephemeral key does, within the budget.
         if let Some(e) = ephemeral {
             self.replays.insert(e);
         }

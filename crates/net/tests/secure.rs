@@ -756,6 +756,13 @@ fn replay_older_than_an_accepted_init_is_refused_after_the_cache_forgot_it() {
         assert_eq!(rx.session_count(), 1, "connection state for the replay");
         assert!(rx.accept().is_none());
         assert_eq!(reject_received(&atk), Some(RejectReason::Stale));
+        // Repeated: the same REJECT (a genuine sender may have lost the first), no key
+        // exchange.
+        atk.send_to(&first, target).unwrap();
+        poll_a_while(&mut rx);
+        let s = rx.stats();
+        assert_eq!((s.handshakes_stale, s.handshakes_replayed), (1, 1), "{s:?}");
+        assert_eq!(reject_received(&atk), Some(RejectReason::Stale));
         // A newer INIT of the same identity still gets in.
         genuine.send_to(&init(0xa3, 3), target).unwrap();
         poll_a_while(&mut rx);
