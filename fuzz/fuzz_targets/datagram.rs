@@ -17,9 +17,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut conn = Connection::new(ConnectionConfig::default(), 2).expect("default config");
     let _ = conn.handle_datagram(Instant::ZERO, data);
-    // Header: magic, version 3, conn id 1 (8 bytes), path 0, packet number 0; then the
-    // input; then CRC.
-    let mut pkt = vec![0x54, 0x03, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0];
+    // Header: magic, the current version, conn id 1 (8 bytes), path 0, packet number 0;
+    // then the input; then CRC.
+    let mut pkt = vec![0x54, tributary_proto::wire::VERSION, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0];
     pkt.extend_from_slice(data);
     let crc = crc32fast::hash(&pkt);
     pkt.extend_from_slice(&crc.to_be_bytes());

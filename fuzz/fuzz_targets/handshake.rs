@@ -1,11 +1,14 @@
 //! The handshake on hostile bytes: the responder reading an arbitrary INIT (raw, and a
 //! valid INIT mutated by the input), the initiator reading an arbitrary RESPONSE/REJECT, the
-//! parser. Nothing may panic; nothing but the genuine messages may complete a handshake.
+//! parser. INITs carry a timestamp (wire version 4). Nothing may panic; nothing but the genuine messages may complete a handshake.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
-use tributary_proto::handshake::{self, accept, generate_keypair, Credentials, Initiator};
+use tributary_proto::handshake::{self, accept, generate_keypair, Credentials, Initiator, Timestamp};
+
+/// The INIT's timestamp (authenticated: a mutated INIT that still authenticates carries it).
+const TS: Timestamp = Timestamp { secs: 1_800_000_000, nanos: 123_456_789 };
 
 struct Fixture {
     client: Credentials,
@@ -20,7 +23,7 @@ fn fixture() -> &'static Fixture {
         let (cr, pr) = generate_keypair([2; 32]);
         let client = Credentials::Keys { private: ci, peers: vec![pr], psk: None };
         let server = Credentials::Keys { private: cr, peers: vec![pi], psk: None };
-        let init = Initiator::new(&client, 5, b"{\"offer\":1}", [3; 32]).unwrap().packet().to_vec();
+        let init = Initiator::new(&client, 5, b"{\"offer\":1}", [3; 32], TS).unwrap().packet().to_vec();
         Fixture { client, server, init }
     })
 }
@@ -42,9 +45,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(a) = accept(&f.server, &m, [4; 32]) {
         assert_eq!(a.offer, b"{\"offer\":1}");
         assert_eq!(a.conn_id, 5);
+        assert_eq!(a.timestamp, TS);
     }
     // The initiator reading arbitrary bytes, then still completing with the genuine answer.
-    let mut i = Initiator::new(&f.client, 5, b"{\"offer\":1}", [3; 32]).unwrap();
+    let mut i = Initiator::new(&f.client, 5, b"{\"offer\":1}", [3; 32], TS).unwrap();
     assert!(i.read(data).is_err() || data.first() == Some(&handshake::MAGIC));
     let a = accept(&f.server, i.packet(), [4; 32]).unwrap();
     let (_, resp) = a.respond(b"ok").unwrap();

@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
-use tributary_proto::handshake::{accept, Credentials, Initiator};
+use tributary_proto::handshake::{accept, Credentials, Initiator, Timestamp};
 use tributary_proto::protect::{PacketKey, Protection, SessionKeys, TAG_LEN};
 use tributary_proto::wire::{Header, PacketWriter, Trailer};
 use tributary_proto::{Connection, ConnectionConfig, Duration, Instant};
@@ -17,7 +17,7 @@ fn keys() -> &'static (SessionKeys, SessionKeys) {
     static K: OnceLock<(SessionKeys, SessionKeys)> = OnceLock::new();
     K.get_or_init(|| {
         let c = Credentials::Psk([7; 32]);
-        let mut i = Initiator::new(&c, 9, b"o", [1; 32]).unwrap();
+        let mut i = Initiator::new(&c, 9, b"o", [1; 32], Timestamp::default()).unwrap();
         let (rk, resp) = accept(&c, i.packet(), [2; 32]).unwrap().respond(b"a").unwrap();
         (i.read(&resp).unwrap().keys, rk)
     })

@@ -155,7 +155,9 @@ fn primitives(c: &mut Criterion) {
 /// 100-byte offer) against what answering it with a RETRY costs (one cookie, no key
 /// exchange): the basis of the default handshake budget (`tributary_net::Admission`).
 fn handshakes(c: &mut Criterion) {
-    use tributary_proto::handshake::{self, generate_keypair, Cookies, Credentials, Initiator};
+    use tributary_proto::handshake::{
+        self, generate_keypair, Cookies, Credentials, Initiator, Timestamp,
+    };
     let (ci, pi) = generate_keypair([1; 32]);
     let (cr, pr) = generate_keypair([2; 32]);
     let client = Credentials::Keys {
@@ -168,7 +170,7 @@ fn handshakes(c: &mut Criterion) {
         peers: vec![pi],
         psk: None,
     };
-    let init = Initiator::new(&client, 5, &[0x42; 100], [3; 32])
+    let init = Initiator::new(&client, 5, &[0x42; 100], [3; 32], Timestamp::default())
         .unwrap()
         .packet()
         .to_vec();

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 use tributary_net::{send_stream, Content, SocketOptions, TransferOptions, UdpDriver};
-use tributary_proto::handshake::{Credentials, Initiator};
+use tributary_proto::handshake::{Credentials, Initiator, Timestamp};
 use tributary_proto::ConnectionConfig;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tributary");
@@ -248,14 +248,26 @@ fn server_soak() {
             }
             .encode()
             .unwrap();
-            let genuine = Initiator::new(&Credentials::Psk(PSK), 0xdead, &offer, [9; 32])
-                .unwrap()
-                .packet()
-                .to_vec();
-            let wrong = Initiator::new(&Credentials::Psk([1; 32]), 0xbeef, &offer, [8; 32])
-                .unwrap()
-                .packet()
-                .to_vec();
+            let genuine = Initiator::new(
+                &Credentials::Psk(PSK),
+                0xdead,
+                &offer,
+                [9; 32],
+                Timestamp::default(),
+            )
+            .unwrap()
+            .packet()
+            .to_vec();
+            let wrong = Initiator::new(
+                &Credentials::Psk([1; 32]),
+                0xbeef,
+                &offer,
+                [8; 32],
+                Timestamp::default(),
+            )
+            .unwrap()
+            .packet()
+            .to_vec();
             while !stop.load(Ordering::Relaxed) {
                 for _ in 0..20 {
                     let n = (r.next() % 1500) as usize;

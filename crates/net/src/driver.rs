@@ -12,10 +12,12 @@ use std::mem::MaybeUninit;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration as StdDuration, Instant as StdInstant};
-use tributary_proto::handshake::{self, Credentials, Initiator, RejectReason};
+use std::time::{Duration as StdDuration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
+use tributary_proto::handshake::{
+    self, Credentials, HandshakeError, Initiator, Key, RejectReason, Timestamp,
+};
 use tributary_proto::trace::Tracer;
 use tributary_proto::{Connection, ConnectionConfig, Instant};
 
@@ -33,6 +35,28 @@ const QUEUE: usize = 64;
 const MAX_UDP: usize = 65_536;
 /// Ephemeral keys of accepted INITs remembered to refuse their replays (32 bytes each).
 pub const REPLAY_CACHE: usize = 4096;
+/// Least time between two refusals logged for INITs of another wire version (each is
+/// counted in [`DriverStats::handshakes_old_version`]; anybody can send them).
+const VERSION_LOG_EVERY: tributary_proto::Duration = tributary_proto::Duration::from_secs(10);
+
+/// The timestamp of this process's next INIT: the wall clock (seconds and nanoseconds
+/// since the Unix epoch), or one nanosecond after the previous INIT's if the clock did not
+/// advance (or went back), so that the INITs of one process are strictly increasing.
+pub fn next_timestamp() -> Timestamp {
+    static LAST: Mutex<Timestamp> = Mutex::new(Timestamp { secs: 0, nanos: 0 });
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| Timestamp {
+            secs: d.as_secs(),
+            nanos: d.subsec_nanos(),
+        })
+        .unwrap_or_default();
+    // A poisoned lock still holds a valid timestamp.
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    let t = now.max(last.next());
+    *last = t;
+    t
+}
 
 /// Socket options of the driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +120,13 @@ pub struct DriverStats {
     pub cookies_invalid: u64,
     /// INITs refused with REJECT "rate limited" (key-exchange budget spent).
     pub handshakes_rate_limited: u64,
+    /// INITs that authenticated but carried a timestamp not later than one already accepted
+    /// from the same identity (replays that left the ephemeral-key cache, or an earlier
+    /// run's): refused with REJECT "stale" before any connection state exists.
+    pub handshakes_stale: u64,
+    /// INITs of another wire version (dropped; the first in every 10 s is logged as a
+    /// refusal naming both versions).
+    pub handshakes_old_version: u64,
     /// Times the loop woke up.
     pub wakeups: u64,
 }
@@ -175,6 +206,13 @@ pub struct UdpDriver {
     /// The deadline each session has in `timers`.
     armed: HashMap<u64, Instant>,
     replays: ReplayCache,
+    /// Ephemeral keys of INITs refused as stale: a repeat gets REJECT "stale" again
+    /// without a key exchange.
+    stale: ReplayCache,
+    /// Greatest INIT timestamp accepted per identity (see [`Freshness`]).
+    freshness: Freshness,
+    /// When an INIT of another version was last logged.
+    version_logged: Option<Instant>,
     guard: Guard,
     sockets: Vec<Arc<UdpSocket>>,
     local_addrs: Vec<SocketAddr>,
@@ -266,7 +304,7 @@ impl UdpDriver {
             content,
         }
         .encode()?;
-        let init = Initiator::new(creds, cfg.conn_id, &offer, os_random())
+        let init = Initiator::new(creds, cfg.conn_id, &offer, os_random(), next_timestamp())
             .map_err(|e| NetError::Handshake(e.to_string()))?;
         let conn = new_connection(cfg, paths.len())?;
         let locals: Vec<SocketAddr> = paths.iter().map(|p| p.0).collect();
@@ -420,6 +458,9 @@ impl UdpDriver {
             timers: BinaryHeap::new(),
             armed: HashMap::new(),
             replays: ReplayCache::default(),
+            stale: ReplayCache::default(),
+            freshness: Freshness::default(),
+            version_logged: None,
             guard: Guard::new(os_random()),
             sockets,
             local_addrs,
@@ -496,6 +537,19 @@ impl UdpDriver {
     /// [`UdpDriver::flush`] afterwards so that what this produced is sent.
     pub fn connection_mut(&mut self) -> Option<&mut Connection> {
         self.session_mut().map(Session::connection_mut)
+    }
+
+    /// Remembers the ephemeral keys of the last `n` accepted INITs (default
+    /// [`REPLAY_CACHE`]) to drop their replays before any key exchange. A smaller cache
+    /// costs memory less and lets older replays reach the key exchange, where the
+    /// timestamp check refuses them (tests use it to show that).
+    pub fn set_replay_cache(&mut self, n: usize) {
+        self.replays.capacity = n;
+        while self.replays.order.len() > n {
+            if let Some(old) = self.replays.order.pop_front() {
+                self.replays.set.remove(&old);
+            }
+        }
     }
 
     /// The next connection accepted since the last call (listening, protected).
@@ -632,6 +686,10 @@ impl UdpDriver {
                 Some(id) => match self.sessions.get_mut(&id) {
                     Some(s) => {
                         let ok = s.handle_datagram_mut(now, route, data);
+                        if s.wants_restart() {
+                            // REJECT "stale": a new INIT, later timestamp, new ephemeral key.
+                            s.restart_handshake(now, os_random(), next_timestamp());
+                        }
                         if !self.dirty.contains(&id) {
                             self.dirty.push(id);
                         }
@@ -657,14 +715,31 @@ impl UdpDriver {
         let Some(l) = &self.listener else {
             return false;
         };
-        let Ok(handshake::Message::Init {
-            conn_id,
-            noise,
-            cookie,
-            ..
-        }) = handshake::parse(data)
-        else {
-            return false;
+        let (conn_id, noise, cookie) = match handshake::parse(data) {
+            Ok(handshake::Message::Init {
+                conn_id,
+                noise,
+                cookie,
+                ..
+            }) => (conn_id, noise, cookie),
+            Err(e @ HandshakeError::Version(_)) if data.get(2) == Some(&1) => {
+                // An INIT of another version: no answer (that sender could not read one of
+                // this version), but the receiver's user learns why nobody connects.
+                self.stats.handshakes_old_version += 1;
+                let now = self.now();
+                if self
+                    .version_logged
+                    .is_none_or(|t| now.saturating_since(t) >= VERSION_LOG_EVERY)
+                {
+                    self.version_logged = Some(now);
+                    self.refusals.push_back(Refusal {
+                        from: from.remote,
+                        reason: e.to_string(),
+                    });
+                }
+                return false;
+            }
+            _ => return false,
         };
         // Every pattern's first message starts with the initiator's ephemeral public key,
         // fresh for every handshake: an accepted one seen again is a replay. Dropped before
@@ -672,6 +747,17 @@ impl UdpDriver {
         let ephemeral: Option<[u8; 32]> = noise.get(..32).and_then(|e| e.try_into().ok());
         if ephemeral.is_some_and(|e| self.replays.contains(&e)) {
             self.stats.handshakes_replayed += 1;
+            return false;
+        }
+        // One refused as stale, again: the same REJECT (12 bytes, smaller than the INIT),
+        // so that a genuine sender whose REJECT was lost still learns it, and no key
+        // exchange; counted as a replay, not logged again.
+        if ephemeral.is_some_and(|e| self.stale.contains(&e)) {
+            self.stats.handshakes_replayed += 1;
+            self.send_direct(
+                from,
+                &handshake::reject_packet(conn_id, RejectReason::Stale),
+            );
             return false;
         }
         // Address validation and the key-exchange budget (crate::admission), before any
@@ -700,9 +786,10 @@ impl UdpDriver {
         // REJECT and refusal answers are smaller than the 1200-byte INIT: no amplification.
         // When full, a half-open connection (nobody has shown it holds its keys: a replayed
         // INIT of an earlier run, whose ephemeral key this process never saw, or a sender
-        // that vanished) gives way to an INIT that authenticates; a confirmed one never
-        // does. Without this, one replayed INIT would hold `recv --out`'s only slot until
-        // its idle timeout.
+        // that vanished) gives way to an INIT that authenticates and is fresh (its timestamp
+        // later than any accepted from its identity, below), preferably one of the same
+        // identity; a confirmed one never does. Without this, one replayed INIT would hold
+        // `recv --out`'s only slot until its idle timeout.
         let evict = if self.sessions.len() >= l.max_connections {
             let oldest = self
                 .sessions
@@ -730,9 +817,36 @@ impl UdpDriver {
                 return false;
             }
         };
+        // WireGuard's rule (Donenfeld, NDSS 2017, §5.1): an authenticated INIT must carry a
+        // later timestamp than any accepted before from its identity, so an INIT replayed
+        // after it left the ephemeral-key cache, or from an earlier run of this receiver
+        // once that identity connected, creates nothing. Answered with REJECT "stale" (12
+        // bytes, only heeded by the owner of the connection id: a genuine sender that lost
+        // a race with another of the same identity starts again with a later timestamp).
+        let identity = a.peer;
+        if !self.freshness.admit(identity, a.timestamp) {
+            self.stats.handshakes_stale += 1;
+            if let Some(e) = ephemeral {
+                self.stale.insert(e);
+            }
+            self.refuse(
+                from,
+                conn_id,
+                RejectReason::Stale,
+                format!(
+                    "stale handshake (timestamp {}.{:09} not later than one accepted from \
+                     this identity: a replay, or a sender whose clock is behind)",
+                    a.timestamp.secs, a.timestamp.nanos
+                ),
+            );
+            return false;
+        }
         if let Some(e) = ephemeral {
             self.replays.insert(e);
         }
+        let Some(l) = &self.listener else {
+            return false;
+        };
         let limits = l.limits;
         let service = l.service.clone();
         let offer = Offer::decode(&a.offer);
@@ -774,7 +888,19 @@ impl UdpDriver {
                     return false;
                 };
                 if let Some(old) = evict {
-                    self.evict(old);
+                    // A half-open connection of the same identity gives way first: this
+                    // INIT is newer than the one that made it.
+                    let same = self
+                        .sessions
+                        .values()
+                        .filter(|s| {
+                            s.origin().is_some()
+                                && !s.is_confirmed()
+                                && s.peer_key() == identity.as_ref()
+                        })
+                        .min_by_key(|s| (s.born, s.id()))
+                        .map(Session::id);
+                    self.evict(same.unwrap_or(old));
                 }
                 let mut s = Session::responder(conn_id, conn, &keys, data, pkt, from);
                 s.born = self.now();
@@ -942,11 +1068,50 @@ impl UdpDriver {
     }
 }
 
-/// Ephemeral keys of the most recent accepted INITs, oldest evicted first.
+/// The greatest INIT timestamp accepted from each identity: the initiator's static public
+/// key (IK, IKpsk2), or, with a pre-shared key only (NNpsk0), the one identity "holder of
+/// the PSK" (`None`): NNpsk0 authenticates no individual sender. Only INITs that
+/// authenticated are entered, so the map holds at most one entry per accepted peer key plus
+/// one: its bound is the listener's configuration, and it never evicts (an evicted entry
+/// would let that identity's old INITs in again). In memory: a restarted receiver starts
+/// empty.
 #[derive(Default)]
+struct Freshness {
+    latest: HashMap<Option<Key>, Timestamp>,
+}
+
+impl Freshness {
+    /// True (and remembered) if `t` is later than every timestamp accepted from `who`.
+    fn admit(&mut self, who: Option<Key>, t: Timestamp) -> bool {
+        match self.latest.get_mut(&who) {
+            Some(last) if t <= *last => false,
+            Some(last) => {
+                *last = t;
+                true
+            }
+            None => {
+                self.latest.insert(who, t);
+                true
+            }
+        }
+    }
+}
+
+/// Ephemeral keys of the most recent accepted INITs, oldest evicted first.
 struct ReplayCache {
     order: VecDeque<[u8; 32]>,
     set: HashSet<[u8; 32]>,
+    capacity: usize,
+}
+
+impl Default for ReplayCache {
+    fn default() -> Self {
+        ReplayCache {
+            order: VecDeque::new(),
+            set: HashSet::new(),
+            capacity: REPLAY_CACHE,
+        }
+    }
 }
 
 impl ReplayCache {
@@ -959,7 +1124,7 @@ impl ReplayCache {
             return;
         }
         self.order.push_back(e);
-        if self.order.len() > REPLAY_CACHE {
+        while self.order.len() > self.capacity {
             if let Some(old) = self.order.pop_front() {
                 self.set.remove(&old);
             }

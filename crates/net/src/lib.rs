@@ -35,7 +35,7 @@ pub mod session;
 mod transfer;
 
 pub use admission::{Admission, RetryPolicy};
-pub use driver::{DriverStats, Listener, Refusal, SocketOptions, UdpDriver};
+pub use driver::{next_timestamp, DriverStats, Listener, Refusal, SocketOptions, UdpDriver};
 pub use negotiate::{Answer, Content, Limits, Offer, Resume, Service, CLOSE_RESUME_MISMATCH};
 pub use perf::{perf_client, perf_serve, PerfDone, PerfOptions, PerfReport};
 pub use server::{serve, ServeOptions, ServerEvent, Sink};

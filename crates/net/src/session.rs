@@ -39,7 +39,7 @@
 use crate::negotiate::{Answer, Offer, Resume};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use tributary_proto::handshake::{self, HandshakeError, Initiator, RejectReason};
+use tributary_proto::handshake::{self, HandshakeError, Initiator, RejectReason, Timestamp};
 use tributary_proto::protect::{
     PacketKey, Protection, ReplayWindow, SessionKeys, SPACE_CONTROL, TAG_LEN,
 };
@@ -171,7 +171,17 @@ pub struct Session {
     /// Driver clock when the session was created (the oldest half-open one is evicted
     /// first, see `UdpDriver`).
     pub(crate) born: Instant,
+    /// Initiator: REJECT "stale" came and the driver is to restart the handshake with a new
+    /// ephemeral key and a later timestamp ([`Session::restart_handshake`]).
+    wants_restart: bool,
+    /// Initiator: handshakes restarted after REJECT "stale".
+    stale_restarts: u32,
 }
+
+/// Times an initiator restarts its handshake after REJECT "stale" (another INIT of the same
+/// identity with a later timestamp was accepted first: senders sharing a pre-shared key that
+/// start at once) before it reports the REJECT.
+pub const STALE_RESTARTS: u32 = 8;
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -247,6 +257,8 @@ impl Session {
             origin: None,
             confirmed: false,
             born: Instant::ZERO,
+            wants_restart: false,
+            stale_restarts: 0,
         }
     }
 
@@ -307,6 +319,23 @@ impl Session {
             .copied()
             .flatten()
             .is_some_and(|r| r.validated)
+    }
+    /// Initiator: true if the handshake is to be restarted with a later timestamp (REJECT
+    /// "stale"); the driver calls [`Session::restart_handshake`].
+    pub fn wants_restart(&self) -> bool {
+        self.wants_restart
+    }
+    /// Initiator: starts the handshake again with a new ephemeral key (`seed`, from the OS)
+    /// and `timestamp` (later than the last), sending the new INIT at once.
+    pub fn restart_handshake(&mut self, now: Instant, seed: [u8; 32], timestamp: Timestamp) {
+        self.wants_restart = false;
+        if let Phase::Handshake { init, next, .. } = &mut self.phase {
+            if init.restart(seed, timestamp).is_ok() {
+                self.stale_restarts += 1;
+                self.error = None;
+                *next = now;
+            }
+        }
     }
     /// Responder: the address the handshake came from.
     pub fn origin(&self) -> Option<SocketAddr> {
@@ -461,6 +490,12 @@ impl Session {
                         }
                         Err(e) => self.error = Some(SessionError::Refused(e)),
                     }
+                    true
+                }
+                Err(HandshakeError::Rejected(RejectReason::Stale))
+                    if self.stale_restarts < STALE_RESTARTS =>
+                {
+                    self.wants_restart = true;
                     true
                 }
                 Err(HandshakeError::Rejected(r)) => {

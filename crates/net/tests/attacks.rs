@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 use tributary_net::{
-    receive_stream, send_stream, Admission, Content, Limits, Listener, RetryPolicy, Service,
-    SocketOptions, TransferOptions, TransferReport, UdpDriver,
+    next_timestamp, receive_stream, send_stream, Admission, Content, Limits, Listener, RetryPolicy,
+    Service, SocketOptions, TransferOptions, TransferReport, UdpDriver,
 };
 use tributary_proto::handshake::{self, generate_keypair, Credentials};
 use tributary_proto::ranges::RangeSet;
@@ -79,6 +79,15 @@ fn receiver(server: Credentials) -> UdpDriver {
         },
     )
     .unwrap()
+}
+
+/// The timestamp of an INIT made an hour ago (an earlier run's, captured).
+fn an_hour_ago() -> handshake::Timestamp {
+    let now = next_timestamp();
+    handshake::Timestamp {
+        secs: now.secs - 3600,
+        ..now
+    }
 }
 
 fn file(size: usize) -> Content {
@@ -506,7 +515,7 @@ fn forged_and_replayed_datagrams_before_the_sender_starts() {
     }
     .encode()
     .unwrap();
-    let old_init = handshake::Initiator::new(&client, 0x0bad_cafe, &offer, [3; 32])
+    let old_init = handshake::Initiator::new(&client, 0x0bad_cafe, &offer, [3; 32], an_hour_ago())
         .unwrap()
         .packet()
         .to_vec();
@@ -660,7 +669,8 @@ fn init_flood_costs_no_key_exchange_beyond_the_budget() {
         };
         let mut seed = [0u8; 32];
         seed[..8].copy_from_slice(&rng.next().to_be_bytes());
-        let init = handshake::Initiator::new(&creds, rng.next(), &offer, seed).unwrap();
+        let init =
+            handshake::Initiator::new(&creds, rng.next(), &offer, seed, next_timestamp()).unwrap();
         atk.send_to(init.packet(), target).unwrap();
         if i % 16 == 0 {
             rx.poll_io(Duration::from_millis(1)).unwrap();
@@ -698,7 +708,8 @@ fn retry_always_validates_every_sender() {
     };
     let mut rx = guarded_receiver(server, adm);
     let target = rx.local_addrs()[0];
-    let mut init = handshake::Initiator::new(&client, 77, &small_offer(), [4; 32]).unwrap();
+    let mut init =
+        handshake::Initiator::new(&client, 77, &small_offer(), [4; 32], next_timestamp()).unwrap();
     let _ = init.read(&handshake::retry_packet(77, &[1; 20]));
     let atk = UdpSocket::bind(local()).unwrap();
     atk.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 use tributary_net::{
-    receive_stream, send_stream, Content, Limits, Listener, NetError, Service, SocketOptions,
-    TransferOptions, UdpDriver,
+    next_timestamp, receive_stream, send_stream, Content, Limits, Listener, NetError, Service,
+    SocketOptions, TransferOptions, UdpDriver,
 };
 use tributary_proto::handshake::{generate_keypair, Credentials, Key};
 use tributary_proto::ConnectionConfig;
@@ -638,7 +638,7 @@ fn replayed_init_is_dropped_before_any_work() {
     .encode()
     .unwrap();
     let init = |conn_id: u64, seed: u8| {
-        Initiator::new(&k.client, conn_id, &offer, [seed; 32])
+        Initiator::new(&k.client, conn_id, &offer, [seed; 32], next_timestamp())
             .unwrap()
             .packet()
             .to_vec()
@@ -675,4 +675,307 @@ fn replayed_init_is_dropped_before_any_work() {
     poll(&mut rx);
     assert_eq!(rx.accept(), Some(0x5eed));
     assert_eq!(rx.stats().handshakes_accepted, 2);
+}
+
+/// A small INIT offer for the tests below.
+fn offer_bytes() -> Vec<u8> {
+    tributary_net::Offer {
+        config: ConnectionConfig::default(),
+        paths: 1,
+        content: file(10),
+    }
+    .encode()
+    .unwrap()
+}
+
+fn poll_a_while(rx: &mut UdpDriver) {
+    for _ in 0..20 {
+        rx.poll_io(Duration::from_millis(10)).unwrap();
+    }
+}
+
+/// The REJECT reason `sock` received within 200 ms, if any.
+fn reject_received(sock: &UdpSocket) -> Option<tributary_proto::handshake::RejectReason> {
+    use tributary_proto::handshake::{parse, Message};
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    let (n, _) = sock.recv_from(&mut buf).ok()?;
+    match parse(&buf[..n]) {
+        Ok(Message::Reject { reason, .. }) => Some(reason),
+        _ => None,
+    }
+}
+
+/// Replayed handshakes (docs/udp.md): an INIT older than one already accepted from its
+/// identity is refused after the key exchange and before any connection state, even once
+/// its ephemeral key has left the replay cache (here of one entry), with REJECT "stale".
+/// Both identities: a static key (IK) and the pre-shared key (NNpsk0, one identity for
+/// every holder of the key).
+#[test]
+fn replay_older_than_an_accepted_init_is_refused_after_the_cache_forgot_it() {
+    use tributary_proto::handshake::{Initiator, RejectReason};
+    let k = pinned();
+    let psk = Credentials::Psk([12; 32]);
+    for (client, server) in [(k.client, k.server), (psk.clone(), psk)] {
+        let mut rx = UdpDriver::listen_secure(
+            &[local()],
+            SocketOptions::default(),
+            Listener {
+                max_connections: 4,
+                ..listener(server)
+            },
+        )
+        .unwrap();
+        rx.set_replay_cache(1);
+        let target = rx.local_addrs()[0];
+        let offer = offer_bytes();
+        let init = |conn_id: u64, seed: u8| {
+            Initiator::new(&client, conn_id, &offer, [seed; 32], next_timestamp())
+                .unwrap()
+                .packet()
+                .to_vec()
+        };
+        let (first, second) = (init(0xa1, 1), init(0xa2, 2));
+        let genuine = UdpSocket::bind(local()).unwrap();
+        genuine.send_to(&first, target).unwrap();
+        poll_a_while(&mut rx);
+        assert_eq!(rx.accept(), Some(0xa1));
+        rx.remove(0xa1);
+        genuine.send_to(&second, target).unwrap();
+        poll_a_while(&mut rx);
+        assert_eq!(rx.accept(), Some(0xa2));
+        // The cache holds the second INIT's key only: the first is replayed from elsewhere.
+        let atk = UdpSocket::bind(local()).unwrap();
+        atk.send_to(&first, target).unwrap();
+        poll_a_while(&mut rx);
+        let s = rx.stats();
+        assert_eq!(s.handshakes_replayed, 0, "the cache still knew it: {s:?}");
+        assert_eq!(s.handshakes_stale, 1, "{s:?}");
+        assert_eq!(s.handshakes_accepted, 2, "the replay was accepted: {s:?}");
+        assert_eq!(rx.session_count(), 1, "connection state for the replay");
+        assert!(rx.accept().is_none());
+        assert_eq!(reject_received(&atk), Some(RejectReason::Stale));
+        // Repeated: the same REJECT (a genuine sender may have lost the first), no key
+        // exchange.
+        atk.send_to(&first, target).unwrap();
+        poll_a_while(&mut rx);
+        let s = rx.stats();
+        assert_eq!((s.handshakes_stale, s.handshakes_replayed), (1, 1), "{s:?}");
+        assert_eq!(reject_received(&atk), Some(RejectReason::Stale));
+        // A newer INIT of the same identity still gets in.
+        genuine.send_to(&init(0xa3, 3), target).unwrap();
+        poll_a_while(&mut rx);
+        assert_eq!(rx.accept(), Some(0xa3));
+    }
+}
+
+/// The displacement of docs/udp.md: a receiver with one slot, and an earlier run's INIT
+/// (captured) replayed while the genuine sender's INIT waits for its first round trip. The
+/// replay must not take the genuine sender's place (before: it authenticated, and the
+/// genuine half-open connection was evicted for it, so the transfer failed); the transfer
+/// completes with the right bytes.
+#[test]
+fn replay_during_the_first_round_trip_does_not_displace_the_genuine_sender() {
+    use tributary_proto::handshake::{Initiator, Timestamp};
+    let k = pinned();
+    let old = next_timestamp();
+    let captured = Initiator::new(
+        &k.client,
+        0x0bad_f00d,
+        &offer_bytes(),
+        [7; 32],
+        Timestamp {
+            secs: old.secs - 3600,
+            ..old
+        },
+    )
+    .unwrap()
+    .packet()
+    .to_vec();
+    let mut rx =
+        UdpDriver::listen_secure(&[local()], SocketOptions::default(), listener(k.server)).unwrap();
+    let target = rx.local_addrs()[0];
+    // A relay between sender and receiver: after forwarding the sender's first datagram
+    // (its INIT) it has the captured INIT sent from another address, and holds everything
+    // else back for 300 ms, so that the replay arrives within the first round trip.
+    let relay = UdpSocket::bind(local()).unwrap();
+    relay
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let relay_addr = relay.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let relay_thread = thread::spawn(move || {
+        let atk = UdpSocket::bind(local()).unwrap();
+        let mut sender: Option<SocketAddr> = None;
+        let mut buf = vec![0u8; 65_536];
+        while !stop2.load(Ordering::Relaxed) {
+            let Ok((n, from)) = relay.recv_from(&mut buf) else {
+                continue;
+            };
+            if from == target {
+                if let Some(s) = sender {
+                    let _ = relay.send_to(&buf[..n], s);
+                }
+                continue;
+            }
+            let first = sender.is_none();
+            sender = Some(from);
+            let _ = relay.send_to(&buf[..n], target);
+            if first {
+                atk.send_to(&captured, target).unwrap();
+                thread::sleep(Duration::from_millis(300));
+            }
+        }
+    });
+    let recv = thread::spawn(move || {
+        let mut out = Vec::new();
+        receive_stream(&mut rx, &mut out, &opts(10)).map(|r| (r, out))
+    });
+    let data = payload(300_000, 21);
+    let mut tx = UdpDriver::connect_secure(
+        ConnectionConfig::default(),
+        &[(local(), relay_addr)],
+        SocketOptions::default(),
+        &k.client,
+        file(data.len()),
+    )
+    .unwrap();
+    let sent = send_stream(&mut tx, &data[..], &opts(10));
+    let received = recv.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    relay_thread.join().unwrap();
+    let s = sent.expect("the genuine sender failed");
+    let (r, out) = received.expect("the receiver failed");
+    assert!(out == data, "wrong bytes");
+    assert_eq!(s.bytes, data.len() as u64);
+    assert_eq!(r.driver.handshakes_stale, 1, "{:?}", r.driver);
+    assert_eq!(r.driver.handshakes_evicted, 0, "{:?}", r.driver);
+    assert_eq!(r.driver.handshakes_accepted, 1, "{:?}", r.driver);
+}
+
+/// A receiver run starts with no timestamps: it accepts a genuine sender as usual, and
+/// from then on refuses the INITs of that identity's earlier connections, which its
+/// ephemeral-key cache never saw (here one made for the previous run).
+#[test]
+fn a_fresh_receiver_run_accepts_the_genuine_sender_and_then_refuses_older_inits() {
+    use tributary_proto::handshake::Initiator;
+    let k = pinned();
+    let offer = offer_bytes();
+    let earlier = Initiator::new(&k.client, 0xea71, &offer, [5; 32], next_timestamp())
+        .unwrap()
+        .packet()
+        .to_vec();
+    // The previous run accepted it.
+    {
+        let mut rx = UdpDriver::listen_secure(
+            &[local()],
+            SocketOptions::default(),
+            listener(k.server.clone()),
+        )
+        .unwrap();
+        let target = rx.local_addrs()[0];
+        UdpSocket::bind(local())
+            .unwrap()
+            .send_to(&earlier, target)
+            .unwrap();
+        poll_a_while(&mut rx);
+        assert_eq!(rx.accept(), Some(0xea71));
+    }
+    // The receiver restarts (two slots: room for a replay to take).
+    let mut rx = UdpDriver::listen_secure(
+        &[local()],
+        SocketOptions::default(),
+        Listener {
+            max_connections: 2,
+            ..listener(k.server)
+        },
+    )
+    .unwrap();
+    let target = rx.local_addrs()[0];
+    let data = payload(200_000, 33);
+    let recv = thread::spawn(move || {
+        let mut out = Vec::new();
+        receive_stream(&mut rx, &mut out, &opts(10)).map(|r| (r, out, rx))
+    });
+    let mut tx = UdpDriver::connect_secure(
+        ConnectionConfig::default(),
+        &[(local(), target)],
+        SocketOptions::default(),
+        &k.client,
+        file(data.len()),
+    )
+    .unwrap();
+    let s = send_stream(&mut tx, &data[..], &opts(10)).expect("the genuine sender failed");
+    let (r, out, mut rx) = recv.join().unwrap().expect("the receiver failed");
+    assert!(out == data, "wrong bytes");
+    assert_eq!(s.bytes, data.len() as u64);
+    assert_eq!(
+        (r.driver.handshakes_accepted, r.driver.handshakes_stale),
+        (1, 0),
+        "{:?}",
+        r.driver
+    );
+    // The previous run's INIT, replayed: this run never saw its ephemeral key.
+    let atk = UdpSocket::bind(local()).unwrap();
+    atk.send_to(&earlier, target).unwrap();
+    poll_a_while(&mut rx);
+    let st = rx.stats();
+    assert_eq!(
+        (st.handshakes_accepted, st.handshakes_stale),
+        (1, 1),
+        "{st:?}"
+    );
+}
+
+/// Two senders of one identity (here: of one pre-shared key) start at once and the later
+/// INIT arrives first: the earlier one is refused as stale, and its sender starts again with
+/// a later timestamp and gets in (`STALE_RESTARTS`), instead of failing.
+#[test]
+fn a_sender_that_lost_the_race_to_its_own_identity_starts_again() {
+    use tributary_proto::handshake::Initiator;
+    let psk = Credentials::Psk([13; 32]);
+    let mut rx = UdpDriver::listen_secure(
+        &[local()],
+        SocketOptions::default(),
+        Listener {
+            max_connections: 4,
+            ..listener(psk.clone())
+        },
+    )
+    .unwrap();
+    let target = rx.local_addrs()[0];
+    // Its INIT is stamped now ...
+    let mut tx = UdpDriver::connect_secure(
+        ConnectionConfig::default(),
+        &[(local(), target)],
+        SocketOptions::default(),
+        &psk,
+        file(10),
+    )
+    .unwrap();
+    // ... and the other sender's later, but that one arrives first.
+    let other = Initiator::new(&psk, 0x07e7, &offer_bytes(), [8; 32], next_timestamp())
+        .unwrap()
+        .packet()
+        .to_vec();
+    UdpSocket::bind(local())
+        .unwrap()
+        .send_to(&other, target)
+        .unwrap();
+    poll_a_while(&mut rx);
+    assert_eq!(rx.accept(), Some(0x07e7));
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !tx.session().unwrap().is_open() && Instant::now() < deadline {
+        tx.poll_io(Duration::from_millis(5)).unwrap();
+        rx.poll_io(Duration::from_millis(5)).unwrap();
+    }
+    let s = rx.stats();
+    assert!(
+        tx.session().unwrap().is_open(),
+        "{:?} {s:?}",
+        tx.session().unwrap().error()
+    );
+    assert_eq!((s.handshakes_stale, s.handshakes_accepted), (1, 2), "{s:?}");
 }

@@ -9,7 +9,9 @@
 //! | key pairs, the responder's public key pinned by the initiator, the initiators' public keys listed by the responder | `Noise_IK_25519_AESGCM_SHA256` | both, by their static keys (as WireGuard, SSH) |
 //! | both | `Noise_IKpsk2_25519_AESGCM_SHA256` | both, by key and PSK (WireGuard's pattern) |
 //!
-//! The first message carries the initiator's *offer* and the second the responder's
+//! The first message's payload starts with the initiator's [`Timestamp`] (12 bytes, see
+//! there; the responder refuses INITs not later than one it accepted from the same
+//! identity). The first message carries the initiator's *offer* and the second the responder's
 //! *answer* (opaque bytes here: the driver encodes what the ends must agree on), both
 //! encrypted and authenticated by the handshake. After the second message each end takes
 //! the two keys of Noise's `Split()` as the [`SessionKeys`] of [`crate::protect`].
@@ -70,6 +72,63 @@ const NOISE_MAX: usize = 65_535;
 
 /// A 32-byte key.
 pub type Key = [u8; KEY_LEN];
+
+/// The INIT's timestamp (WireGuard's TAI64N, counted from the Unix epoch): wall-clock
+/// seconds and nanoseconds, strictly increasing per sender, the first [`Timestamp::LEN`]
+/// bytes of the encrypted, authenticated payload of Noise message 1. A responder refuses an
+/// INIT whose timestamp is not later than one it accepted from the same identity (see
+/// `docs/udp.md`, "Replayed handshakes"). This module never reads a clock: the caller passes
+/// the time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp {
+    /// Seconds since 1970-01-01 00:00:00 UTC.
+    pub secs: u64,
+    /// Nanoseconds within the second (below 10^9).
+    pub nanos: u32,
+}
+
+impl Timestamp {
+    /// Bytes on the wire: seconds (8 B, big-endian), nanoseconds (4 B, big-endian).
+    pub const LEN: usize = 12;
+
+    /// The wire bytes (their lexicographic order is the timestamps' order).
+    pub fn to_bytes(self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[..8].copy_from_slice(&self.secs.to_be_bytes());
+        b[8..].copy_from_slice(&self.nanos.to_be_bytes());
+        b
+    }
+
+    /// Reads the wire bytes; `None` if the nanoseconds are out of range.
+    pub fn from_bytes(b: [u8; Self::LEN]) -> Option<Self> {
+        let mut s = [0u8; 8];
+        s.copy_from_slice(&b[..8]);
+        let mut n = [0u8; 4];
+        n.copy_from_slice(&b[8..]);
+        let t = Timestamp {
+            secs: u64::from_be_bytes(s),
+            nanos: u32::from_be_bytes(n),
+        };
+        (t.nanos < 1_000_000_000).then_some(t)
+    }
+
+    /// One nanosecond later (saturating at the largest timestamp).
+    pub fn next(self) -> Self {
+        if self.nanos + 1 < 1_000_000_000 {
+            Timestamp {
+                nanos: self.nanos + 1,
+                ..self
+            }
+        } else if self.secs < u64::MAX {
+            Timestamp {
+                secs: self.secs + 1,
+                nanos: 0,
+            }
+        } else {
+            self
+        }
+    }
+}
 
 /// What authenticates the two ends.
 #[derive(Clone, PartialEq, Eq)]
@@ -166,6 +225,9 @@ pub enum RejectReason {
     InUse = 4,
     /// The responder is handling more handshakes than it allows per second (try later).
     RateLimited = 5,
+    /// The INIT authenticated but its timestamp is not later than one the responder already
+    /// accepted from the same identity (a replay, or a sender whose clock is behind).
+    Stale = 6,
 }
 
 impl RejectReason {
@@ -176,6 +238,7 @@ impl RejectReason {
             3 => Some(RejectReason::Busy),
             4 => Some(RejectReason::InUse),
             5 => Some(RejectReason::RateLimited),
+            6 => Some(RejectReason::Stale),
             _ => None,
         }
     }
@@ -196,6 +259,10 @@ impl std::fmt::Display for RejectReason {
             RejectReason::InUse => "the connection id is in use at the receiver",
             RejectReason::RateLimited => {
                 "the receiver is handling too many handshakes per second (try again later)"
+            }
+            RejectReason::Stale => {
+                "the receiver accepted a handshake with a later timestamp from this identity \
+                 (this clock is behind the one that made it, or another sender shares the key)"
             }
         })
     }
@@ -236,6 +303,12 @@ pub enum HandshakeError {
     /// The credentials are unusable (e.g. an initiator with no or several pinned keys).
     #[error("unusable credentials: {0}")]
     Credentials(&'static str),
+    /// A handshake datagram of another wire version.
+    #[error(
+        "handshake of wire version {0}, but this end speaks version {VERSION}: upgrade the \
+         older end"
+    )]
+    Version(u8),
     /// The responder asked for address validation (RETRY): send [`Initiator::packet`] again,
     /// now (it carries the cookie).
     #[error("the receiver asked to validate this address (RETRY); repeat the INIT")]
@@ -307,7 +380,7 @@ pub fn parse(d: &[u8]) -> Result<Message<'_>, HandshakeError> {
         return Err(HandshakeError::Malformed("not a handshake datagram"));
     }
     if d[1] != VERSION {
-        return Err(HandshakeError::Malformed("unsupported version"));
+        return Err(HandshakeError::Version(d[1]));
     }
     let mut id = [0u8; 8];
     id.copy_from_slice(&d[3..11]);
@@ -470,6 +543,10 @@ impl Cookies {
 /// the clear header makes the handshake fail).
 fn prologue(conn_id: u64, pattern: Pattern) -> Vec<u8> {
     let mut p = b"tributary handshake v2".to_vec();
+    // The version byte is in the clear header; binding it here means an INIT of another
+    // version relabelled as this one fails to authenticate (whose payload would otherwise
+    // be read with this version's layout, e.g. offer bytes as a timestamp).
+    p.push(VERSION);
     p.extend_from_slice(&conn_id.to_be_bytes());
     p.push(pattern as u8);
     p
@@ -569,6 +646,7 @@ pub struct Initiator {
     creds: Credentials,
     offer: Vec<u8>,
     seed: [u8; 32],
+    timestamp: Timestamp,
     /// Where the Noise message ends in `packet` (the cookie goes there).
     noise_end: usize,
     retries: u32,
@@ -585,14 +663,16 @@ impl std::fmt::Debug for Initiator {
 
 impl Initiator {
     /// Starts a handshake for connection `conn_id` carrying `offer`; `seed` is 32 bytes of
-    /// OS randomness for the ephemeral key.
+    /// OS randomness for the ephemeral key, `timestamp` the sender's wall-clock time, later
+    /// than that of any INIT it sent before (see [`Timestamp`]).
     pub fn new(
         creds: &Credentials,
         conn_id: u64,
         offer: &[u8],
         seed: [u8; 32],
+        timestamp: Timestamp,
     ) -> Result<Self, HandshakeError> {
-        if offer.len() > MAX_PAYLOAD {
+        if offer.len() + Timestamp::LEN > MAX_PAYLOAD {
             return Err(HandshakeError::TooLarge(offer.len()));
         }
         let pattern = creds.pattern();
@@ -630,7 +710,10 @@ impl Initiator {
             .build_initiator()
             .map_err(|_| HandshakeError::Credentials("Noise initiator"))?;
         let mut msg = vec![0u8; NOISE_MAX];
-        let n = hs.write_message(offer, &mut msg).map_err(noise_err)?;
+        let mut payload = Vec::with_capacity(Timestamp::LEN + offer.len());
+        payload.extend_from_slice(&timestamp.to_bytes());
+        payload.extend_from_slice(offer);
+        let n = hs.write_message(&payload, &mut msg).map_err(noise_err)?;
         let mut packet = header(1, conn_id);
         packet.push(pattern as u8);
         packet.extend_from_slice(&(n as u16).to_be_bytes());
@@ -646,6 +729,7 @@ impl Initiator {
             creds: creds.clone(),
             offer: offer.to_vec(),
             seed,
+            timestamp,
             noise_end,
             retries: 0,
             cookie: None,
@@ -661,6 +745,25 @@ impl Initiator {
             self.packet.resize(INIT_MIN_LEN, 0);
         }
         self.cookie = Some(cookie.to_vec());
+    }
+
+    /// Starts the handshake again with a new ephemeral key (`seed`) and a later
+    /// `timestamp` (after a REJECT "stale": the responder accepted a later INIT of this
+    /// identity); the same connection id and offer, no cookie.
+    pub fn restart(&mut self, seed: [u8; 32], timestamp: Timestamp) -> Result<(), HandshakeError> {
+        let mut fresh = Initiator::new(&self.creds, self.conn_id, &self.offer, seed, timestamp)?;
+        fresh.retries = self.retries;
+        // The cookie binds the address and the connection id, both unchanged.
+        if let Some(c) = self.cookie.take() {
+            fresh.set_cookie(&c);
+        }
+        *self = fresh;
+        Ok(())
+    }
+
+    /// The timestamp this INIT carries.
+    pub fn timestamp(&self) -> Timestamp {
+        self.timestamp
     }
 
     /// RETRYs followed so far.
@@ -690,8 +793,13 @@ impl Initiator {
                     Err(e) => {
                         // Start again from the same seed: the same INIT, so the genuine
                         // RESPONSE still completes after a forged one.
-                        let mut fresh =
-                            Initiator::new(&self.creds, self.conn_id, &self.offer, self.seed)?;
+                        let mut fresh = Initiator::new(
+                            &self.creds,
+                            self.conn_id,
+                            &self.offer,
+                            self.seed,
+                            self.timestamp,
+                        )?;
                         fresh.retries = self.retries;
                         if let Some(c) = self.cookie.take() {
                             fresh.set_cookie(&c);
@@ -729,6 +837,8 @@ pub struct Accepted {
     pub offer: Vec<u8>,
     /// The initiator's static public key (key-pair patterns).
     pub peer: Option<Key>,
+    /// The INIT's timestamp (authenticated with the offer).
+    pub timestamp: Timestamp,
 }
 
 impl std::fmt::Debug for Accepted {
@@ -791,6 +901,13 @@ pub fn accept(
     let mut offer = vec![0u8; NOISE_MAX];
     let n = hs.read_message(noise, &mut offer).map_err(noise_err)?;
     offer.truncate(n);
+    let ts: [u8; Timestamp::LEN] = offer
+        .get(..Timestamp::LEN)
+        .and_then(|t| t.try_into().ok())
+        .ok_or(HandshakeError::Malformed("no timestamp in INIT"))?;
+    let timestamp =
+        Timestamp::from_bytes(ts).ok_or(HandshakeError::Malformed("timestamp out of range"))?;
+    offer.drain(..Timestamp::LEN);
     let peer = match creds {
         Credentials::Psk(_) => None,
         Credentials::Keys { peers, .. } => {
@@ -813,6 +930,7 @@ pub fn accept(
         conn_id,
         offer,
         peer,
+        timestamp,
     })
 }
 
@@ -905,7 +1023,7 @@ mod tests {
     }
 
     fn both(ci: &Credentials, cr: &Credentials) -> Result<(), HandshakeError> {
-        let mut i = Initiator::new(ci, 0xabcdef, b"offer", [1; 32])?;
+        let mut i = Initiator::new(ci, 0xabcdef, b"offer", [1; 32], Timestamp::default())?;
         let a = accept(cr, i.packet(), [2; 32])?;
         assert_eq!(a.offer, b"offer");
         assert_eq!(a.conn_id, 0xabcdef);
@@ -964,7 +1082,7 @@ mod tests {
     #[test]
     fn init_is_padded_and_tampering_fails() {
         let c = Credentials::Psk([5; 32]);
-        let i = Initiator::new(&c, 7, b"o", [1; 32]).unwrap();
+        let i = Initiator::new(&c, 7, b"o", [1; 32], Timestamp::default()).unwrap();
         assert_eq!(i.packet().len(), INIT_MIN_LEN);
         // Flipping any byte of the header or the Noise message fails (the padding is not
         // covered, and does not matter).
@@ -986,7 +1104,7 @@ mod tests {
     #[test]
     fn reject_is_heeded_only_for_our_id() {
         let c = Credentials::Psk([5; 32]);
-        let mut i = Initiator::new(&c, 7, b"o", [1; 32]).unwrap();
+        let mut i = Initiator::new(&c, 7, b"o", [1; 32], Timestamp::default()).unwrap();
         assert_eq!(
             i.read(&reject_packet(8, RejectReason::Auth)).unwrap_err(),
             HandshakeError::Unexpected
@@ -1045,7 +1163,7 @@ mod tests {
     #[test]
     fn retry_repeats_the_same_init_with_the_cookie() {
         let psk = Credentials::Psk([9; 32]);
-        let mut i = Initiator::new(&psk, 7, b"offer", [1; 32]).unwrap();
+        let mut i = Initiator::new(&psk, 7, b"offer", [1; 32], Timestamp::default()).unwrap();
         let first = i.packet().to_vec();
         assert!(matches!(
             parse(&first),
@@ -1108,6 +1226,49 @@ mod tests {
     }
 
     #[test]
+    fn timestamps_travel_authenticated_and_versions_are_named() {
+        let psk = Credentials::Psk([5; 32]);
+        let t = Timestamp {
+            secs: 1_800_000_000,
+            nanos: 999_999_999,
+        };
+        assert_eq!(Timestamp::from_bytes(t.to_bytes()), Some(t));
+        assert_eq!(
+            t.next(),
+            Timestamp {
+                secs: 1_800_000_001,
+                nanos: 0
+            }
+        );
+        assert!(t < t.next() && t.to_bytes() < t.next().to_bytes());
+        let mut bad = t.to_bytes();
+        bad[8..].copy_from_slice(&1_000_000_000u32.to_be_bytes());
+        assert_eq!(Timestamp::from_bytes(bad), None);
+        let mut i = Initiator::new(&psk, 7, b"offer", [1; 32], t).unwrap();
+        let a = accept(&psk, i.packet(), [2; 32]).unwrap();
+        assert_eq!((a.timestamp, a.offer.as_slice()), (t, &b"offer"[..]));
+        // A restart draws a new ephemeral key and carries the new timestamp.
+        let before = i.packet().to_vec();
+        i.restart([3; 32], t.next()).unwrap();
+        assert_ne!(i.packet(), &before[..]);
+        let a = accept(&psk, i.packet(), [2; 32]).unwrap();
+        assert_eq!(a.timestamp, t.next());
+        let (_, resp) = a.respond(b"ok").unwrap();
+        assert_eq!(i.read(&resp).unwrap().answer, b"ok");
+        // Another version is named, and relabelling it does not make it authenticate.
+        let mut old = before.clone();
+        old[1] = VERSION - 1;
+        assert_eq!(parse(&old), Err(HandshakeError::Version(VERSION - 1)));
+        assert!(HandshakeError::Version(3).to_string().contains("version 3"));
+        assert_eq!(reject_packet(7, RejectReason::Stale)[11], 6);
+        let Ok(Message::Reject { reason, .. }) = parse(&reject_packet(7, RejectReason::Stale))
+        else {
+            panic!("not a REJECT");
+        };
+        assert_eq!(reason, RejectReason::Stale);
+    }
+
+    #[test]
     fn malformed_retry_and_cookie_fields_are_refused() {
         let mut r = retry_packet(1, b"ok");
         r.push(0);
@@ -1121,7 +1282,14 @@ mod tests {
         assert!(parse(&r).is_err(), "cookie too long");
         assert!(parse(&header(4, 1)).is_err(), "no length");
         // An INIT whose cookie length runs past the datagram.
-        let i = Initiator::new(&Credentials::Psk([9; 32]), 7, b"", [1; 32]).unwrap();
+        let i = Initiator::new(
+            &Credentials::Psk([9; 32]),
+            7,
+            b"",
+            [1; 32],
+            Timestamp::default(),
+        )
+        .unwrap();
         let Ok(Message::Init { noise, .. }) = parse(i.packet()) else {
             panic!("not an INIT");
         };

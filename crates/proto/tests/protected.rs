@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::{transfer, wrap, Source};
-use tributary_proto::handshake::{accept, generate_keypair, Credentials, Initiator};
+use tributary_proto::handshake::{accept, generate_keypair, Credentials, Initiator, Timestamp};
 use tributary_proto::protect::{Protection, SessionKeys};
 use tributary_proto::{Connection, ConnectionConfig, DatagramError, Event, Instant};
 
@@ -23,7 +23,7 @@ fn handshake(seed: u8) -> (SessionKeys, SessionKeys) {
         peers: vec![pi],
         psk: None,
     };
-    let mut i = Initiator::new(&ini, 77, b"offer", [seed; 32]).unwrap();
+    let mut i = Initiator::new(&ini, 77, b"offer", [seed; 32], Timestamp::default()).unwrap();
     let a = accept(&res, i.packet(), [4; 32]).unwrap();
     let (rk, resp) = a.respond(b"answer").unwrap();
     (i.read(&resp).unwrap().keys, rk)

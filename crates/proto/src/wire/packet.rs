@@ -14,9 +14,9 @@ use crate::ranges::RangeSet;
 
 /// First byte of every datagram ('T').
 pub const MAGIC: u8 = 0x54;
-/// The only version spoken (3: ACK frames carry an ack delay; 2 had none; 1 had 32-bit
-/// connection ids).
-pub const VERSION: u8 = 3;
+/// The only version spoken (4: the handshake's INIT carries a timestamp; 3 had none; 2 had
+/// no ack delay in ACK frames; 1 had 32-bit connection ids).
+pub const VERSION: u8 = 4;
 /// Length of the CRC-32 trailer.
 pub const CHECKSUM_LEN: usize = 4;
 /// Longest possible header.
