@@ -8,7 +8,10 @@
 //! dispatched at run time to the fastest [`Kernel`] the CPU has:
 //!
 //! * [`Kernel::Gfni512`]: `VGF2P8MULB` on 64-byte AVX-512 registers, one instruction per 64
-//!   products; a ragged end is one masked load and store (AVX-512BW), and the multi-source
+//!   products; a ragged end is a 32-byte window if at least 32 bytes remain (unmasked, so
+//!   that a later narrower load of those bytes is forwarded from the store: the decoder's
+//!   32-byte rows are read byte-wise right after their update) and one masked load and
+//!   store (AVX-512BW) for the rest, and the multi-source
 //!   kernel accumulates up to 16 sources in registers per pass over `dst`;
 //! * [`Kernel::Gfni`]: `VGF2P8MULB` on 32-byte AVX registers, one instruction per 32 products;
 //! * [`Kernel::Avx2`]: split-table multiply, `c·b = lo[b & 15] ^ hi[b >> 4]` with the two
@@ -931,8 +934,8 @@ mod x86 {
         (1u64 << n) - 1
     }
 
-    /// `dst (^)= c·src`, 64 bytes per `VGF2P8MULB`; the ragged end is one masked window
-    /// (masked-off bytes are neither read nor written).
+    /// `dst (^)= c·src`, 64 bytes per `VGF2P8MULB`; the ragged end is a 32-byte window (if
+    /// 32 bytes remain) and one masked window (masked-off bytes are neither read nor written).
     #[target_feature(enable = "avx512f,avx512bw,gfni")]
     unsafe fn mul_impl_512<const ADD: bool>(dst: &mut [u8], src: &[u8], c: u8) {
         let len = dst.len();
@@ -947,6 +950,14 @@ mod x86 {
                 }
                 store64(d.add(i), p);
                 i += 64;
+            }
+            if i + 32 <= len {
+                let mut p = _mm256_gf2p8mul_epi8(load32(s.add(i)), _mm512_castsi512_si256(cv));
+                if ADD {
+                    p = _mm256_xor_si256(p, load32(d.add(i)));
+                }
+                store32(d.add(i), p);
+                i += 32;
             }
             if i < len {
                 let m = tail_mask(len - i);
@@ -971,7 +982,8 @@ mod x86 {
     const GROUP_512: usize = 16;
 
     /// `dst (^)= Σ cⱼ·srcⱼ`: sources in groups of up to [`GROUP_512`], each group one pass
-    /// over `dst` (two 64-byte windows at a time, then one, then the masked ragged end), so
+    /// over `dst` (two 64-byte windows at a time, then one, then a 32-byte one, then the
+    /// masked ragged end), so
     /// `dst` is read and written once per group. Without `ADD` the first group overwrites
     /// `dst` (zero for no sources).
     #[target_feature(enable = "avx512f,avx512bw,gfni")]
@@ -1110,6 +1122,19 @@ mod x86 {
                 store64(d.add(i), a);
                 i += 64;
             }
+            if i + 32 <= len {
+                let mut a = if add {
+                    load32(d.add(i))
+                } else {
+                    _mm256_setzero_si256()
+                };
+                for (j, &c) in cv.iter().enumerate() {
+                    let x = load32(src(j).add(i));
+                    a = _mm256_xor_si256(a, _mm256_gf2p8mul_epi8(x, _mm512_castsi512_si256(c)));
+                }
+                store32(d.add(i), a);
+                i += 32;
+            }
             if i < len {
                 let m = tail_mask(len - i);
                 let mut a = if add {
@@ -1163,6 +1188,19 @@ mod x86 {
                 }
                 store64(d.add(i), a);
                 i += 64;
+            }
+            if i + 32 <= len {
+                let mut a = if add {
+                    load32(d.add(i))
+                } else {
+                    _mm256_setzero_si256()
+                };
+                for (&c, &s) in cv.iter().zip(sp) {
+                    let x = load32(s.add(i));
+                    a = _mm256_xor_si256(a, _mm256_gf2p8mul_epi8(x, _mm512_castsi512_si256(c)));
+                }
+                store32(d.add(i), a);
+                i += 32;
             }
             if i < len {
                 let m = tail_mask(len - i);
