@@ -1008,7 +1008,11 @@ mod x86 {
             if !c16.contains(&0) {
                 // A dense vector of g = 16 (the encoder's usual case): one full group, the
                 // sources at fixed offsets from `block`.
-                let cv = c16.map(|c| _mm512_set1_epi8(c as i8));
+                // (A plain loop: `<[_; 16]>::map` here was an out-of-line call.)
+                let mut cv = [_mm512_setzero_si512(); GROUP_512];
+                for (v, &c) in cv.iter_mut().zip(c16) {
+                    *v = _mm512_set1_epi8(c as i8);
+                }
                 // SAFETY: inside `block` (caller's contract).
                 return unsafe { pass_full_512(d, len, cv, |j| p.add(j * stride), add) };
             }
