@@ -42,7 +42,7 @@ impl ChaCha8Words {
         }
         let (lo, hi) = (self.buf[self.next], self.buf[self.next + 1]);
         self.next += 2;
-        u64::from(hi) << 32 | u64::from(lo)
+        (u64::from(hi) << 32) | u64::from(lo)
     }
 }
 
