@@ -14,7 +14,6 @@
 //! never a panic. Measured overhead and throughput are in `docs/codec.md`.
 #![warn(missing_docs)]
 
-mod chacha8;
 pub mod error;
 pub mod gf256;
 mod known;

@@ -29,10 +29,11 @@
 //! decoder track the GF(2) rank of what it received and run that completion as soon as the
 //! rank reaches k.
 
-use crate::chacha8::ChaCha8Words;
 use crate::error::{check_len, Error, Result};
 use crate::gf256::{Kernel, XorPath};
 use crate::known::Known;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
 use std::sync::Arc;
 
 /// Largest supported number of source symbols per block.
@@ -255,8 +256,7 @@ impl LtParams {
         key[..16].copy_from_slice(b"tributary-lt-v1\0");
         key[16..20].copy_from_slice(&id.block.to_le_bytes());
         key[20..24].copy_from_slice(&id.seed.to_le_bytes());
-        // `rand_chacha::ChaCha8Rng::from_seed(key)`'s stream, computed a block at a time.
-        let mut rng = ChaCha8Words::new(&key);
+        let mut rng = ChaCha8Rng::from_seed(key);
         // u = (x >> 11) / 2^53 for the first output x.
         let d = self.dist.degree_for_53(rng.next_u64() >> 11);
         out.clear();
@@ -1223,8 +1223,6 @@ impl LtDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand_chacha::ChaCha8Rng;
-    use rand_core::{RngCore, SeedableRng};
 
     #[test]
     fn distribution_matches_equations() {
