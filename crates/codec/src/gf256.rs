@@ -1114,14 +1114,32 @@ mod x86 {
                 store64(d.add(i + 64), b);
                 i += 128;
             }
+            tail_512(d, i, len, GROUP_512, |j| (cv[j], src(j)), add);
+        }
+    }
+
+    /// The end of a pass, below the 128-byte windows: one 64-byte window, one unmasked
+    /// 32-byte window (a masked store cannot be forwarded to the byte reads that follow an
+    /// update of a 32-byte decoder row), then a masked rest; term j is `term(j)`, j < `n`.
+    #[inline(always)]
+    unsafe fn tail_512(
+        d: *mut u8,
+        mut i: usize,
+        len: usize,
+        n: usize,
+        term: impl Fn(usize) -> (__m512i, *const u8),
+        add: bool,
+    ) {
+        unsafe {
             if i + 64 <= len {
                 let mut a = if add {
                     load64(d.add(i))
                 } else {
                     _mm512_setzero_si512()
                 };
-                for (j, &c) in cv.iter().enumerate() {
-                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(load64(src(j).add(i)), c));
+                for j in 0..n {
+                    let (c, s) = term(j);
+                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(load64(s.add(i)), c));
                 }
                 store64(d.add(i), a);
                 i += 64;
@@ -1132,8 +1150,9 @@ mod x86 {
                 } else {
                     _mm256_setzero_si256()
                 };
-                for (j, &c) in cv.iter().enumerate() {
-                    let x = load32(src(j).add(i));
+                for j in 0..n {
+                    let (c, s) = term(j);
+                    let x = load32(s.add(i));
                     a = _mm256_xor_si256(a, _mm256_gf2p8mul_epi8(x, _mm512_castsi512_si256(c)));
                 }
                 store32(d.add(i), a);
@@ -1146,8 +1165,9 @@ mod x86 {
                 } else {
                     _mm512_setzero_si512()
                 };
-                for (j, &c) in cv.iter().enumerate() {
-                    let x = _mm512_maskz_loadu_epi8(m, src(j).add(i) as *const i8);
+                for j in 0..n {
+                    let (c, s) = term(j);
+                    let x = _mm512_maskz_loadu_epi8(m, s.add(i) as *const i8);
                     a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(x, c));
                 }
                 _mm512_mask_storeu_epi8(d.add(i) as *mut i8, m, a);
@@ -1181,44 +1201,7 @@ mod x86 {
                 store64(d.add(i + 64), b);
                 i += 128;
             }
-            if i + 64 <= len {
-                let mut a = if add {
-                    load64(d.add(i))
-                } else {
-                    _mm512_setzero_si512()
-                };
-                for (&c, &s) in cv.iter().zip(sp) {
-                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(load64(s.add(i)), c));
-                }
-                store64(d.add(i), a);
-                i += 64;
-            }
-            if i + 32 <= len {
-                let mut a = if add {
-                    load32(d.add(i))
-                } else {
-                    _mm256_setzero_si256()
-                };
-                for (&c, &s) in cv.iter().zip(sp) {
-                    let x = load32(s.add(i));
-                    a = _mm256_xor_si256(a, _mm256_gf2p8mul_epi8(x, _mm512_castsi512_si256(c)));
-                }
-                store32(d.add(i), a);
-                i += 32;
-            }
-            if i < len {
-                let m = tail_mask(len - i);
-                let mut a = if add {
-                    _mm512_maskz_loadu_epi8(m, d.add(i) as *const i8)
-                } else {
-                    _mm512_setzero_si512()
-                };
-                for (&c, &s) in cv.iter().zip(sp) {
-                    let x = _mm512_maskz_loadu_epi8(m, s.add(i) as *const i8);
-                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(x, c));
-                }
-                _mm512_mask_storeu_epi8(d.add(i) as *mut i8, m, a);
-            }
+            tail_512(d, i, len, cv.len(), |j| (cv[j], sp[j]), add);
         }
     }
 
