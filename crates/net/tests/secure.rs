@@ -329,6 +329,39 @@ fn second_sender_is_refused_while_the_first_transfers() {
     assert!(recv.join().unwrap() == data);
 }
 
+/// A relay between one sender and `target`, forwarding both ways; after forwarding each
+/// datagram it calls `hook(datagram, from_sender)` (which may record, inject or stall it).
+/// Returns the address senders should use, the stop flag and the relay's thread.
+fn relay(
+    target: SocketAddr,
+    read_timeout: Duration,
+    mut hook: impl FnMut(&[u8], bool) + Send + 'static,
+) -> (SocketAddr, Arc<AtomicBool>, thread::JoinHandle<()>) {
+    let relay = UdpSocket::bind(local()).unwrap();
+    relay.set_read_timeout(Some(read_timeout)).unwrap();
+    let addr = relay.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let t = thread::spawn(move || {
+        let mut sender: Option<SocketAddr> = None;
+        let mut buf = vec![0u8; 65_536];
+        while !stop2.load(Ordering::Relaxed) {
+            let Ok((n, from)) = relay.recv_from(&mut buf) else {
+                continue;
+            };
+            let from_sender = from != target;
+            if from_sender {
+                sender = Some(from);
+                let _ = relay.send_to(&buf[..n], target);
+            } else if let Some(s) = sender {
+                let _ = relay.send_to(&buf[..n], s);
+            }
+            hook(&buf[..n], from_sender);
+        }
+    });
+    (addr, stop, t)
+}
+
 /// A man on the side: copies every datagram between sender and receiver (through a relay
 /// it controls) and injects attacks built from what it saw.
 #[test]
@@ -338,34 +371,12 @@ fn attacks_during_a_transfer_never_yield_wrong_bytes() {
         UdpDriver::listen_secure(&[local()], SocketOptions::default(), listener(k.server)).unwrap();
     let target = rx.local_addrs()[0];
     // The relay forwards sender -> receiver and back, recording datagrams.
-    let relay = UdpSocket::bind(local()).unwrap();
-    relay
-        .set_read_timeout(Some(Duration::from_millis(20)))
-        .unwrap();
-    let relay_addr = relay.local_addr().unwrap();
     let seen: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (seen2, stop2) = (Arc::clone(&seen), Arc::clone(&stop));
-    let relay_t = thread::spawn(move || {
-        let mut client: Option<SocketAddr> = None;
-        let mut buf = vec![0u8; 65536];
-        while !stop2.load(Ordering::Relaxed) {
-            let Ok((n, from)) = relay.recv_from(&mut buf) else {
-                continue;
-            };
-            let d = buf[..n].to_vec();
-            if from == target {
-                if let Some(c) = client {
-                    let _ = relay.send_to(&d, c);
-                }
-            } else {
-                client = Some(from);
-                let _ = relay.send_to(&d, target);
-            }
-            let mut s = seen2.lock().unwrap();
-            if s.len() < 20_000 {
-                s.push(d);
-            }
+    let seen2 = Arc::clone(&seen);
+    let (relay_addr, stop, relay_t) = relay(target, Duration::from_millis(20), move |d, _| {
+        let mut s = seen2.lock().unwrap();
+        if s.len() < 20_000 {
+            s.push(d.to_vec());
         }
     });
     let recv = thread::spawn(move || {
@@ -799,36 +810,16 @@ fn replay_during_the_first_round_trip_does_not_displace_the_genuine_sender() {
     // A relay between sender and receiver: after forwarding the sender's first datagram
     // (its INIT) it has the captured INIT sent from another address, and holds everything
     // else back for 300 ms, so that the replay arrives within the first round trip.
-    let relay = UdpSocket::bind(local()).unwrap();
-    relay
-        .set_read_timeout(Some(Duration::from_millis(50)))
-        .unwrap();
-    let relay_addr = relay.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop2 = Arc::clone(&stop);
-    let relay_thread = thread::spawn(move || {
-        let atk = UdpSocket::bind(local()).unwrap();
-        let mut sender: Option<SocketAddr> = None;
-        let mut buf = vec![0u8; 65_536];
-        while !stop2.load(Ordering::Relaxed) {
-            let Ok((n, from)) = relay.recv_from(&mut buf) else {
-                continue;
-            };
-            if from == target {
-                if let Some(s) = sender {
-                    let _ = relay.send_to(&buf[..n], s);
-                }
-                continue;
-            }
-            let first = sender.is_none();
-            sender = Some(from);
-            let _ = relay.send_to(&buf[..n], target);
-            if first {
+    let atk = UdpSocket::bind(local()).unwrap();
+    let mut first = true;
+    let (relay_addr, stop, relay_thread) =
+        relay(target, Duration::from_millis(50), move |_, from_sender| {
+            if from_sender && first {
+                first = false;
                 atk.send_to(&captured, target).unwrap();
                 thread::sleep(Duration::from_millis(300));
             }
-        }
-    });
+        });
     let recv = thread::spawn(move || {
         let mut out = Vec::new();
         receive_stream(&mut rx, &mut out, &opts(10)).map(|r| (r, out))
