@@ -545,11 +545,7 @@ impl UdpDriver {
     /// timestamp check refuses them (tests use it to show that).
     pub fn set_replay_cache(&mut self, n: usize) {
         self.replays.capacity = n;
-        while self.replays.order.len() > n {
-            if let Some(old) = self.replays.order.pop_front() {
-                self.replays.set.remove(&old);
-            }
-        }
+        self.replays.trim();
     }
 
     /// The next connection accepted since the last call (listening, protected).
@@ -722,7 +718,7 @@ impl UdpDriver {
                 cookie,
                 ..
             }) => (conn_id, noise, cookie),
-            Err(e @ HandshakeError::Version(_)) if data.get(2) == Some(&1) => {
+            Err(e @ HandshakeError::Version(_)) if data.get(2) == Some(&handshake::KIND_INIT) => {
                 // An INIT of another version: no answer (that sender could not read one of
                 // this version), but the receiver's user learns why nobody connects.
                 self.stats.handshakes_old_version += 1;
@@ -1124,6 +1120,11 @@ impl ReplayCache {
             return;
         }
         self.order.push_back(e);
+        self.trim();
+    }
+
+    /// Forgets the oldest keys beyond the capacity.
+    fn trim(&mut self) {
         while self.order.len() > self.capacity {
             if let Some(old) = self.order.pop_front() {
                 self.set.remove(&old);

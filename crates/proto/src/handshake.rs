@@ -56,6 +56,14 @@ use snow::types::{Cipher, Dh, Hash, Random};
 
 /// First byte of every handshake datagram ('H').
 pub const MAGIC: u8 = 0x48;
+/// Handshake datagram kinds (the byte after the version): INIT, RESPONSE, REJECT, RETRY.
+pub const KIND_INIT: u8 = 1;
+/// See [`KIND_INIT`].
+pub const KIND_RESPONSE: u8 = 2;
+/// See [`KIND_INIT`].
+pub const KIND_REJECT: u8 = 3;
+/// See [`KIND_INIT`].
+pub const KIND_RETRY: u8 = 4;
 /// Bytes of keys (X25519 private and public keys, PSKs).
 pub const KEY_LEN: usize = 32;
 /// Smallest INIT datagram (padded): 1200 bytes, QUIC's minimum Initial size (RFC 9000 §14.1).
@@ -393,7 +401,7 @@ pub fn parse(d: &[u8]) -> Result<Message<'_>, HandshakeError> {
         Ok(())
     };
     match d[2] {
-        1 => {
+        KIND_INIT => {
             let (&pattern, rest) = body
                 .split_first()
                 .ok_or(HandshakeError::Malformed("truncated pattern"))?;
@@ -417,7 +425,7 @@ pub fn parse(d: &[u8]) -> Result<Message<'_>, HandshakeError> {
                 cookie,
             })
         }
-        2 => {
+        KIND_RESPONSE => {
             noise(body)?;
             let n = usize::from(u16::from_be_bytes([body[0], body[1]]));
             let noise = body
@@ -425,7 +433,7 @@ pub fn parse(d: &[u8]) -> Result<Message<'_>, HandshakeError> {
                 .ok_or(HandshakeError::Malformed("truncated Noise message"))?;
             Ok(Message::Response { conn_id, noise })
         }
-        3 => {
+        KIND_REJECT => {
             let &code = body
                 .first()
                 .ok_or(HandshakeError::Malformed("truncated reason"))?;
@@ -433,7 +441,7 @@ pub fn parse(d: &[u8]) -> Result<Message<'_>, HandshakeError> {
                 RejectReason::from_u8(code).ok_or(HandshakeError::Malformed("unknown reason"))?;
             Ok(Message::Reject { conn_id, reason })
         }
-        4 => {
+        KIND_RETRY => {
             let (&n, rest) = body
                 .split_first()
                 .ok_or(HandshakeError::Malformed("truncated cookie length"))?;
@@ -459,7 +467,7 @@ fn header(kind: u8, conn_id: u64) -> Vec<u8> {
 
 /// A REJECT datagram.
 pub fn reject_packet(conn_id: u64, reason: RejectReason) -> Vec<u8> {
-    let mut v = header(3, conn_id);
+    let mut v = header(KIND_REJECT, conn_id);
     v.push(reason as u8);
     v
 }
@@ -467,7 +475,7 @@ pub fn reject_packet(conn_id: u64, reason: RejectReason) -> Vec<u8> {
 /// A RETRY datagram carrying `cookie` (1 to [`MAX_COOKIE`] bytes; longer ones are cut).
 pub fn retry_packet(conn_id: u64, cookie: &[u8]) -> Vec<u8> {
     let c = &cookie[..cookie.len().min(MAX_COOKIE)];
-    let mut v = header(4, conn_id);
+    let mut v = header(KIND_RETRY, conn_id);
     v.push(c.len() as u8);
     v.extend_from_slice(c);
     v
@@ -714,7 +722,7 @@ impl Initiator {
         payload.extend_from_slice(&timestamp.to_bytes());
         payload.extend_from_slice(offer);
         let n = hs.write_message(&payload, &mut msg).map_err(noise_err)?;
-        let mut packet = header(1, conn_id);
+        let mut packet = header(KIND_INIT, conn_id);
         packet.push(pattern as u8);
         packet.extend_from_slice(&(n as u16).to_be_bytes());
         packet.extend_from_slice(&msg[..n]);
@@ -942,7 +950,7 @@ impl Accepted {
         }
         let mut msg = vec![0u8; NOISE_MAX];
         let n = self.hs.write_message(answer, &mut msg).map_err(noise_err)?;
-        let mut packet = header(2, self.conn_id);
+        let mut packet = header(KIND_RESPONSE, self.conn_id);
         packet.extend_from_slice(&(n as u16).to_be_bytes());
         packet.extend_from_slice(&msg[..n]);
         Ok((keys(&mut self.hs, false), packet))
