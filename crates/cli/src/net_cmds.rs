@@ -94,6 +94,13 @@ pub struct ConnArgs {
     /// cookie (0: unlimited).
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub handshake_rate_per_address: u32,
+    /// Receiver: how far the clocks of senders sharing a key (one pre-shared key on several
+    /// hosts) may disagree, seconds: a handshake up to this much older than the latest of
+    /// its key still gets in (replays are recognised), one more than this ahead of this
+    /// host's clock is refused as "clock ahead". 0: accept only handshakes later than every
+    /// earlier one of the key (WireGuard's rule), with no bound ahead.
+    #[arg(long, default_value_t = 60.0, value_name = "SECS", value_parser = parse_secs_or_zero)]
+    pub clock_tolerance: f64,
     /// Write a qlog trace (JSON-SEQ, loadable in qvis) of each connection into this existing
     /// directory, as `sender-<id>.sqlog` or `receiver-<id>.sqlog` (`perf`: `client-`,
     /// `server-`; `-2`, `-3`, … when the name is taken: no file is overwritten).
@@ -127,6 +134,7 @@ impl ConnArgs {
             retry: self.retry,
             handshakes_per_sec: self.handshake_rate,
             per_address_per_sec: self.handshake_rate_per_address,
+            clock_tolerance: Duration::from_secs_f64(self.clock_tolerance),
         }
     }
 
@@ -797,6 +805,14 @@ pub(crate) fn parse_secs(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Like [`parse_secs`], zero allowed.
+pub(crate) fn parse_secs_or_zero(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(0.0) => Ok(0.0),
+        _ => parse_secs(s).map_err(|_| format!("`{s}` is not a number of seconds (0 or more)")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -862,5 +878,9 @@ mod tests {
         assert_eq!(parse_secs("1.5"), Ok(1.5));
         assert!(parse_secs("0").is_err());
         assert!(parse_secs("nan").is_err());
+        assert_eq!(parse_secs_or_zero("0"), Ok(0.0));
+        assert_eq!(parse_secs_or_zero("60"), Ok(60.0));
+        assert!(parse_secs_or_zero("-1").is_err());
+        assert!(parse_secs_or_zero("inf").is_err());
     }
 }

@@ -25,6 +25,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 use tributary_proto::handshake::Cookies;
 use tributary_proto::Instant;
 
@@ -54,6 +55,9 @@ impl std::str::FromStr for RetryPolicy {
     }
 }
 
+/// [`Admission::clock_tolerance`] by default.
+pub const DEFAULT_CLOCK_TOLERANCE: Duration = Duration::from_secs(60);
+
 /// How a listener admits handshakes (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Admission {
@@ -63,6 +67,14 @@ pub struct Admission {
     pub handshakes_per_sec: u32,
     /// Key exchanges per second for one validated IP address (0: unlimited).
     pub per_address_per_sec: u32,
+    /// How far INIT timestamps may disagree (docs/udp.md, "Replayed handshakes"): an INIT
+    /// up to this much older than the latest accepted from its identity is still accepted
+    /// (unless this receiver run accepted that very INIT before), so that hosts sharing a
+    /// key with clocks apart by less than this all get in; one more than this ahead of the
+    /// receiver's clock is refused (REJECT "clock ahead"), so that a host with a clock far
+    /// ahead cannot lock its identity's other hosts out. Zero: WireGuard's strict rule
+    /// (later than every accepted one) and no timestamp ahead of the receiver's clock.
+    pub clock_tolerance: Duration,
 }
 
 impl Default for Admission {
@@ -70,12 +82,14 @@ impl Default for Admission {
     /// exchange costs the responder about 1 ms of CPU on the 2-core test VM (median under
     /// load; a RETRY cookie 0.6 µs: `cargo bench -p tributary-bench --bench protect --
     /// handshake`, docs/performance.md), so the budget bounds handshake work to about a fifth
-    /// of one core.
+    /// of one core. Clock tolerance 60 s: hosts kept by NTP agree within milliseconds, and
+    /// one whose clock is off by more gets a clear refusal instead of a silent lock-out.
     fn default() -> Self {
         Admission {
             retry: RetryPolicy::Auto,
             handshakes_per_sec: 200,
             per_address_per_sec: 20,
+            clock_tolerance: DEFAULT_CLOCK_TOLERANCE,
         }
     }
 }
@@ -235,6 +249,7 @@ mod tests {
             retry: RetryPolicy::Auto,
             handshakes_per_sec: 10,
             per_address_per_sec: 0,
+            ..Admission::default()
         };
         let mut g = Guard::new([1; 32]);
         // While at least half the budget is left (10, 9, ..., 5 tokens): no cookie asked.
@@ -276,6 +291,7 @@ mod tests {
             retry: RetryPolicy::Always,
             handshakes_per_sec: 100,
             per_address_per_sec: 3,
+            ..Admission::default()
         };
         let mut g = Guard::new([2; 32]);
         let Verdict::Retry(c) = g.judge(&adm, at(0), 1, addr(1, 1), None) else {
@@ -308,6 +324,7 @@ mod tests {
             retry: RetryPolicy::Never,
             handshakes_per_sec: 2,
             per_address_per_sec: 0,
+            ..Admission::default()
         };
         assert_eq!(g.judge(&never, at(0), 1, addr(1, 1), None), Verdict::Admit);
         assert_eq!(g.judge(&never, at(0), 1, addr(1, 1), None), Verdict::Admit);
@@ -319,6 +336,7 @@ mod tests {
             retry: RetryPolicy::Auto,
             handshakes_per_sec: 0,
             per_address_per_sec: 0,
+            ..Admission::default()
         };
         let mut g = Guard::new([3; 32]);
         for i in 0..10_000 {

@@ -7,7 +7,7 @@ use crate::{new_connection, NetError};
 use ring::rand::{SecureRandom, SystemRandom};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::mem::MaybeUninit;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,6 +56,13 @@ pub fn next_timestamp() -> Timestamp {
     let t = now.max(last.next());
     *last = t;
     t
+}
+
+/// This host's wall clock in nanoseconds since 1970 (0 if it is set before 1970).
+fn wall_clock_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 /// Socket options of the driver.
@@ -124,6 +131,9 @@ pub struct DriverStats {
     /// from the same identity (replays that left the ephemeral-key cache, or an earlier
     /// run's): refused with REJECT "stale" before any connection state exists.
     pub handshakes_stale: u64,
+    /// INITs that authenticated but were stamped further ahead of this receiver's clock
+    /// than its clock tolerance ([`Admission::clock_tolerance`]): REJECT "clock ahead".
+    pub handshakes_clock_ahead: u64,
     /// INITs of another wire version (dropped; the first in every 10 s is logged as a
     /// refusal naming both versions).
     pub handshakes_old_version: u64,
@@ -813,30 +823,69 @@ impl UdpDriver {
                 return false;
             }
         };
-        // WireGuard's rule (Donenfeld, NDSS 2017, §5.1): an authenticated INIT must carry a
-        // later timestamp than any accepted before from its identity, so an INIT replayed
-        // after it left the ephemeral-key cache, or from an earlier run of this receiver
-        // once that identity connected, creates nothing. Answered with REJECT "stale" (12
-        // bytes, only heeded by the owner of the connection id: a genuine sender that lost
-        // a race with another of the same identity starts again with a later timestamp).
+        // WireGuard's rule (Donenfeld, NDSS 2017, §5.1) with a tolerance for identities
+        // shared by hosts whose clocks differ (`Freshness`): an authenticated INIT must be
+        // later than every one accepted before from its identity, or at most the clock
+        // tolerance older and not accepted before, so an INIT replayed after it left the
+        // ephemeral-key cache, or from an earlier run of this receiver once that identity
+        // connected, creates nothing. Answered with REJECT "stale" (12 bytes, only heeded by
+        // the owner of the connection id: a genuine sender that lost a race with another of
+        // the same identity starts again with a later timestamp). One too far ahead of this
+        // receiver's clock gets REJECT "clock ahead" (it would lock the identity's other
+        // hosts out until the receiver restarts).
         let identity = a.peer;
-        if !self.freshness.admit(identity, a.timestamp) {
-            self.stats.handshakes_stale += 1;
-            if let Some(e) = ephemeral {
-                self.stale.insert(e);
+        let tolerance = adm.clock_tolerance.as_nanos();
+        let stamp = a.timestamp.as_nanos();
+        let eph = ephemeral.unwrap_or_default();
+        let verdict = self
+            .freshness
+            .judge(&identity, stamp, &eph, wall_clock_nanos(), tolerance);
+        match verdict {
+            Freshening::Stale => {
+                self.stats.handshakes_stale += 1;
+                if let Some(e) = ephemeral {
+                    self.stale.insert(e);
+                }
+                self.refuse(
+                    from,
+                    conn_id,
+                    RejectReason::Stale,
+                    format!(
+                        "stale handshake (timestamp {}.{:09} not later than one accepted from \
+                         this identity, beyond the clock tolerance of {:?}, or accepted \
+                         before: a replay, or a sender whose clock is behind)",
+                        a.timestamp.secs, a.timestamp.nanos, adm.clock_tolerance
+                    ),
+                );
+                return false;
             }
-            self.refuse(
-                from,
-                conn_id,
-                RejectReason::Stale,
-                format!(
-                    "stale handshake (timestamp {}.{:09} not later than one accepted from \
-                     this identity: a replay, or a sender whose clock is behind)",
-                    a.timestamp.secs, a.timestamp.nanos
-                ),
-            );
-            return false;
+            Freshening::Ahead => {
+                self.stats.handshakes_clock_ahead += 1;
+                let ahead = stamp.saturating_sub(wall_clock_nanos()) / 1_000_000;
+                self.refuse(
+                    from,
+                    conn_id,
+                    RejectReason::ClockAhead,
+                    format!(
+                        "handshake stamped {}.{:09}, {}.{:03} s ahead of this clock (tolerance \
+                         {:?}): a sender's clock, or this one, is wrong",
+                        a.timestamp.secs,
+                        a.timestamp.nanos,
+                        ahead / 1000,
+                        ahead % 1000,
+                        adm.clock_tolerance
+                    ),
+                );
+                return false;
+            }
+            // Not newer than what holds the listener's places: only free room.
+            Freshening::Tolerated if evict.is_some() => {
+                self.refuse(from, conn_id, RejectReason::Busy, "no room (busy)".into());
+                return false;
+            }
+            Freshening::Newest | Freshening::Tolerated => {}
         }
+        self.freshness.remember(identity, stamp, eph, tolerance);
         if let Some(e) = ephemeral {
             self.replays.insert(e);
         }
@@ -1064,30 +1113,98 @@ impl UdpDriver {
     }
 }
 
-/// The greatest INIT timestamp accepted from each identity: the initiator's static public
-/// key (IK, IKpsk2), or, with a pre-shared key only (NNpsk0), the one identity "holder of
-/// the PSK" (`None`): NNpsk0 authenticates no individual sender. Only INITs that
-/// authenticated are entered, so the map holds at most one entry per accepted peer key plus
-/// one: its bound is the listener's configuration, and it never evicts (an evicted entry
-/// would let that identity's old INITs in again). In memory: a restarted receiver starts
-/// empty.
+/// INIT timestamps accepted from each identity: the initiator's static public key (IK,
+/// IKpsk2), or, with a pre-shared key only (NNpsk0), the one identity "holder of the PSK"
+/// (`None`): NNpsk0 authenticates no individual sender. Only INITs that authenticated are
+/// entered, so the map holds at most one entry per accepted peer key plus one: its bound is
+/// the listener's configuration, and it never evicts (an evicted entry would let that
+/// identity's old INITs in again). In memory: a restarted receiver starts empty.
+///
+/// WireGuard's rule (Donenfeld, NDSS 2017, §5.1) accepts only an INIT later than every one
+/// accepted before from its identity. Hosts that share a key (one PSK on several hosts)
+/// with clocks apart would then lock each other out, so an INIT up to the clock tolerance
+/// `W` older than the latest is accepted too, unless this very INIT (timestamp and
+/// ephemeral key) was accepted before: every INIT accepted within `W` of the latest is
+/// kept, so a replay inside the window is always recognised, whatever became of the
+/// ephemeral-key cache. The set is bounded by the key-exchange budget times `W` and by
+/// [`FRESH_WINDOW_MAX`] per identity; beyond that the oldest entry leaves and `floor`
+/// rises to it (nothing at or below the floor is accepted again). `W = 0` is WireGuard's
+/// rule exactly.
 #[derive(Default)]
 struct Freshness {
-    latest: HashMap<Option<Key>, Timestamp>,
+    ids: HashMap<Option<Key>, Fresh>,
+}
+
+/// One identity's timestamps (see [`Freshness`]).
+struct Fresh {
+    /// The latest accepted, in nanoseconds since 1970.
+    latest: u128,
+    /// Nothing at or below this is accepted (entries that left a full window).
+    floor: u128,
+    /// Accepted INITs newer than `latest - W`: (timestamp, ephemeral key).
+    window: BTreeSet<(u128, [u8; 32])>,
+}
+
+/// Most INITs one identity keeps in its tolerance window (48 B each): at the default
+/// budget of 200 key exchanges per second and 60 s of tolerance, 12,000 fit.
+const FRESH_WINDOW_MAX: usize = 65_536;
+
+/// What [`Freshness::judge`] says about an authenticated INIT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Freshening {
+    /// Later than every INIT accepted from its identity: it may take a half-open
+    /// connection's place when the listener is full.
+    Newest,
+    /// Within the tolerance below the latest and not seen before: accepted, but it takes
+    /// only free room (it is not newer than what is there).
+    Tolerated,
+    /// At or below the window, or this very INIT again: REJECT "stale".
+    Stale,
+    /// Ahead of the receiver's clock by more than the tolerance: REJECT "clock ahead".
+    Ahead,
 }
 
 impl Freshness {
-    /// True (and remembered) if `t` is later than every timestamp accepted from `who`.
-    fn admit(&mut self, who: Option<Key>, t: Timestamp) -> bool {
-        match self.latest.get_mut(&who) {
-            Some(last) if t <= *last => false,
-            Some(last) => {
-                *last = t;
-                true
-            }
-            None => {
-                self.latest.insert(who, t);
-                true
+    /// Judges the INIT of `who` stamped `t` (nanoseconds since 1970) with ephemeral key
+    /// `e`, at receiver wall-clock time `now`, with tolerance `w` (nanoseconds; zero:
+    /// WireGuard's rule, and no bound ahead). Nothing is remembered: see
+    /// [`Freshness::remember`].
+    fn judge(&self, who: &Option<Key>, t: u128, e: &[u8; 32], now: u128, w: u128) -> Freshening {
+        if w > 0 && t > now.saturating_add(w) {
+            return Freshening::Ahead;
+        }
+        let Some(f) = self.ids.get(who) else {
+            return Freshening::Newest;
+        };
+        if t <= f.floor || t <= f.latest.saturating_sub(w) || f.window.contains(&(t, *e)) {
+            Freshening::Stale
+        } else if t > f.latest {
+            Freshening::Newest
+        } else {
+            Freshening::Tolerated
+        }
+    }
+
+    /// Remembers an INIT judged [`Freshening::Newest`] or [`Freshening::Tolerated`] and
+    /// accepted.
+    fn remember(&mut self, who: Option<Key>, t: u128, e: [u8; 32], w: u128) {
+        let f = self.ids.entry(who).or_insert(Fresh {
+            latest: t,
+            floor: 0,
+            window: BTreeSet::new(),
+        });
+        f.latest = f.latest.max(t);
+        if w > 0 {
+            f.window.insert((t, e));
+        }
+        // Entries that fell out of the window (all of them when w = 0).
+        let low = f.latest.saturating_sub(w);
+        while f.window.first().is_some_and(|&(ts, _)| ts <= low) {
+            f.window.pop_first();
+        }
+        while f.window.len() > FRESH_WINDOW_MAX {
+            if let Some((ts, _)) = f.window.pop_first() {
+                f.floor = f.floor.max(ts);
             }
         }
     }

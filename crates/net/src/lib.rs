@@ -34,7 +34,7 @@ pub mod server;
 pub mod session;
 mod transfer;
 
-pub use admission::{Admission, RetryPolicy};
+pub use admission::{Admission, RetryPolicy, DEFAULT_CLOCK_TOLERANCE};
 pub use driver::{next_timestamp, DriverStats, Listener, Refusal, SocketOptions, UdpDriver};
 pub use negotiate::{Answer, Content, Limits, Offer, Resume, Service, CLOSE_RESUME_MISMATCH};
 pub use perf::{perf_client, perf_serve, PerfDone, PerfOptions, PerfReport};

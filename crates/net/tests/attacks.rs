@@ -649,6 +649,7 @@ fn init_flood_costs_no_key_exchange_beyond_the_budget() {
         retry: RetryPolicy::Auto,
         handshakes_per_sec: rate,
         per_address_per_sec: 0,
+        ..Admission::default()
     };
     let mut rx = guarded_receiver(server, adm);
     let target = rx.local_addrs()[0];

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 use tributary_net::{
-    next_timestamp, receive_stream, send_stream, Content, Limits, Listener, NetError, Service,
-    SocketOptions, TransferOptions, UdpDriver,
+    next_timestamp, receive_stream, send_stream, Admission, Content, Limits, Listener, NetError,
+    Service, SocketOptions, TransferOptions, UdpDriver, DEFAULT_CLOCK_TOLERANCE,
 };
 use tributary_proto::handshake::{generate_keypair, Credentials, Key};
 use tributary_proto::ConnectionConfig;
@@ -728,12 +728,24 @@ fn replay_older_than_an_accepted_init_is_refused_after_the_cache_forgot_it() {
     use tributary_proto::handshake::{Initiator, RejectReason};
     let k = pinned();
     let psk = Credentials::Psk([12; 32]);
-    for (client, server) in [(k.client, k.server), (psk.clone(), psk)] {
+    // With a clock tolerance (the default) the replay is inside the window and recognised
+    // as an INIT accepted before; without (WireGuard's rule) it is simply not the latest.
+    let cases = [
+        (k.client.clone(), k.server.clone(), DEFAULT_CLOCK_TOLERANCE),
+        (k.client, k.server, Duration::ZERO),
+        (psk.clone(), psk.clone(), DEFAULT_CLOCK_TOLERANCE),
+        (psk.clone(), psk, Duration::ZERO),
+    ];
+    for (client, server, tolerance) in cases {
         let mut rx = UdpDriver::listen_secure(
             &[local()],
             SocketOptions::default(),
             Listener {
                 max_connections: 4,
+                admission: Admission {
+                    clock_tolerance: tolerance,
+                    ..Admission::default()
+                },
                 ..listener(server)
             },
         )
@@ -848,13 +860,19 @@ fn replay_during_the_first_round_trip_does_not_displace_the_genuine_sender() {
 
 /// A receiver run starts with no timestamps: it accepts a genuine sender as usual, and
 /// from then on refuses the INITs of that identity's earlier connections, which its
-/// ephemeral-key cache never saw (here one made for the previous run).
+/// ephemeral-key cache never saw (here one made for the previous run, an hour before: more
+/// than the clock tolerance).
 #[test]
 fn a_fresh_receiver_run_accepts_the_genuine_sender_and_then_refuses_older_inits() {
-    use tributary_proto::handshake::Initiator;
+    use tributary_proto::handshake::{Initiator, Timestamp};
     let k = pinned();
     let offer = offer_bytes();
-    let earlier = Initiator::new(&k.client, 0xea71, &offer, [5; 32], next_timestamp())
+    let now = next_timestamp();
+    let hour_ago = Timestamp {
+        secs: now.secs - 3600,
+        ..now
+    };
+    let earlier = Initiator::new(&k.client, 0xea71, &offer, [5; 32], hour_ago)
         .unwrap()
         .packet()
         .to_vec();
@@ -921,8 +939,10 @@ fn a_fresh_receiver_run_accepts_the_genuine_sender_and_then_refuses_older_inits(
 }
 
 /// Two senders of one identity (here: of one pre-shared key) start at once and the later
-/// INIT arrives first: the earlier one is refused as stale, and its sender starts again with
-/// a later timestamp and gets in (`STALE_RESTARTS`), instead of failing.
+/// INIT arrives first: under WireGuard's strict rule (clock tolerance 0) the earlier one is
+/// refused as stale, and its sender starts again with a later timestamp and gets in
+/// (`STALE_RESTARTS`), instead of failing. (With a tolerance it gets in at once: see
+/// `hosts_sharing_a_key_with_clocks_apart_get_in_within_the_tolerance`.)
 #[test]
 fn a_sender_that_lost_the_race_to_its_own_identity_starts_again() {
     use tributary_proto::handshake::Initiator;
@@ -932,6 +952,10 @@ fn a_sender_that_lost_the_race_to_its_own_identity_starts_again() {
         SocketOptions::default(),
         Listener {
             max_connections: 4,
+            admission: Admission {
+                clock_tolerance: Duration::ZERO,
+                ..Admission::default()
+            },
             ..listener(psk.clone())
         },
     )
@@ -969,4 +993,125 @@ fn a_sender_that_lost_the_race_to_its_own_identity_starts_again() {
         tx.session().unwrap().error()
     );
     assert_eq!((s.handshakes_stale, s.handshakes_accepted), (1, 2), "{s:?}");
+}
+
+/// One pre-shared key on several hosts whose clocks disagree (docs/udp.md, "Replayed
+/// handshakes"). Requirement: a host up to the clock tolerance behind another of its key
+/// gets in (WireGuard's strict rule, tolerance 0, refuses it as stale); a replay of an
+/// INIT accepted within the window is still refused after the ephemeral-key cache forgot
+/// it; an INIT older than the latest does not displace a half-open connection; and one
+/// stamped further ahead of the receiver's clock than the tolerance is refused as "clock
+/// ahead" (it would lock the key's other hosts out).
+#[test]
+fn hosts_sharing_a_key_with_clocks_apart_get_in_within_the_tolerance() {
+    use tributary_proto::handshake::{Initiator, RejectReason, Timestamp};
+    let psk = Credentials::Psk([14; 32]);
+    let offer = offer_bytes();
+    let shifted = |secs: i64| {
+        let t = next_timestamp();
+        Timestamp {
+            secs: t.secs.checked_add_signed(secs).unwrap(),
+            ..t
+        }
+    };
+    let init = |conn_id: u64, seed: u8, t: Timestamp| {
+        Initiator::new(&psk, conn_id, &offer, [seed; 32], t)
+            .unwrap()
+            .packet()
+            .to_vec()
+    };
+    let receiver = |tolerance: Duration, slots: usize| {
+        let mut rx = UdpDriver::listen_secure(
+            &[local()],
+            SocketOptions::default(),
+            Listener {
+                max_connections: slots,
+                admission: Admission {
+                    clock_tolerance: tolerance,
+                    ..Admission::default()
+                },
+                ..listener(psk.clone())
+            },
+        )
+        .unwrap();
+        rx.set_replay_cache(1);
+        rx
+    };
+    for tolerance in [DEFAULT_CLOCK_TOLERANCE, Duration::ZERO] {
+        let mut rx = receiver(tolerance, 4);
+        let target = rx.local_addrs()[0];
+        let host_a = UdpSocket::bind(local()).unwrap();
+        let host_b = UdpSocket::bind(local()).unwrap();
+        host_a.send_to(&init(0xa, 1, shifted(0)), target).unwrap();
+        poll_a_while(&mut rx);
+        assert_eq!(rx.accept(), Some(0xa));
+        // Host B's clock is 30 s behind host A's.
+        let behind = init(0xb, 2, shifted(-30));
+        host_b.send_to(&behind, target).unwrap();
+        poll_a_while(&mut rx);
+        let s = rx.stats();
+        if tolerance.is_zero() {
+            assert_eq!(rx.accept(), None, "strict rule: {s:?}");
+            assert_eq!(reject_received(&host_b), Some(RejectReason::Stale));
+            continue;
+        }
+        assert_eq!(rx.accept(), Some(0xb), "{s:?}");
+        assert_eq!(s.handshakes_stale, 0, "{s:?}");
+        // Host A connects again (the cache now holds only that INIT's key), then B's INIT
+        // is replayed: inside the window, recognised as accepted before.
+        host_a.send_to(&init(0xc, 3, shifted(0)), target).unwrap();
+        poll_a_while(&mut rx);
+        assert_eq!(rx.accept(), Some(0xc));
+        // (Its connection gone, so that the replay is not taken for a repeat of its INIT.)
+        rx.remove(0xb);
+        let atk = UdpSocket::bind(local()).unwrap();
+        atk.send_to(&behind, target).unwrap();
+        poll_a_while(&mut rx);
+        let s = rx.stats();
+        assert_eq!((s.handshakes_stale, s.handshakes_replayed), (1, 0), "{s:?}");
+        assert_eq!(reject_received(&atk), Some(RejectReason::Stale));
+        assert_eq!(rx.accept(), None);
+        // Beyond the window: stale.
+        let host_c = UdpSocket::bind(local()).unwrap();
+        host_c
+            .send_to(&init(0xd, 4, shifted(-120)), target)
+            .unwrap();
+        poll_a_while(&mut rx);
+        assert_eq!(reject_received(&host_c), Some(RejectReason::Stale));
+        assert_eq!(rx.stats().handshakes_stale, 2);
+    }
+    // A clock 2 minutes ahead of the receiver's: refused with the tolerance, and let in
+    // (as in WireGuard) without.
+    for (tolerance, admitted) in [(DEFAULT_CLOCK_TOLERANCE, false), (Duration::ZERO, true)] {
+        let mut rx = receiver(tolerance, 4);
+        let target = rx.local_addrs()[0];
+        let host = UdpSocket::bind(local()).unwrap();
+        host.send_to(&init(0xe, 5, shifted(120)), target).unwrap();
+        poll_a_while(&mut rx);
+        let s = rx.stats();
+        assert_eq!(rx.accept().is_some(), admitted, "{s:?}");
+        assert_eq!(s.handshakes_clock_ahead, u64::from(!admitted), "{s:?}");
+        if !admitted {
+            assert_eq!(reject_received(&host), Some(RejectReason::ClockAhead));
+            let r = rx.refusal().expect("the refusal is logged");
+            assert!(r.reason.contains("ahead of this clock"), "{}", r.reason);
+        }
+    }
+    // One slot, held by a half-open connection (nobody completes it): an INIT newer than it
+    // takes its place, one older (inside the tolerance) does not.
+    let mut rx = receiver(DEFAULT_CLOCK_TOLERANCE, 1);
+    let target = rx.local_addrs()[0];
+    let host = UdpSocket::bind(local()).unwrap();
+    host.send_to(&init(0x10, 6, shifted(-10)), target).unwrap();
+    poll_a_while(&mut rx);
+    assert_eq!(rx.accept(), Some(0x10));
+    let older = UdpSocket::bind(local()).unwrap();
+    older.send_to(&init(0x11, 7, shifted(-20)), target).unwrap();
+    poll_a_while(&mut rx);
+    assert_eq!(reject_received(&older), Some(RejectReason::Busy));
+    assert_eq!(rx.stats().handshakes_evicted, 0);
+    host.send_to(&init(0x12, 8, shifted(0)), target).unwrap();
+    poll_a_while(&mut rx);
+    assert_eq!(rx.accept(), Some(0x12));
+    assert_eq!(rx.stats().handshakes_evicted, 1);
 }

@@ -120,6 +120,11 @@ impl Timestamp {
         (t.nanos < 1_000_000_000).then_some(t)
     }
 
+    /// Nanoseconds since 1970 (every timestamp fits: 2^64 s × 10^9 < 2^128).
+    pub fn as_nanos(self) -> u128 {
+        u128::from(self.secs) * 1_000_000_000 + u128::from(self.nanos)
+    }
+
     /// One nanosecond later (saturating at the largest timestamp).
     pub fn next(self) -> Self {
         if self.nanos + 1 < 1_000_000_000 {
@@ -236,6 +241,9 @@ pub enum RejectReason {
     /// The INIT authenticated but its timestamp is not later than one the responder already
     /// accepted from the same identity (a replay, or a sender whose clock is behind).
     Stale = 6,
+    /// The INIT authenticated but its timestamp is ahead of the responder's clock by more
+    /// than the responder tolerates (the sender's clock, or the responder's, is wrong).
+    ClockAhead = 7,
 }
 
 impl RejectReason {
@@ -247,6 +255,7 @@ impl RejectReason {
             4 => Some(RejectReason::InUse),
             5 => Some(RejectReason::RateLimited),
             6 => Some(RejectReason::Stale),
+            7 => Some(RejectReason::ClockAhead),
             _ => None,
         }
     }
@@ -271,6 +280,10 @@ impl std::fmt::Display for RejectReason {
             RejectReason::Stale => {
                 "the receiver accepted a handshake with a later timestamp from this identity \
                  (this clock is behind the one that made it, or another sender shares the key)"
+            }
+            RejectReason::ClockAhead => {
+                "the receiver's clock is behind this one by more than it tolerates: set both \
+                 clocks right (NTP), or raise the receiver's --clock-tolerance"
             }
         })
     }
@@ -1274,6 +1287,13 @@ mod tests {
             panic!("not a REJECT");
         };
         assert_eq!(reason, RejectReason::Stale);
+        let Ok(Message::Reject { reason, .. }) = parse(&reject_packet(7, RejectReason::ClockAhead))
+        else {
+            panic!("not a REJECT");
+        };
+        assert_eq!(reason, RejectReason::ClockAhead);
+        assert_eq!(t.next().as_nanos() - t.as_nanos(), 1);
+        assert_eq!(t.as_nanos(), 1_800_000_000_999_999_999);
     }
 
     #[test]
