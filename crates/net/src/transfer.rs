@@ -312,7 +312,9 @@ pub fn wait_open(d: &mut UdpDriver, timeout: StdDuration) -> Result<(), NetError
                 ": an answer came but did not authenticate (the receiver's public key pinned \
                  here, or the pre-shared key, differs)"
             } else {
-                " (nothing listens there, or a firewall drops the datagrams)"
+                " (nothing listens there, a firewall drops the datagrams, or the receiver \
+                 runs an older version of tributary, which drops handshakes of this wire \
+                 version without an answer)"
             };
             return Err(NetError::NoAnswer {
                 addr,
