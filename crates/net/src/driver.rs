@@ -1130,9 +1130,19 @@ impl UdpDriver {
 /// [`FRESH_WINDOW_MAX`] per identity; beyond that the oldest entry leaves and `floor`
 /// rises to it (nothing at or below the floor is accepted again). `W = 0` is WireGuard's
 /// rule exactly.
-#[derive(Default)]
 struct Freshness {
     ids: HashMap<Option<Key>, Fresh>,
+    /// Most entries per identity's window ([`FRESH_WINDOW_MAX`]; tests lower it).
+    cap: usize,
+}
+
+impl Default for Freshness {
+    fn default() -> Self {
+        Freshness {
+            ids: HashMap::new(),
+            cap: FRESH_WINDOW_MAX,
+        }
+    }
 }
 
 /// One identity's timestamps (see [`Freshness`]).
@@ -1202,7 +1212,7 @@ impl Freshness {
         while f.window.first().is_some_and(|&(ts, _)| ts <= low) {
             f.window.pop_first();
         }
-        while f.window.len() > FRESH_WINDOW_MAX {
+        while f.window.len() > self.cap {
             if let Some((ts, _)) = f.window.pop_first() {
                 f.floor = f.floor.max(ts);
             }
@@ -1625,4 +1635,77 @@ fn is_timeout(e: &std::io::Error) -> bool {
             | std::io::ErrorKind::TimedOut
             | std::io::ErrorKind::Interrupted
     )
+}
+
+#[cfg(test)]
+mod freshness_tests {
+    use super::{Freshening, Freshness};
+    use std::collections::{HashMap, HashSet};
+
+    /// Random INITs of three identities, with replays of earlier ones mixed in, against
+    /// the rule of `Freshness` (docs/udp.md, "Replayed handshakes"). Requirements: no INIT
+    /// is ever accepted twice (replay protection, whatever the window's cap); nothing at or
+    /// below `latest - W` nor beyond `now + W` is accepted; an INIT later than every
+    /// accepted one of its identity and not ahead is always accepted (liveness); with
+    /// W = 0, accepted exactly when later than every accepted one (WireGuard's rule); the
+    /// window never holds more than its cap.
+    #[test]
+    fn never_accepts_an_init_twice_and_follows_the_rule() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for (w, cap) in [(0u128, 8usize), (50, 8), (50, 1_000), (1_000, 3)] {
+            let mut f = Freshness {
+                cap,
+                ..Freshness::default()
+            };
+            let mut accepted: HashSet<(u8, u128, [u8; 32])> = HashSet::new();
+            let mut sent: Vec<(u8, u128, [u8; 32])> = Vec::new();
+            let mut latest: HashMap<u8, u128> = HashMap::new();
+            let mut now: u128 = 10_000;
+            for i in 0..20_000u32 {
+                now += u128::from(rnd(3));
+                let (id, t, e) = if !sent.is_empty() && rnd(4) == 0 {
+                    sent[rnd(sent.len() as u64) as usize]
+                } else {
+                    let id = rnd(3) as u8;
+                    // Clocks up to 80 behind and 80 ahead of `now`.
+                    let t = now + u128::from(rnd(161)) - 80;
+                    let mut e = [0u8; 32];
+                    e[..4].copy_from_slice(&i.to_be_bytes());
+                    (id, t, e)
+                };
+                sent.push((id, t, e));
+                let who = (id > 0).then(|| [id; 32]);
+                let v = f.judge(&who, t, &e, now, w);
+                let last = latest.get(&id).copied();
+                let ok = matches!(v, Freshening::Newest | Freshening::Tolerated);
+                if ok {
+                    f.remember(who, t, e, w);
+                    assert!(accepted.insert((id, t, e)), "accepted twice: {id} {t}");
+                    latest.insert(id, last.map_or(t, |l| l.max(t)));
+                }
+                if w > 0 && t > now + w {
+                    assert_eq!(v, Freshening::Ahead);
+                }
+                match last {
+                    Some(l) if t <= l.saturating_sub(w) => assert!(!ok, "{t} <= {l} - {w}"),
+                    Some(l) if t > l && (w == 0 || t <= now + w) => {
+                        assert_eq!(v, Freshening::Newest)
+                    }
+                    None if w == 0 || t <= now + w => assert_eq!(v, Freshening::Newest),
+                    _ => {}
+                }
+                if w == 0 {
+                    assert_eq!(ok, last.is_none_or(|l| t > l), "{t} {last:?}");
+                }
+                assert!(f.ids.values().all(|x| x.window.len() <= cap));
+            }
+            assert!(accepted.len() > 1_000, "too few accepted to mean anything");
+        }
+    }
 }
