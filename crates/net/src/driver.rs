@@ -1680,7 +1680,7 @@ mod freshness_tests {
                     (id, t, e)
                 };
                 sent.push((id, t, e));
-                let who = (id > 0).then(|| [id; 32]);
+                let who = (id > 0).then_some([id; 32]);
                 let v = f.judge(&who, t, &e, now, w);
                 let last = latest.get(&id).copied();
                 let ok = matches!(v, Freshening::Newest | Freshening::Tolerated);
