@@ -384,6 +384,27 @@ pub struct LtProgress {
     pub complete: bool,
 }
 
+/// Slots per group of [`LtDecoder::execute`]'s four-Russians step (a power of two dividing 64,
+/// so a group's bits never straddle two words of a row of R).
+const RUSSIAN_BITS: usize = 4;
+/// Tabulated sums per group: the subsets of two or more of its slots.
+const RUSSIAN_COMBOS: usize = (1 << RUSSIAN_BITS) - 1 - RUSSIAN_BITS;
+/// Fewest inactive sources for which the table is built (below, the sums are read directly).
+const RUSSIAN_MIN: usize = 16;
+/// Position among a group's tabulated sums of the subset m (m with two or more bits set).
+const COMBO_INDEX: [u8; 1 << RUSSIAN_BITS] = {
+    let mut t = [u8::MAX; 1 << RUSSIAN_BITS];
+    let (mut m, mut next) = (1, 0);
+    while m < 1 << RUSSIAN_BITS {
+        if m & (m - 1) != 0 {
+            t[m] = next;
+            next += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
 /// Role of an unknown source (a column) in an inactivation plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Column {
@@ -745,6 +766,9 @@ pub struct LtDecoder {
     neighbours: Vec<u32>,
     /// Scratch list of source rows for one `XorPath::xor_rows`.
     gather: Vec<u32>,
+    /// Scratch of [`LtDecoder::execute`]: the core's right-hand sides and their tabulated
+    /// sums, T bytes each.
+    rhs: Vec<u8>,
     xor_path: XorPath,
     /// Whether to complete by elimination as soon as the rank is k.
     eliminate: bool,
@@ -772,6 +796,7 @@ impl LtDecoder {
             ripple: Vec::new(),
             neighbours: Vec::new(),
             gather: Vec::new(),
+            rhs: Vec::new(),
             xor_path: XorPath::best(),
             eliminate: false,
             plan: None,
@@ -1067,9 +1092,20 @@ impl LtDecoder {
             // SAFETY: see above; the path is available.
             unsafe { path.xor_rows(data.add(n * t), sym_row(r), data, &gather, t) };
         }
-        // 2. Right-hand sides of the core rows.
+        // 2. Right-hand sides of the core rows, in slots 0..i of the scratch buffer `rhs`
+        //    (reused block to block; every slot read below is written first).
         let i = plan.inactive.len();
-        let mut rhs = vec![0u8; i * t];
+        let groups = i.div_ceil(RUSSIAN_BITS);
+        let tabled = i >= RUSSIAN_MIN;
+        let slots = if tabled {
+            i + groups * RUSSIAN_COMBOS
+        } else {
+            i
+        };
+        let mut rhs = std::mem::take(&mut self.rhs);
+        if rhs.len() < slots * t {
+            rhs.resize(slots * t, 0);
+        }
         for (s, &r) in plan.core.iter().enumerate() {
             gather.clear();
             gather.extend(
@@ -1083,35 +1119,85 @@ impl LtDecoder {
             unsafe { path.xor_rows(rhs.as_mut_ptr().add(s * t), sym_row(r), data, &gather, t) };
         }
         // 3. The inactive sources: the core's inverse R (on bits), then each inactive source
-        //    is one multi-row XOR of the right-hand sides its row of R selects.
+        //    is x_j = Σ_s R[j][s]·b_s, one multi-row XOR. With many inactive sources, by the
+        //    "four Russians" method: the slots are taken RUSSIAN_BITS at a time and every sum of
+        //    two or more slots of a group is tabulated once (slot i + g·RUSSIAN_COMBOS + …,
+        //    each one XOR of a smaller sum and a slot), so x_j reads one entry per group its row
+        //    of R touches instead of one slot per set bit (≈ i/4 instead of ≈ i/2 rows).
         let inverse = plan.core_inverse();
         let iw = plan.iw;
+        let base = rhs.as_mut_ptr();
+        // Slot of the sum of group g's slots selected by the bits of m (m ≠ 0).
+        let entry = |g: usize, m: usize| -> u32 {
+            if m.is_power_of_two() {
+                (g * RUSSIAN_BITS + m.trailing_zeros() as usize) as u32
+            } else {
+                (i + g * RUSSIAN_COMBOS + COMBO_INDEX[m] as usize) as u32
+            }
+        };
+        if tabled {
+            for g in 0..groups {
+                let width = (i - g * RUSSIAN_BITS).min(RUSSIAN_BITS);
+                for m in 3..1usize << width {
+                    if m.is_power_of_two() {
+                        continue;
+                    }
+                    let (rest, low) = (m & (m - 1), m & m.wrapping_neg());
+                    let (d, f, l) = (entry(g, m), entry(g, rest), entry(g, low));
+                    debug_assert!(d as usize >= i && (f as usize) < slots && (l as usize) < i);
+                    // SAFETY: the path is available; the three slots are distinct and below
+                    // `slots` (inside `rhs`); the sum for `rest` was written before (a smaller
+                    // m, or a slot of step 2).
+                    unsafe {
+                        path.xor_rows(
+                            base.add(d as usize * t),
+                            base.add(f as usize * t),
+                            base,
+                            &[l],
+                            t,
+                        )
+                    };
+                }
+            }
+        }
         let data = self.data.as_mut_ptr();
         for (j, &c) in plan.inactive.iter().enumerate() {
             let n = src(c);
+            let row = &inverse[j * iw..(j + 1) * iw];
             gather.clear();
-            for (w, &x) in inverse[j * iw..(j + 1) * iw].iter().enumerate() {
-                let mut x = x;
-                while x != 0 {
-                    gather.push((w * 64 + x.trailing_zeros() as usize) as u32);
-                    x &= x - 1;
+            if tabled {
+                for g in 0..groups {
+                    let bit = g * RUSSIAN_BITS;
+                    let m = (row[bit / 64] >> (bit % 64)) as usize & ((1 << RUSSIAN_BITS) - 1);
+                    if m != 0 {
+                        gather.push(entry(g, m));
+                    }
+                }
+            } else {
+                for (w, &x) in row.iter().enumerate() {
+                    let mut x = x;
+                    while x != 0 {
+                        gather.push((w * 64 + x.trailing_zeros() as usize) as u32);
+                        x &= x - 1;
+                    }
                 }
             }
             // R is invertible, so its row j is not empty.
             let first = gather.remove(0) as usize;
-            debug_assert!(n < k && first < i && gather.iter().all(|&s| (s as usize) < i));
-            // SAFETY: the path is available; slots are < i, inside `rhs` (i·T bytes), a
-            // separate buffer from `data`, where source n < k is.
+            debug_assert!(n < k && first < slots && gather.iter().all(|&s| (s as usize) < slots));
+            // SAFETY: the path is available; slots are < `slots`, inside `rhs`, a separate
+            // buffer from `data`, where source n < k is.
             unsafe {
                 path.xor_rows(
                     data.add(n * t),
-                    rhs.as_ptr().add(first * t),
-                    rhs.as_ptr(),
+                    base.add(first * t).cast_const(),
+                    base.cast_const(),
                     &gather,
                     t,
                 )
             };
         }
+        self.rhs = rhs;
         let data = self.data.as_mut_ptr();
         // 4. Finish each pivot, in release order: add its inactive variables, or recompute it
         //    from its row (all its other columns are final by now), whichever is fewer XORs.
