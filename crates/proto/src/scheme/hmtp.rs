@@ -738,6 +738,8 @@ pub struct HmtpReceiver {
     spare: Option<LtDecoder>,
     /// The last chunk's LT parameters (see [`chunk_params`]).
     params: Option<LtParams>,
+    /// The in-order point at which `open` and `done` were last pruned.
+    pruned_at: u64,
     stats: HmtpStats,
 }
 
@@ -750,6 +752,7 @@ impl HmtpReceiver {
             done: BTreeMap::new(),
             spare: None,
             params: None,
+            pruned_at: 0,
             stats: HmtpStats::default(),
         }
     }
@@ -871,10 +874,16 @@ impl HmtpReceiver {
                 ctx.request_ack(from.path);
             }
         }
-        // Forget what the application can now read in order.
+        // Forget what the application can now read in order. Only when the in-order point
+        // moved: every entry already ends above the point of the last pass (new open chunks
+        // end above the point, checked at the top; a decoded chunk that does not move it ends
+        // above it), so a pass at the same point would remove nothing.
         let contiguous = ctx.recv_buf.contiguous_end();
-        self.done.retain(|_, &mut e| e > contiguous);
-        self.open.retain(|_, c| c.start + c.len > contiguous);
+        if contiguous != self.pruned_at {
+            self.pruned_at = contiguous;
+            self.done.retain(|_, &mut e| e > contiguous);
+            self.open.retain(|_, c| c.start + c.len > contiguous);
+        }
         Ok(())
     }
 }
