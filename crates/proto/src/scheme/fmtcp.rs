@@ -199,6 +199,14 @@ pub struct FmtcpConfig {
     /// number of them within `block_size` (module docs, "Full packets"; not in the paper,
     /// which fixes neither).
     pub full_symbols: bool,
+    /// Adaptive δ̂ (module docs, "Adaptive δ̂"; not in the paper): Eq. 4's target is chosen
+    /// per packet as the cost of one symbol over the cost of a decoding failure, within
+    /// [`delta_min`](Self::delta_min), [`delta_max`](Self::delta_max); `delta` is then unused.
+    pub adaptive_delta: bool,
+    /// With `adaptive_delta`: the smallest δ̂ (most redundancy).
+    pub delta_min: f64,
+    /// With `adaptive_delta`: the largest δ̂, used when a decoding failure costs no goodput.
+    pub delta_max: f64,
     /// LT: robust soliton constant c.
     pub lt_c: f64,
     /// LT: robust soliton δ.
@@ -219,6 +227,9 @@ impl Default for FmtcpConfig {
             penalize: true,
             penalize_margin: 2.0,
             full_symbols: false,
+            adaptive_delta: false,
+            delta_min: 0.005,
+            delta_max: 0.9,
             lt_c: 0.1,
             lt_delta: 0.05,
             lt_overhead: 0.25,
@@ -251,6 +262,11 @@ impl FmtcpConfig {
         }
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err("delta must be in (0, 1)".into());
+        }
+        if !(self.delta_min > 0.0 && self.delta_min <= self.delta_max && self.delta_max < 1.0) {
+            return Err(
+                "delta_min and delta_max must satisfy 0 < delta_min <= delta_max < 1".into(),
+            );
         }
         if !(0.0..=100.0).contains(&self.penalize_margin) {
             return Err("penalize_margin must be in [0, 100]".into());
@@ -379,6 +395,20 @@ pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
             key: "full_symbols",
             doc: "symbols of one MSS (as full as mptcp's DATA packets), blocks a whole number \
                   of them within block_size (not in the paper)",
+        },
+        OptionDoc {
+            key: "adaptive_delta",
+            doc: "choose Eq. 4's δ̂ per packet as one symbol's cost over a decoding failure's \
+                  (the goodput a stalled flow-control window loses), within delta_min and \
+                  delta_max; not in the paper",
+        },
+        OptionDoc {
+            key: "delta_min",
+            doc: "with adaptive_delta: smallest δ̂",
+        },
+        OptionDoc {
+            key: "delta_max",
+            doc: "with adaptive_delta: largest δ̂ (a failure costs nothing)",
         },
         OptionDoc {
             key: "lt_c",
@@ -883,6 +913,8 @@ pub struct FmtcpSender {
     /// Path estimates of the current call (reused buffer).
     est: Vec<PathEstimate>,
     memo: FillMemo,
+    /// δ̂ in force (the configured one, or the adaptive one of this call).
+    delta: f64,
 }
 
 /// A cached δ_b is recomputed when a path's loss estimate moved by more than this fraction
@@ -908,6 +940,7 @@ impl FmtcpSender {
             last_penalty: Vec::new(),
             est: Vec::new(),
             memo: FillMemo::default(),
+            delta: cfg.delta,
         }
     }
 
@@ -933,6 +966,67 @@ impl FmtcpSender {
             }
             self.complete = 0;
         }
+        if self.cfg.adaptive_delta {
+            let d = self.adaptive_delta(ctx);
+            if d != self.delta {
+                // The δ-complete prefix and the fill memos were computed with the old δ̂.
+                self.delta = d;
+                self.complete = 0;
+                self.memo.0.clear();
+                for b in &mut self.blocks {
+                    b.fill = None;
+                }
+            }
+        }
+    }
+
+    /// Adaptive δ̂ (module docs, "Adaptive δ̂"): one symbol over the expected stall cost of a
+    /// decoding failure, both in symbols, clamped to [delta_min, delta_max] and rounded down
+    /// to a quarter of a binary order of magnitude (so that it changes seldom).
+    fn adaptive_delta(&self, ctx: &SendCtx<'_>) -> f64 {
+        let (lo, hi) = (self.cfg.delta_min, self.cfg.delta_max);
+        // Aggregate rate in symbols per second: Σ_f (cwnd_f / MSS_f) / RTT_f.
+        let mut rate = 0.0;
+        // Recovery delay: the loss is learnt after the response time RT_f (Eq. 9) of the path
+        // that lost it, weighted by where losses happen (rate_f · p_f), and the replacement
+        // arrives after the smallest EDT (Eq. 8).
+        let (mut wsum, mut rtsum, mut edt_min) = (0.0, 0.0, f64::INFINITY);
+        for (v, e) in ctx.paths.iter().zip(&self.est) {
+            if !e.active {
+                continue;
+            }
+            let rtt = v.rtt_or_rto().as_secs_f64().max(1e-6);
+            let r = (v.cwnd as f64 / v.mss.max(1) as f64) / rtt;
+            rate += r;
+            let w = r * e.loss;
+            wsum += w;
+            rtsum += w * e.rt;
+            edt_min = edt_min.min(e.edt);
+        }
+        if wsum <= 0.0 || !edt_min.is_finite() {
+            // No loss expected anywhere: no failure to insure against.
+            return hi;
+        }
+        let d = rtsum / wsum + edt_min;
+        let per_symbol = self.geo.symbol as f64;
+        // Room: stream bytes below the flow-control limit of which no symbol was sent yet
+        // (blocks open but untouched, and what is not open yet); a stall shorter than the
+        // time to send them costs nothing.
+        let untouched: u64 = self
+            .blocks
+            .iter()
+            .rev()
+            .take_while(|b| b.sent == 0)
+            .map(|b| b.len)
+            .sum();
+        let room = (ctx.max_data.saturating_sub(self.next_start) + untouched) as f64 / per_symbol;
+        let cost = rate * self.geo.per_packet as f64 * d - room;
+        if cost <= 1.0 / hi {
+            return hi;
+        }
+        let x = (1.0 / cost).clamp(lo, hi);
+        // Quantise: 2^(⌊4·log2 x⌋/4), kept within the bounds.
+        (((x.log2() * 4.0).floor() / 4.0).exp2()).clamp(lo, hi)
     }
 
     /// The block geometry.
@@ -1006,7 +1100,7 @@ impl FmtcpSender {
                 }
             }
             let mut vi = 0;
-            while s < pp && a.failure() >= self.cfg.delta {
+            while s < pp && a.failure() >= self.delta {
                 a.add(q);
                 vi += 1;
                 s += 1;
@@ -1076,7 +1170,7 @@ impl FmtcpSender {
     /// Extends the prefix of δ-complete blocks (`complete`) as far as it goes.
     fn advance_complete(&mut self) {
         let est = &self.est;
-        let delta = self.cfg.delta;
+        let delta = self.delta;
         while let Some(b) = self.blocks.get_mut(self.complete) {
             if b.cached(est).failure() >= delta {
                 break;
@@ -1284,7 +1378,7 @@ impl SchemeSender for FmtcpSender {
             return None;
         }
         let est = &self.est;
-        let delta = self.cfg.delta;
+        let delta = self.delta;
         let skip = self.complete;
         let mut view = SenderBlocks {
             blocks: &mut self.blocks,
