@@ -382,6 +382,23 @@ fn invalid_configurations_are_refused() {
         };
         assert!(f.geometry(1400).is_err(), "penalize_margin {m}");
     }
+    // Adaptive δ̂ bounds: 0 < delta_min ≤ delta_max < 1 (δ̂ = 1 would never make a block
+    // δ-complete once 1 − P(all arrive) rounds to 1).
+    for (lo, hi) in [
+        (0.0, 0.9),
+        (0.5, 0.4),
+        (0.1, 1.0),
+        (f64::NAN, 0.9),
+        (0.1, f64::NAN),
+    ] {
+        let f = FmtcpConfig {
+            adaptive_delta: true,
+            delta_min: lo,
+            delta_max: hi,
+            ..FmtcpConfig::default()
+        };
+        assert!(f.geometry(1400).is_err(), "delta_min {lo} delta_max {hi}");
+    }
     // Geometry for MSS 1400: T = 1366, k = 24; two symbols per packet: T = 669, k = 49
     // (T_max = (1400 − 2·20)/2 = 680).
     let g = FmtcpConfig::default().geometry(1400).unwrap();
