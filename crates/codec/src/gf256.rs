@@ -325,37 +325,6 @@ impl Kernel {
         }
     }
 
-    /// Whether [`Kernel::mul_multi_strided2_unchecked`] is available for this kernel.
-    pub(crate) fn has_strided2(self) -> bool {
-        matches!(self, Kernel::Gfni512)
-    }
-
-    /// `d0 = Σ c0[j]·block[j·stride..][..d0.len()]` and `d1 = Σ c1[j]·…` over 16 sources in
-    /// one pass (each source window loaded once for both). Only for kernels where
-    /// [`Kernel::has_strided2`]; others do nothing.
-    ///
-    /// # Safety
-    /// `self` is available, `d1.len() == d0.len()` and `block` holds
-    /// `15·stride + d0.len()` bytes.
-    pub(crate) unsafe fn mul_multi_strided2_unchecked(
-        self,
-        d0: &mut [u8],
-        d1: &mut [u8],
-        c0: &[u8; 16],
-        c1: &[u8; 16],
-        block: &[u8],
-        stride: usize,
-    ) {
-        debug_assert!(d0.len() == d1.len() && 15 * stride + d0.len() <= block.len());
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Gfni512 => unsafe {
-                x86::mul_multi_strided2_gfni512(d0, d1, c0, c1, block, stride)
-            },
-            _ => {}
-        }
-    }
-
     /// # Safety
     /// `self` is available and every source has `dst.len()` bytes.
     pub(crate) unsafe fn mul_multi_unchecked(self, dst: &mut [u8], srcs: &[(u8, &[u8])]) {
@@ -1076,70 +1045,6 @@ mod x86 {
             add = true;
             if j >= coeffs.len() {
                 return;
-            }
-        }
-    }
-
-    /// Two combinations of the same [`GROUP_512`] sources in one pass: `d0 = Σ c0[j]·srcⱼ`
-    /// and `d1 = Σ c1[j]·srcⱼ`, source j at `block[j·stride..][..d0.len()]`. Each 64-byte
-    /// window of a source is loaded once for both outputs (the encoder's generation is
-    /// usually no longer in L1 when it is asked for a coded symbol, so its loads dominate).
-    /// A zero coefficient multiplies to zero bytes, so the result equals the single-output
-    /// kernels' (which skip such terms) byte for byte.
-    #[target_feature(enable = "avx512f,avx512bw,gfni")]
-    pub(super) unsafe fn mul_multi_strided2_gfni512(
-        d0: &mut [u8],
-        d1: &mut [u8],
-        c0: &[u8; GROUP_512],
-        c1: &[u8; GROUP_512],
-        block: &[u8],
-        stride: usize,
-    ) {
-        let len = d0.len();
-        let p = block.as_ptr();
-        let (o0, o1) = (d0.as_mut_ptr(), d1.as_mut_ptr());
-        let mut v0 = [_mm512_setzero_si512(); GROUP_512];
-        let mut v1 = [_mm512_setzero_si512(); GROUP_512];
-        for j in 0..GROUP_512 {
-            v0[j] = _mm512_set1_epi8(c0[j] as i8);
-            v1[j] = _mm512_set1_epi8(c1[j] as i8);
-        }
-        // SAFETY (all pointer arithmetic): inside `block`, `d0` and `d1` (caller's contract).
-        unsafe {
-            let mut i = 0;
-            while i + 64 <= len {
-                let (mut a, mut b) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-                for j in 0..GROUP_512 {
-                    let x = load64(p.add(j * stride + i));
-                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(x, v0[j]));
-                    b = _mm512_xor_si512(b, _mm512_gf2p8mul_epi8(x, v1[j]));
-                }
-                store64(o0.add(i), a);
-                store64(o1.add(i), b);
-                i += 64;
-            }
-            if i + 32 <= len {
-                let (mut a, mut b) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-                for j in 0..GROUP_512 {
-                    let x = load32(p.add(j * stride + i));
-                    let (m0, m1) = (_mm512_castsi512_si256(v0[j]), _mm512_castsi512_si256(v1[j]));
-                    a = _mm256_xor_si256(a, _mm256_gf2p8mul_epi8(x, m0));
-                    b = _mm256_xor_si256(b, _mm256_gf2p8mul_epi8(x, m1));
-                }
-                store32(o0.add(i), a);
-                store32(o1.add(i), b);
-                i += 32;
-            }
-            if i < len {
-                let m = tail_mask(len - i);
-                let (mut a, mut b) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-                for j in 0..GROUP_512 {
-                    let x = _mm512_maskz_loadu_epi8(m, p.add(j * stride + i) as *const i8);
-                    a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(x, v0[j]));
-                    b = _mm512_xor_si512(b, _mm512_gf2p8mul_epi8(x, v1[j]));
-                }
-                _mm512_mask_storeu_epi8(o0.add(i) as *mut i8, m, a);
-                _mm512_mask_storeu_epi8(o1.add(i) as *mut i8, m, b);
             }
         }
     }

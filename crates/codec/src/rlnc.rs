@@ -270,10 +270,6 @@ pub struct RlncEncoder {
     nibbles: Vec<u8>,
     coeffs: Vec<u8>,
     kernel: Kernel,
-    /// The symbol of seed `ahead_seed`, computed in the same pass as the previous seeded
-    /// symbol (see [`RlncEncoder::encode`]).
-    ahead: Vec<u8>,
-    ahead_seed: Option<u32>,
 }
 
 impl RlncEncoder {
@@ -292,8 +288,6 @@ impl RlncEncoder {
             nibbles: Vec::new(),
             coeffs: Vec::new(),
             kernel: Kernel::best(),
-            ahead: Vec::new(),
-            ahead_seed: None,
         };
         enc.reset_with(config, fill);
         enc
@@ -321,7 +315,6 @@ impl RlncEncoder {
         let bytes = config.generation_bytes();
         let len = len.min(bytes);
         self.config = config;
-        self.ahead_seed = None;
         // Stale bytes are fine where `fill` writes; the tail of a short generation is zeroed.
         self.data.truncate(len);
         self.data.resize(len, 0);
@@ -355,13 +348,6 @@ impl RlncEncoder {
 
     /// Writes the symbol described by `coding` into `out` (T bytes).
     ///
-    /// With the AVX-512 GFNI kernel and g = 16, a seeded symbol `Seeded(s)` is computed in
-    /// one pass together with `Seeded(s + 1)`, which is kept and copied out if that is the
-    /// next seed asked for (senders count seeds up): the generation, usually evicted from L1
-    /// between two coded packets, is then loaded once per two symbols. The bytes are the
-    /// same either way; only the work for `s + 1` happens earlier (and is wasted if it is
-    /// never asked for).
-    ///
     /// Errors if `out` is not T bytes, a source index is ≥ g, or explicit coefficients are not
     /// g bytes.
     pub fn encode(&mut self, coding: Coding<'_>, out: &mut [u8]) -> Result<()> {
@@ -375,37 +361,6 @@ impl RlncEncoder {
             })?;
             out.copy_from_slice(src);
             return Ok(());
-        }
-        if let Coding::Seeded(seed) = coding {
-            if self.ahead_seed == Some(seed) {
-                self.ahead_seed = None;
-                out.copy_from_slice(&self.ahead);
-                return Ok(());
-            }
-            if let (true, 16, Some(next)) = (
-                self.kernel.has_strided2(),
-                self.config.generation_size,
-                seed.checked_add(1),
-            ) {
-                let (mut c0, mut c1) = ([0u8; 16], [0u8; 16]);
-                seeded_coefficients(seed, &mut c0);
-                seeded_coefficients(next, &mut c1);
-                self.ahead.resize(t, 0);
-                // SAFETY: the kernel is available; `data` holds 16 symbols of T bytes and
-                // `out` and `ahead` are T bytes.
-                unsafe {
-                    self.kernel.mul_multi_strided2_unchecked(
-                        out,
-                        &mut self.ahead,
-                        &c0,
-                        &c1,
-                        &self.data,
-                        t,
-                    )
-                };
-                self.ahead_seed = Some(next);
-                return Ok(());
-            }
         }
         coefficients_into(&self.config, coding, &mut self.coeffs)?;
         if self.kernel.has_strided() {
