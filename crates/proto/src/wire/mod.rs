@@ -120,14 +120,24 @@ impl<'a> Reader<'a> {
         Ok(u64::from_be_bytes(a))
     }
     /// QUIC-style variable-length integer.
+    ///
+    /// Inlined, with the one-byte form (values below 64: most frame fields) returned
+    /// directly and the longer forms bounds-checked once; a truncated varint consumes the
+    /// rest of the buffer, as reading it byte by byte would.
+    #[inline]
     pub fn varint(&mut self, what: &'static str) -> Result<u64, WireError> {
         let first = self.u8(what)?;
-        let len = 1usize << (first >> 6);
-        let mut v = u64::from(first & 0x3f);
-        for _ in 1..len {
-            v = (v << 8) | u64::from(self.u8(what)?);
+        let v = u64::from(first & 0x3f);
+        if first < 0x40 {
+            return Ok(v);
         }
-        Ok(v)
+        let rest = (1usize << (first >> 6)) - 1;
+        let Some(bytes) = self.buf.get(self.pos..self.pos + rest) else {
+            self.pos = self.buf.len();
+            return Err(WireError::Truncated(what));
+        };
+        self.pos += rest;
+        Ok(bytes.iter().fold(v, |v, &b| (v << 8) | u64::from(b)))
     }
     /// A varint that must fit `u32`.
     pub fn varint_u32(&mut self, what: &'static str) -> Result<u32, WireError> {
@@ -222,6 +232,23 @@ mod varint_tests {
             w.varint(v);
             let n = w.pos;
             assert_eq!(&buf[..n], bytes);
+        }
+    }
+
+    /// Every proper prefix of an encoded varint is an error naming the field, and the
+    /// reader has consumed the prefix (a caller that keeps reading sees an empty buffer).
+    #[test]
+    fn truncated_varint_is_an_error() {
+        for bytes in [
+            &[0x7bu8, 0xbd][..],
+            &[0x9d, 0x7f, 0x3e, 0x7d][..],
+            &[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c][..],
+        ] {
+            for n in 0..bytes.len() {
+                let mut r = Reader::new(&bytes[..n]);
+                assert!(matches!(r.varint("v"), Err(WireError::Truncated("v"))));
+                assert!(r.is_empty());
+            }
         }
     }
 
