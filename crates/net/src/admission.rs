@@ -73,7 +73,7 @@ pub struct Admission {
     /// key with clocks apart by less than this all get in; one more than this ahead of the
     /// receiver's clock is refused (REJECT "clock ahead"), so that a host with a clock far
     /// ahead cannot lock its identity's other hosts out. Zero: WireGuard's strict rule
-    /// (later than every accepted one) and no timestamp ahead of the receiver's clock.
+    /// (later than every accepted one), with no bound ahead of the receiver's clock.
     pub clock_tolerance: Duration,
 }
 
