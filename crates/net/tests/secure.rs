@@ -75,6 +75,18 @@ fn listener(creds: Credentials) -> Listener {
     }
 }
 
+/// A protected sender of a `size`-byte file over one path to `to`, default options.
+fn sender(to: SocketAddr, creds: &Credentials, size: usize) -> UdpDriver {
+    UdpDriver::connect_secure(
+        ConnectionConfig::default(),
+        &[(local(), to)],
+        SocketOptions::default(),
+        creds,
+        file(size),
+    )
+    .unwrap()
+}
+
 fn file(size: usize) -> Content {
     Content::File {
         name: Some("f".into()),
@@ -201,14 +213,7 @@ fn failing(client: Credentials, server: Credentials) -> (NetError, Duration, boo
         s.is_some()
     });
     let t0 = Instant::now();
-    let mut tx = UdpDriver::connect_secure(
-        ConnectionConfig::default(),
-        &[(local(), target)],
-        SocketOptions::default(),
-        &client,
-        file(3),
-    )
-    .unwrap();
+    let mut tx = sender(target, &client, 3);
     let e = send_stream(&mut tx, &b"abc"[..], &opts(3)).unwrap_err();
     let took = t0.elapsed();
     stop.store(true, Ordering::Relaxed);
@@ -279,14 +284,7 @@ fn closed_port_is_reported_within_a_second() {
         s.local_addr().unwrap()
     };
     let t0 = Instant::now();
-    let mut tx = UdpDriver::connect_secure(
-        ConnectionConfig::default(),
-        &[(local(), port)],
-        SocketOptions::default(),
-        &pinned().client,
-        file(3),
-    )
-    .unwrap();
+    let mut tx = sender(port, &pinned().client, 3);
     let e = send_stream(&mut tx, &b"abc"[..], &opts(10)).unwrap_err();
     assert!(matches!(e, NetError::Unreachable { .. }), "{e}");
     assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
@@ -306,23 +304,9 @@ fn second_sender_is_refused_while_the_first_transfers() {
         out
     });
     let data = payload(2 << 20, 3);
-    let mut a = UdpDriver::connect_secure(
-        ConnectionConfig::default(),
-        &[(local(), target)],
-        SocketOptions::default(),
-        &psk,
-        file(data.len()),
-    )
-    .unwrap();
+    let mut a = sender(target, &psk, data.len());
     tributary_net::wait_open(&mut a, Duration::from_secs(5)).unwrap();
-    let mut b = UdpDriver::connect_secure(
-        ConnectionConfig::default(),
-        &[(local(), target)],
-        SocketOptions::default(),
-        &psk,
-        file(5),
-    )
-    .unwrap();
+    let mut b = sender(target, &psk, 5);
     let e = send_stream(&mut b, &b"other"[..], &opts(5)).unwrap_err();
     assert!(e.to_string().contains("no room"), "{e}");
     send_stream(&mut a, &data[..], &opts(20)).unwrap();
@@ -439,14 +423,7 @@ fn attacks_during_a_transfer_never_yield_wrong_bytes() {
         sent
     });
     let data = payload(8 << 20, 9);
-    let mut tx = UdpDriver::connect_secure(
-        ConnectionConfig::default(),
-        &[(local(), relay_addr)],
-        SocketOptions::default(),
-        &k.client,
-        file(data.len()),
-    )
-    .unwrap();
+    let mut tx = sender(relay_addr, &k.client, data.len());
     let s = send_stream(&mut tx, &data[..], &opts(30));
     let r = recv.join().unwrap();
     stop.store(true, Ordering::Relaxed);
@@ -837,14 +814,7 @@ fn replay_during_the_first_round_trip_does_not_displace_the_genuine_sender() {
         receive_stream(&mut rx, &mut out, &opts(10)).map(|r| (r, out))
     });
     let data = payload(300_000, 21);
-    let mut tx = UdpDriver::connect_secure(
-        ConnectionConfig::default(),
-        &[(local(), relay_addr)],
-        SocketOptions::default(),
-        &k.client,
-        file(data.len()),
-    )
-    .unwrap();
+    let mut tx = sender(relay_addr, &k.client, data.len());
     let sent = send_stream(&mut tx, &data[..], &opts(10));
     let received = recv.join().unwrap();
     stop.store(true, Ordering::Relaxed);
@@ -908,14 +878,7 @@ fn a_fresh_receiver_run_accepts_the_genuine_sender_and_then_refuses_older_inits(
         let mut out = Vec::new();
         receive_stream(&mut rx, &mut out, &opts(10)).map(|r| (r, out, rx))
     });
-    let mut tx = UdpDriver::connect_secure(
-        ConnectionConfig::default(),
-        &[(local(), target)],
-        SocketOptions::default(),
-        &k.client,
-        file(data.len()),
-    )
-    .unwrap();
+    let mut tx = sender(target, &k.client, data.len());
     let s = send_stream(&mut tx, &data[..], &opts(10)).expect("the genuine sender failed");
     let (r, out, mut rx) = recv.join().unwrap().expect("the receiver failed");
     assert!(out == data, "wrong bytes");
@@ -962,14 +925,7 @@ fn a_sender_that_lost_the_race_to_its_own_identity_starts_again() {
     .unwrap();
     let target = rx.local_addrs()[0];
     // Its INIT is stamped now ...
-    let mut tx = UdpDriver::connect_secure(
-        ConnectionConfig::default(),
-        &[(local(), target)],
-        SocketOptions::default(),
-        &psk,
-        file(10),
-    )
-    .unwrap();
+    let mut tx = sender(target, &psk, 10);
     // ... and the other sender's later, but that one arrives first.
     let other = Initiator::new(&psk, 0x07e7, &offer_bytes(), [8; 32], next_timestamp())
         .unwrap()
