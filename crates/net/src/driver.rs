@@ -837,9 +837,10 @@ impl UdpDriver {
         let tolerance = adm.clock_tolerance.as_nanos();
         let stamp = a.timestamp.as_nanos();
         let eph = ephemeral.unwrap_or_default();
+        let clock = wall_clock_nanos();
         let verdict = self
             .freshness
-            .judge(&identity, stamp, &eph, wall_clock_nanos(), tolerance);
+            .judge(&identity, stamp, &eph, clock, tolerance);
         match verdict {
             Freshening::Stale => {
                 self.stats.handshakes_stale += 1;
@@ -861,7 +862,7 @@ impl UdpDriver {
             }
             Freshening::Ahead => {
                 self.stats.handshakes_clock_ahead += 1;
-                let ahead = stamp.saturating_sub(wall_clock_nanos()) / 1_000_000;
+                let ahead = stamp.saturating_sub(clock) / 1_000_000;
                 self.refuse(
                     from,
                     conn_id,
