@@ -1005,7 +1005,7 @@ mod x86 {
         let len = dst.len();
         let d = dst.as_mut_ptr();
         if let Ok(c16) = <&[u8; GROUP_512]>::try_from(coeffs) {
-            if !c16.contains(&0) {
+            if !has_zero_byte(u128::from_ne_bytes(*c16)) {
                 // A dense vector of g = 16 (the encoder's usual case): one full group, the
                 // sources at fixed offsets from `block`.
                 // (A plain loop: `<[_; 16]>::map` here was an out-of-line call.)
@@ -1047,6 +1047,16 @@ mod x86 {
                 return;
             }
         }
+    }
+
+    /// Whether one of the 16 bytes of `x` is zero (`contains(&0)` on the bytes compiled to
+    /// a call of the generic `memchr`): the classic test `(x − 0x01…01) & !x & 0x80…80`,
+    /// exact for the question "is any byte zero" (a borrow only propagates above a zero byte).
+    #[inline(always)]
+    pub(super) fn has_zero_byte(x: u128) -> bool {
+        const LO: u128 = u128::from_ne_bytes([0x01; 16]);
+        const HI: u128 = u128::from_ne_bytes([0x80; 16]);
+        x.wrapping_sub(LO) & !x & HI != 0
     }
 
     /// The body of the multi-source kernels: every `(c, src)` source has `dst.len()` bytes.
@@ -1295,6 +1305,38 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word-wise zero-byte test of the dense-vector check agrees with `contains(&0)`,
+    /// for a zero in every position, beside every byte value (borrows from a zero byte into
+    /// the bytes above it must not decide the answer) and on random vectors.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn zero_byte_test_matches_contains() {
+        let check = |b: [u8; 16]| {
+            assert_eq!(x86::has_zero_byte(u128::from_ne_bytes(b)), b.contains(&0), "{b:?}");
+        };
+        for pos in 0..16 {
+            for v in 0..=255u8 {
+                let mut b = [v; 16];
+                check(b);
+                b[pos] = 0;
+                check(b);
+                b[pos] = 1;
+                check(b);
+                b[pos] = 0x80;
+                check(b);
+            }
+        }
+        let mut rng = xorshift(0x1234_5678);
+        for _ in 0..100_000 {
+            let mut b = [0u8; 16];
+            for x in &mut b {
+                // Small values, so zeros and 0x01s are frequent.
+                *x = (rng() % 5) as u8;
+            }
+            check(b);
+        }
+    }
 
     /// Xorshift32 (Marsaglia): a small deterministic generator for the kernels' test inputs.
     fn xorshift(mut x: u32) -> impl FnMut() -> u32 {

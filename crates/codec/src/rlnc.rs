@@ -438,6 +438,8 @@ pub struct RlncDecoder {
     free: Vec<usize>,
     /// Position of each free column in `free`.
     free_pos: Vec<usize>,
+    /// 0xff at the free columns, 0 at the others (g bytes): [`RlncDecoder::is_unit`]'s mask.
+    free_mask: Vec<u8>,
     /// Rows that are not unit vectors yet.
     pending: Vec<usize>,
     known: Known,
@@ -463,6 +465,7 @@ impl RlncDecoder {
             has_row: Vec::new(),
             free: Vec::new(),
             free_pos: Vec::new(),
+            free_mask: Vec::new(),
             pending: Vec::new(),
             known: Known::new(0),
             rank: 0,
@@ -492,6 +495,8 @@ impl RlncDecoder {
         self.free.extend(0..g);
         self.free_pos.clear();
         self.free_pos.extend(0..g);
+        self.free_mask.clear();
+        self.free_mask.resize(g, 0xff);
         self.pending.clear();
         self.known.reset(g);
         self.rank = 0;
@@ -612,6 +617,7 @@ impl RlncDecoder {
         if let Some(&moved) = self.free.get(at) {
             self.free_pos[moved] = at;
         }
+        self.free_mask[p] = 0;
         // Only rows that are not unit vectors can be non-zero in column p. All row operations
         // first, then the unit checks: a check reads bytes the vector kernel has just stored
         // (a masked store, which the CPU cannot forward to a byte load: checking each row right
@@ -662,10 +668,17 @@ impl RlncDecoder {
         let t = self.config.symbol_size;
         let raw = &self.raw;
         let out = &mut self.data[r * t..(r + 1) * t];
-        let row = self.rows[2 * r * g + g..2 * (r + 1) * g]
-            .iter()
-            .take(self.rank);
-        if self.split {
+        let transform = &self.rows[2 * r * g + g..2 * r * g + g + self.rank];
+        let row = transform.iter();
+        if self.kernel.has_strided() {
+            // The transform's terms straight from the received payloads (stride T); the same
+            // non-zero terms as `combine` gathers, without building the group first.
+            // SAFETY: the kernel is available; `raw` holds at least `rank` payloads of T bytes.
+            unsafe {
+                self.kernel
+                    .mul_multi_strided_unchecked(out, transform, &raw[..self.rank * t], t, false)
+            };
+        } else if self.split {
             out.fill(0);
             combine_split(
                 self.kernel,
@@ -687,8 +700,8 @@ impl RlncDecoder {
     /// Whether the row with pivot `r` is a unit vector. Rows are normalised and zero in every
     /// other pivot column, so it suffices that they are zero in the free columns.
     fn is_unit(&self, r: usize) -> bool {
-        let row = &self.rows[2 * r * self.config.generation_size..];
-        self.free.iter().all(|&j| row[j] == 0)
+        let g = self.config.generation_size;
+        zero_where_masked(&self.rows[2 * r * g..2 * r * g + g], &self.free_mask)
     }
 
     fn mark_decoded(&mut self, i: usize) {
@@ -749,6 +762,16 @@ impl RlncDecoder {
         self.data()?;
         Ok(self.data)
     }
+}
+
+/// Whether `a[i] & mask[i] == 0` for every i (16 bytes at a time; `mask.len() == a.len()`).
+fn zero_where_masked(a: &[u8], mask: &[u8]) -> bool {
+    let (a16, a_rest) = a.as_chunks::<16>();
+    let (m16, m_rest) = mask.as_chunks::<16>();
+    a16.iter()
+        .zip(m16)
+        .all(|(x, m)| u128::from_ne_bytes(*x) & u128::from_ne_bytes(*m) == 0)
+        && a_rest.iter().zip(m_rest).all(|(&x, &m)| x & m == 0)
 }
 
 /// Disjoint rows `a` (mutable) and `b` of a row-major buffer with rows of `len` bytes.

@@ -530,11 +530,38 @@ impl TxGen {
     }
 }
 
-/// Packets sent before the returned time on a path of RTT `rtt` seconds should have been
-/// acknowledged by `now` (they were sent more than 5/4·R + 25 ms ago).
-fn overdue_before(rtt: f64, now: Instant) -> Instant {
-    let wait = Duration::from_secs_f64(rtt * 1.25 + 0.025);
+/// A packet on a path of RTT `rtt` seconds should have been acknowledged this long after it
+/// was sent: 5/4·R + 25 ms.
+fn overdue_wait(rtt: f64) -> Duration {
+    Duration::from_secs_f64(rtt * 1.25 + 0.025)
+}
+
+/// Packets sent before the returned time should have been acknowledged by `now`, for the
+/// path's [`overdue_wait`] `wait`.
+fn overdue_before_wait(wait: Duration, now: Instant) -> Instant {
     Instant::from_nanos(now.as_nanos().saturating_sub(wait.as_nanos()))
+}
+
+/// The fields of a [`PathView`] that [`PathModel::from_view`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ModelKey {
+    rtt: Duration,
+    loss_bits: u64,
+    cwnd: u64,
+    mss: u64,
+    active: bool,
+}
+
+impl ModelKey {
+    fn of(v: &PathView) -> Self {
+        ModelKey {
+            rtt: v.rtt_or_rto(),
+            loss_bits: v.loss_rate.to_bits(),
+            cwnd: v.cwnd,
+            mss: v.mss,
+            active: v.active,
+        }
+    }
 }
 
 /// Sending half of `nc-mptcp`.
@@ -554,6 +581,14 @@ pub struct NcSender {
     models: Vec<PathModel>,
     arrival: Vec<(f64, Instant)>,
     needs: Vec<usize>,
+    /// Per path, the view fields `models[i]` was computed from and the overdue wait of its
+    /// RTT (`overdue_before`): a model is recomputed only when they change (between two ACKs
+    /// of a path, polls see the same view; same inputs, same floating-point results).
+    model_keys: Vec<Option<ModelKey>>,
+    waits: Vec<Duration>,
+    /// `choose_nc`'s last (current, result), valid while no path model has changed (it is a
+    /// function of the models and `current` only).
+    nc_memo: Option<(Option<usize>, Option<usize>)>,
     /// Sequence number (generations opened before it) of `gens[0]`.
     seq_base: u64,
     /// Generations from this sequence number on are *untouched*: nothing sent, acknowledged,
@@ -582,6 +617,9 @@ impl NcSender {
             models: Vec::new(),
             arrival: Vec::new(),
             needs: Vec::new(),
+            model_keys: Vec::new(),
+            waits: Vec::new(),
+            nc_memo: None,
             seq_base: 0,
             untouched_from: 0,
             watch: Vec::new(),
@@ -934,7 +972,14 @@ impl NcSender {
         needs: &mut Vec<usize>,
     ) -> Option<PacketTag> {
         if self.cfg.nc_paths.is_empty() {
-            let nc = choose_nc(models, self.nc);
+            let nc = match self.nc_memo {
+                Some((current, result)) if current == self.nc => result,
+                _ => {
+                    let result = choose_nc(models, self.nc);
+                    self.nc_memo = Some((self.nc, result));
+                    result
+                }
+            };
             if nc != self.nc && self.nc.is_some() && nc.is_some() {
                 self.stats.nc_switches += 1;
             }
@@ -1037,17 +1082,35 @@ impl SchemeSender for NcSender {
         let mut models = std::mem::take(&mut self.models);
         let mut arrival = std::mem::take(&mut self.arrival);
         let mut needs = std::mem::take(&mut self.needs);
-        models.clear();
-        models.extend(
-            ctx.paths
-                .iter()
-                .map(|v| PathModel::from_view(v, self.cfg.z)),
-        );
+        let n = ctx.paths.len();
+        if self.model_keys.len() != n {
+            self.model_keys.clear();
+            self.model_keys.resize(n, None);
+            self.waits.resize(n, Duration::ZERO);
+            models.clear();
+            self.nc_memo = None;
+        }
+        for (i, v) in ctx.paths.iter().enumerate() {
+            let key = ModelKey::of(v);
+            if self.model_keys[i] == Some(key) {
+                continue;
+            }
+            let m = PathModel::from_view(v, self.cfg.z);
+            if i < models.len() {
+                models[i] = m;
+            } else {
+                models.push(m);
+            }
+            self.model_keys[i] = Some(key);
+            self.waits[i] = overdue_wait(m.rtt);
+            self.nc_memo = None;
+        }
         arrival.clear();
         arrival.extend(
             models
                 .iter()
-                .map(|m| (1.0 - m.loss_max, overdue_before(m.rtt, ctx.now))),
+                .zip(&self.waits)
+                .map(|(m, &w)| (1.0 - m.loss_max, overdue_before_wait(w, ctx.now))),
         );
         let tag = self.poll_with(ctx, path, pkt, &models, &arrival, &mut needs);
         self.models = models;
