@@ -295,6 +295,42 @@ impl Kernel {
         }
     }
 
+    /// `rows[r·stride..][..len] ^= m·rows[src·stride..][..len]` for every `(r, m)` of
+    /// `targets`: one pivot column eliminated from several rows (the RLNC decoder's
+    /// `add_row`). The same bytes as one [`Kernel::mul_add_unchecked`] per target; with
+    /// `Kernel::Gfni512` and 32-byte rows (g = 16: coefficients and transform) the source row
+    /// is loaded once and each target is a load, a multiply, an XOR and a store, with no call
+    /// per row.
+    ///
+    /// # Safety
+    /// `self` is available, `len ≤ stride`, `src` and every target index `i` satisfy
+    /// `i·stride + len ≤ rows.len()`, and no target is `src`.
+    pub(crate) unsafe fn mul_add_rows_unchecked(
+        self,
+        rows: &mut [u8],
+        stride: usize,
+        len: usize,
+        src: usize,
+        targets: &[(usize, u8)],
+    ) {
+        debug_assert!(len <= stride && src * stride + len <= rows.len());
+        let base = rows.as_mut_ptr();
+        #[cfg(target_arch = "x86_64")]
+        if self == Kernel::Gfni512 && len == 32 {
+            // SAFETY: the caller's contract.
+            return unsafe { x86::mul_add_rows32_gfni512(base, stride, src, targets) };
+        }
+        for &(r, m) in targets {
+            debug_assert!(r != src && r * stride + len <= rows.len());
+            // SAFETY: rows `r` and `src` are disjoint ranges inside `rows` (caller's contract).
+            unsafe {
+                let d = std::slice::from_raw_parts_mut(base.add(r * stride), len);
+                let s = std::slice::from_raw_parts(base.add(src * stride) as *const u8, len);
+                self.mul_add_unchecked(d, s, m);
+            }
+        }
+    }
+
     /// Whether [`Kernel::mul_multi_strided_unchecked`] is a kernel of its own (callers
     /// otherwise group the terms themselves).
     pub(crate) fn has_strided(self) -> bool {
@@ -981,6 +1017,29 @@ mod x86 {
     /// Sources accumulated in registers per pass over `dst`.
     const GROUP_512: usize = 16;
 
+    /// [`super::Kernel::mul_add_rows_unchecked`] for rows of 32 bytes: row `src` is held in a
+    /// register; each target row is one unmasked 32-byte load, multiply, XOR and store (so
+    /// the byte reads that follow can be forwarded from the store).
+    ///
+    /// # Safety
+    /// As `mul_add_rows_unchecked` with `len = 32`, on a CPU with these features.
+    #[target_feature(enable = "avx512f,avx512bw,gfni")]
+    pub(super) unsafe fn mul_add_rows32_gfni512(
+        base: *mut u8,
+        stride: usize,
+        src: usize,
+        targets: &[(usize, u8)],
+    ) {
+        unsafe {
+            let x = load32(base.add(src * stride));
+            for &(r, m) in targets {
+                let d = base.add(r * stride);
+                let p = _mm256_gf2p8mul_epi8(x, _mm256_set1_epi8(m as i8));
+                store32(d, _mm256_xor_si256(load32(d), p));
+            }
+        }
+    }
+
     /// `dst (^)= Σ cⱼ·srcⱼ`: sources in groups of up to [`GROUP_512`], each group one pass
     /// over `dst` (two 64-byte windows at a time, then one, then a 32-byte one, then the
     /// masked ragged end), so
@@ -1406,6 +1465,38 @@ mod tests {
 
     /// The strided multi-source kernel equals the scalar multiply-add, overwriting or adding,
     /// with zero coefficients among the terms and lengths around the 64-byte windows.
+    /// The decoder's several-rows elimination equals one scalar multiply-add per target row,
+    /// for every available kernel, 32-byte rows (the AVX-512 path) and others.
+    #[test]
+    fn row_elimination_matches_scalar() {
+        let mut rng = xorshift(0x2468_ace1u32);
+        let mut next = || rng() as u8;
+        for kernel in Kernel::available() {
+            for (len, stride) in [(32, 32), (32, 40), (16, 16), (31, 33), (64, 64), (1380, 1380)] {
+                let nrows = 9;
+                let init: Vec<u8> = (0..nrows * stride).map(|_| next()).collect();
+                for src in [0, 4, 8] {
+                    // Every other row, multipliers including 0 and 1.
+                    let targets: Vec<(usize, u8)> = (0..nrows)
+                        .filter(|&r| r != src && r % 2 == 1)
+                        .map(|r| (r, [0, 1, 2, 0x53, 0xff][r % 5]))
+                        .chain([(if src == 0 { 2 } else { 0 }, next() | 1)])
+                        .collect();
+                    let mut want = init.clone();
+                    for &(r, m) in &targets {
+                        let s = want[src * stride..src * stride + len].to_vec();
+                        scalar::mul_add(&mut want[r * stride..r * stride + len], &s, m);
+                    }
+                    let mut got = init.clone();
+                    // SAFETY: the kernel is available; all rows lie inside `got`; no target
+                    // is `src`.
+                    unsafe { kernel.mul_add_rows_unchecked(&mut got, stride, len, src, &targets) };
+                    assert_eq!(got, want, "{kernel:?}, len {len}, stride {stride}, src {src}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn strided_kernel_matches_scalar() {
         let mut rng = xorshift(0x9876_5432u32);

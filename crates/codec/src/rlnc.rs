@@ -434,11 +434,8 @@ pub struct RlncDecoder {
     raw: Vec<u8>,
     split: bool,
     has_row: Vec<bool>,
-    /// Columns without a row (the only places a stored row can be non-zero besides its pivot).
-    free: Vec<usize>,
-    /// Position of each free column in `free`.
-    free_pos: Vec<usize>,
-    /// 0xff at the free columns, 0 at the others (g bytes): [`RlncDecoder::is_unit`]'s mask.
+    /// 0xff at the columns without a row (the only places a stored row can be non-zero
+    /// besides its pivot), 0 at the others (g bytes): [`RlncDecoder::is_unit`]'s mask.
     free_mask: Vec<u8>,
     /// Rows that are not unit vectors yet.
     pending: Vec<usize>,
@@ -449,6 +446,8 @@ pub struct RlncDecoder {
     scratch: Vec<u8>,
     /// The arriving coefficients before reduction (g bytes).
     multipliers: Vec<u8>,
+    /// `add_row`'s work list: (row, multiplier) of the rows a new pivot is eliminated from.
+    targets: Vec<(usize, u8)>,
 }
 
 impl RlncDecoder {
@@ -463,8 +462,6 @@ impl RlncDecoder {
             raw: Vec::new(),
             split: kernel.prefers_split(),
             has_row: Vec::new(),
-            free: Vec::new(),
-            free_pos: Vec::new(),
             free_mask: Vec::new(),
             pending: Vec::new(),
             known: Known::new(0),
@@ -472,6 +469,7 @@ impl RlncDecoder {
             received: 0,
             scratch: Vec::new(),
             multipliers: Vec::new(),
+            targets: Vec::new(),
         };
         d.reset(config);
         d
@@ -491,10 +489,6 @@ impl RlncDecoder {
         self.raw.resize(raw, 0);
         self.has_row.clear();
         self.has_row.resize(g, false);
-        self.free.clear();
-        self.free.extend(0..g);
-        self.free_pos.clear();
-        self.free_pos.extend(0..g);
         self.free_mask.clear();
         self.free_mask.resize(g, 0xff);
         self.pending.clear();
@@ -612,11 +606,6 @@ impl RlncDecoder {
         let g = self.config.generation_size;
         self.has_row[p] = true;
         self.rank += 1;
-        let at = self.free_pos[p];
-        self.free.swap_remove(at);
-        if let Some(&moved) = self.free.get(at) {
-            self.free_pos[moved] = at;
-        }
         self.free_mask[p] = 0;
         // Only rows that are not unit vectors can be non-zero in column p. All row operations
         // first, then the unit checks: a check reads bytes the vector kernel has just stored
@@ -624,14 +613,19 @@ impl RlncDecoder {
         // after its operation stalled on every row). A row not touched here cannot have become
         // a unit vector (its non-zero free column was not p), so checking every pending row
         // finds the same rows, in the same order, as checking only the touched ones.
+        self.targets.clear();
         for &r in &self.pending {
             let m = self.rows[2 * r * g + p];
             if m != 0 {
-                let (row_r, row_p) = two_rows(&mut self.rows, 2 * g, r, p);
-                // SAFETY: the kernel is available; rows have 2·g bytes.
-                unsafe { self.kernel.mul_add_unchecked(row_r, row_p, m) };
+                self.targets.push((r, m));
             }
         }
+        // SAFETY: the kernel is available; `rows` holds g rows of 2·g bytes; row p is not
+        // pending (it gets its row only now), so no target is p.
+        unsafe {
+            self.kernel
+                .mul_add_rows_unchecked(&mut self.rows, 2 * g, 2 * g, p, &self.targets)
+        };
         let mut i = 0;
         while i < self.pending.len() {
             let r = self.pending[i];
@@ -772,16 +766,4 @@ fn zero_where_masked(a: &[u8], mask: &[u8]) -> bool {
         .zip(m16)
         .all(|(x, m)| u128::from_ne_bytes(*x) & u128::from_ne_bytes(*m) == 0)
         && a_rest.iter().zip(m_rest).all(|(&x, &m)| x & m == 0)
-}
-
-/// Disjoint rows `a` (mutable) and `b` of a row-major buffer with rows of `len` bytes.
-fn two_rows(buf: &mut [u8], len: usize, a: usize, b: usize) -> (&mut [u8], &[u8]) {
-    debug_assert_ne!(a, b);
-    if a < b {
-        let (lo, hi) = buf.split_at_mut(b * len);
-        (&mut lo[a * len..(a + 1) * len], &hi[..len])
-    } else {
-        let (lo, hi) = buf.split_at_mut(a * len);
-        (&mut hi[..len], &lo[b * len..(b + 1) * len])
-    }
 }
