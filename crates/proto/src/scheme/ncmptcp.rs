@@ -1450,12 +1450,12 @@ impl SchemeReceiver for NcReceiver {
             }
         }
         for &(block, count, decoded) in &items[..n] {
-            let f = Frame::Feedback(FeedbackFrame {
+            let f = FeedbackFrame {
                 block,
                 count,
                 decoded,
-            });
-            if pkt.push(&f).is_err() {
+            };
+            if pkt.push_feedback(f).is_err() {
                 return;
             }
             if decoded {

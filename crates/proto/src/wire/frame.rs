@@ -245,9 +245,7 @@ impl Frame<'_> {
             Frame::Symbol(s) => {
                 symbol_header_len(s.block, s.id, s.coding, s.data.len())? + s.data.len()
             }
-            Frame::Feedback(f) => {
-                1 + varint_len(check_varint(f.block)?) + varint_len(check_varint(f.count)?) + 1
-            }
+            Frame::Feedback(f) => feedback_len(f)?,
             Frame::Scheme { kind, body } => scheme_header_len(*kind, body.len())? + body.len(),
         })
     }
@@ -304,18 +302,26 @@ impl Frame<'_> {
                 emit_symbol_header(w, s.block, s.id, s.coding, s.data.len());
                 w.bytes(s.data);
             }
-            Frame::Feedback(f) => {
-                w.u8(FEEDBACK);
-                w.varint(f.block);
-                w.varint(f.count);
-                w.u8(u8::from(f.decoded));
-            }
+            Frame::Feedback(f) => emit_feedback(w, f),
             Frame::Scheme { kind, body } => {
                 emit_scheme_header(w, *kind, body.len());
                 w.bytes(body);
             }
         }
     }
+}
+
+/// Bytes a FEEDBACK frame takes.
+pub(crate) fn feedback_len(f: &FeedbackFrame) -> Result<usize, WireError> {
+    Ok(1 + varint_len(check_varint(f.block)?) + varint_len(check_varint(f.count)?) + 1)
+}
+
+/// Writes a FEEDBACK frame; the caller has checked [`feedback_len`] against the space left.
+pub(crate) fn emit_feedback(w: &mut Writer<'_>, f: &FeedbackFrame) {
+    w.u8(FEEDBACK);
+    w.varint(f.block);
+    w.varint(f.count);
+    w.u8(u8::from(f.decoded));
 }
 
 pub(crate) fn data_header_len(offset: u64, len: usize) -> Result<usize, WireError> {

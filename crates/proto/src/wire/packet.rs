@@ -8,7 +8,7 @@
 //! ```
 //! The CRC-32 (IEEE) covers every byte before it, so a datagram corrupted anywhere is rejected.
 
-use super::frame::{self, Coding, Frame};
+use super::frame::{self, Coding, FeedbackFrame, Frame};
 use super::{check_varint, varint_len, Reader, WireError, Writer};
 use crate::ranges::RangeSet;
 
@@ -222,6 +222,18 @@ impl<'a> PacketWriter<'a> {
         f.emit(&mut self.w);
         self.payload += f.payload_len();
         self.note(f.is_ack_eliciting());
+        Ok(())
+    }
+
+    /// Appends a FEEDBACK frame: the bytes and packet state of `push(&Frame::Feedback(f))`,
+    /// without going through the general frame's length and emit dispatch (a receiver
+    /// writes several per acknowledgement).
+    pub fn push_feedback(&mut self, f: FeedbackFrame) -> Result<(), WireError> {
+        let needed = frame::feedback_len(&f)?;
+        self.reserve(needed)?;
+        frame::emit_feedback(&mut self.w, &f);
+        // Not ack-eliciting, no payload (as `Frame::Feedback`).
+        self.note(false);
         Ok(())
     }
 

@@ -88,6 +88,49 @@ fn scheme_frame_written_in_place_equals_push() {
     ));
 }
 
+/// A FEEDBACK frame written by `push_feedback` is byte for byte the frame `push` writes,
+/// with the same packet state, and fails the same way when it does not fit or a value is
+/// not a varint.
+#[test]
+fn feedback_frame_written_directly_equals_push() {
+    let frames = [
+        (0u64, 0u64, false),
+        (63, 64, true),
+        (1 << 20, 16, false),
+        (super::VARINT_MAX, 1 << 40, true),
+    ];
+    // Room for every frame, for the first two only, and for none.
+    for max in [64usize, 26, 17] {
+        let mut a = [0u8; 64];
+        let mut b = [0u8; 64];
+        let mut wa = PacketWriter::new(&mut a, max, header()).unwrap();
+        let mut wb = PacketWriter::new(&mut b, max, header()).unwrap();
+        for &(block, count, decoded) in &frames {
+            let f = FeedbackFrame {
+                block,
+                count,
+                decoded,
+            };
+            assert_eq!(wa.push(&Frame::Feedback(f)), wb.push_feedback(f), "max {max}");
+        }
+        assert_eq!(
+            (wa.frame_count(), wa.payload_len(), wa.is_ack_eliciting()),
+            (wb.frame_count(), wb.payload_len(), wb.is_ack_eliciting())
+        );
+        let (na, nb) = (wa.finish(), wb.finish());
+        assert_eq!(&a[..na], &b[..nb], "max {max}");
+    }
+    let mut c = [0u8; 64];
+    let mut wc = PacketWriter::new(&mut c, 64, header()).unwrap();
+    let bad = FeedbackFrame {
+        block: super::VARINT_MAX + 1,
+        count: 0,
+        decoded: false,
+    };
+    assert_eq!(wc.push(&Frame::Feedback(bad)), wc.push_feedback(bad));
+    assert!(wc.push_feedback(bad).is_err());
+}
+
 #[test]
 fn intact_parse_agrees_and_still_validates_the_header() {
     let mut buf = [0u8; 64];
