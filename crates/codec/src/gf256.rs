@@ -1372,7 +1372,11 @@ mod tests {
     #[test]
     fn zero_byte_test_matches_contains() {
         let check = |b: [u8; 16]| {
-            assert_eq!(x86::has_zero_byte(u128::from_ne_bytes(b)), b.contains(&0), "{b:?}");
+            assert_eq!(
+                x86::has_zero_byte(u128::from_ne_bytes(b)),
+                b.contains(&0),
+                "{b:?}"
+            );
         };
         for pos in 0..16 {
             for v in 0..=255u8 {
@@ -1472,7 +1476,14 @@ mod tests {
         let mut rng = xorshift(0x2468_ace1u32);
         let mut next = || rng() as u8;
         for kernel in Kernel::available() {
-            for (len, stride) in [(32, 32), (32, 40), (16, 16), (31, 33), (64, 64), (1380, 1380)] {
+            for (len, stride) in [
+                (32, 32),
+                (32, 40),
+                (16, 16),
+                (31, 33),
+                (64, 64),
+                (1380, 1380),
+            ] {
                 let nrows = 9;
                 let init: Vec<u8> = (0..nrows * stride).map(|_| next()).collect();
                 for src in [0, 4, 8] {
@@ -1491,7 +1502,10 @@ mod tests {
                     // SAFETY: the kernel is available; all rows lie inside `got`; no target
                     // is `src`.
                     unsafe { kernel.mul_add_rows_unchecked(&mut got, stride, len, src, &targets) };
-                    assert_eq!(got, want, "{kernel:?}, len {len}, stride {stride}, src {src}");
+                    assert_eq!(
+                        got, want,
+                        "{kernel:?}, len {len}, stride {stride}, src {src}"
+                    );
                 }
             }
         }

@@ -669,8 +669,13 @@ impl RlncDecoder {
             // non-zero terms as `combine` gathers, without building the group first.
             // SAFETY: the kernel is available; `raw` holds at least `rank` payloads of T bytes.
             unsafe {
-                self.kernel
-                    .mul_multi_strided_unchecked(out, transform, &raw[..self.rank * t], t, false)
+                self.kernel.mul_multi_strided_unchecked(
+                    out,
+                    transform,
+                    &raw[..self.rank * t],
+                    t,
+                    false,
+                )
             };
         } else if self.split {
             out.fill(0);

@@ -111,7 +111,11 @@ fn feedback_frame_written_directly_equals_push() {
                 count,
                 decoded,
             };
-            assert_eq!(wa.push(&Frame::Feedback(f)), wb.push_feedback(f), "max {max}");
+            assert_eq!(
+                wa.push(&Frame::Feedback(f)),
+                wb.push_feedback(f),
+                "max {max}"
+            );
         }
         assert_eq!(
             (wa.frame_count(), wa.payload_len(), wa.is_ack_eliciting()),
