@@ -132,7 +132,12 @@ pub fn seeded_coefficients(seed: u32, out: &mut [u8]) {
                 expand_seed(seed, &mut p);
                 p
             });
-            out.copy_from_slice(&prefix[..out.len()]);
+            if let Ok(o) = <&mut [u8; 16]>::try_from(&mut *out) {
+                // g = 16 (the usual size): a fixed-size copy, inlined (not a `memcpy` call).
+                o.copy_from_slice(&prefix[..16]);
+            } else {
+                out.copy_from_slice(&prefix[..out.len()]);
+            }
             return;
         }
     }
@@ -167,7 +172,12 @@ fn coefficients_into(config: &RlncConfig, coding: Coding<'_>, out: &mut [u8]) ->
                     limit: g as u64,
                 });
             }
-            out.fill(0);
+            if let Ok(o) = <&mut [u8; 16]>::try_from(&mut *out) {
+                // g = 16: a fixed-size store, inlined (not a `memset` call).
+                *o = [0; 16];
+            } else {
+                out.fill(0);
+            }
             out[i as usize] = 1;
         }
         Coding::Seeded(seed) => seeded_coefficients(seed, out),
