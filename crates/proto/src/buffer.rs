@@ -25,8 +25,18 @@ fn new_chunk(spare: &mut Vec<Box<[u8]>>) -> Box<[u8]> {
         .unwrap_or_else(|| vec![0u8; CHUNK].into_boxed_slice())
 }
 
-/// Chunks kept for reuse instead of being freed and allocated again.
+/// Chunks kept for reuse instead of being freed and allocated again: at least this many, and
+/// up to the most chunks a buffer has held at once less those it holds now, so its storage never
+/// exceeds that peak (plus this many). A scheme that frees a large block at once (`hmtp`
+/// releases a whole chunk of ≈ 1.4 MB when it is acknowledged or read) then takes its storage
+/// back from the spares instead of freeing it, allocating it again and zeroing it.
 const SPARE_CHUNKS: usize = 2;
+
+/// Whether a freed chunk is kept for reuse (see [`SPARE_CHUNKS`]), with `spare` kept already,
+/// `held` chunks still in use and `peak` the most ever in use at once.
+fn keep_spare(spare: usize, held: usize, peak: usize) -> bool {
+    spare < SPARE_CHUNKS.max(peak.saturating_sub(held))
+}
 
 /// Bytes written by the application, from the cumulative acknowledgement to the end.
 #[derive(Debug, Clone)]
@@ -40,6 +50,8 @@ pub struct SendBuffer {
     end: u64,
     limit: usize,
     spare: Vec<Box<[u8]>>,
+    /// Most chunks held at once.
+    peak: usize,
     /// One past the highest byte ever copied out for sending (a `Cell` because copying out
     /// is a read): the bytes above it were written but never sent.
     frontier: std::cell::Cell<u64>,
@@ -56,6 +68,7 @@ impl SendBuffer {
             end: 0,
             limit: capacity.max(1),
             spare: Vec::new(),
+            peak: 0,
             frontier: std::cell::Cell::new(0),
         }
     }
@@ -111,6 +124,7 @@ impl SendBuffer {
             if idx == self.chunks.len() {
                 let c = new_chunk(&mut self.spare);
                 self.chunks.push_back(c);
+                self.peak = self.peak.max(self.chunks.len());
             }
             let m = left.min(CHUNK - off);
             fill(&mut self.chunks[idx][off..off + m]);
@@ -144,7 +158,7 @@ impl SendBuffer {
         self.base = self.base.max(offset.min(self.end));
         while !self.chunks.is_empty() && self.chunk_base + CHUNK64 <= self.base {
             if let Some(c) = self.chunks.pop_front() {
-                if self.spare.len() < SPARE_CHUNKS {
+                if keep_spare(self.spare.len(), self.chunks.len(), self.peak) {
                     self.spare.push(c);
                 }
             }
@@ -190,6 +204,9 @@ pub struct RecvBuffer {
     /// When set, the merged received ranges that inserts touched (for message completion).
     touched: Option<Vec<Range<u64>>>,
     spare: Vec<Box<[u8]>>,
+    /// Chunks allocated in `chunks` now, and the most at once.
+    live: usize,
+    peak: usize,
 }
 
 impl RecvBuffer {
@@ -211,6 +228,8 @@ impl RecvBuffer {
             final_size: None,
             touched: None,
             spare: Vec::new(),
+            live: 0,
+            peak: 0,
         }
     }
     /// Capacity in bytes.
@@ -330,8 +349,14 @@ impl RecvBuffer {
             while self.chunks.len() <= idx {
                 self.chunks.push_back(None);
             }
-            let spare = &mut self.spare;
-            let c = self.chunks[idx].get_or_insert_with(|| new_chunk(spare));
+            let c = match &mut self.chunks[idx] {
+                Some(c) => c,
+                slot => {
+                    self.live += 1;
+                    self.peak = self.peak.max(self.live);
+                    slot.insert(new_chunk(&mut self.spare))
+                }
+            };
             let m = (src.len() - done).min(CHUNK - off);
             c[off..off + m].copy_from_slice(&src[done..done + m]);
             done += m;
@@ -445,7 +470,8 @@ impl RecvBuffer {
         // Release the chunks read past.
         while !self.chunks.is_empty() && self.chunk_base + CHUNK64 <= self.read {
             if let Some(Some(c)) = self.chunks.pop_front() {
-                if self.spare.len() < SPARE_CHUNKS {
+                self.live -= 1;
+                if keep_spare(self.spare.len(), self.live, self.peak) {
                     self.spare.push(c);
                 }
             }
