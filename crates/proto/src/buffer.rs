@@ -569,6 +569,44 @@ mod tests {
     }
 
     #[test]
+    fn storage_freed_in_bulk_is_reused_and_stays_under_the_peak() {
+        // Blocks of 100 chunks written, copied out and delivered whole, then acknowledged
+        // and read whole (as `hmtp` does with its chunks): from the second block on no chunk
+        // is allocated (the spares cover it), and storage never exceeds one block plus
+        // SPARE_CHUNKS.
+        let block = 100 * CHUNK;
+        let mut s = SendBuffer::new(4 * block);
+        let mut r = RecvBuffer::new(4 * block);
+        let mut out = vec![0u8; block];
+        for b in 0..4u64 {
+            let at = b * block as u64;
+            assert_eq!(s.write(&vec![b as u8; block]), block);
+            assert!(s.copy_out(at, &mut out));
+            r.insert(at, &out);
+            assert!(
+                s.allocated() <= block + SPARE_CHUNKS * CHUNK,
+                "{}",
+                s.allocated()
+            );
+            assert!(
+                r.allocated() <= block + SPARE_CHUNKS * CHUNK,
+                "{}",
+                r.allocated()
+            );
+            s.release_to(r.contiguous_end());
+            let mut n = 0;
+            r.read_with(u64::MAX, |d| {
+                assert!(d.iter().all(|&x| x == b as u8));
+                n += d.len();
+            });
+            assert_eq!(n, block);
+            // Everything freed is kept for the next block.
+            assert_eq!((s.held(), s.allocated()), (0, block));
+            assert_eq!(r.allocated(), block);
+        }
+    }
+
+    #[test]
     fn holes_are_bounded() {
         let mut r = RecvBuffer::new(64 * 512); // 64 holes at most
         assert_eq!(r.max_holes(), 64);
