@@ -287,34 +287,26 @@ impl LtParams {
     /// Writes the neighbours of symbol `id` (distinct source indices, in drawing order) into
     /// `out`, replacing its contents. Sender and receiver get the same list.
     ///
-    /// The list is a pure function of (k, c, δ, id). An encoder leaves each list it used on
-    /// its thread ([`LtParams::pass_on`], [`RecentLists`]), and a list found there under its
-    /// whole key is taken instead of drawn again: when both ends of a connection run in one
-    /// thread (the simulator), the receiver takes the list its sender drew for the same
-    /// symbol. Elsewhere the lookup misses and the list is drawn.
+    /// The list is a pure function of (k, c, δ, id), and the last lists worked out on this
+    /// thread are remembered ([`RecentLists`]) until asked for once more: when both ends of
+    /// a connection run in one thread (the simulator), the receiver takes the list its sender
+    /// drew for the same symbol instead of drawing it again. Elsewhere that lookup misses
+    /// (and each list drawn is copied once into the table).
     pub fn neighbours(&self, id: LtSymbolId, out: &mut Vec<u32>) {
-        let key = self.list_key(id);
-        if !RECENT.with(|recent| recent.borrow_mut().take(&key, out)) {
-            self.draw_neighbours(id, out);
-        }
-    }
-
-    /// Leaves `list`, the neighbours of `id` that the caller no longer needs, for a later
-    /// [`LtParams::neighbours`] of the same symbol on this thread; `list` gets the buffer of
-    /// the list it replaces, emptied (nothing is copied).
-    fn pass_on(&self, id: LtSymbolId, list: &mut Vec<u32>) {
-        let key = self.list_key(id);
-        RECENT.with(|recent| recent.borrow_mut().put(key, list));
-        list.clear();
-    }
-
-    fn list_key(&self, id: LtSymbolId) -> ListKey {
-        ListKey {
+        let key = ListKey {
             k: self.dist.k as u32,
             c: self.dist.c.to_bits(),
             delta: self.dist.delta.to_bits(),
             id,
-        }
+        };
+        RECENT.with(|recent| {
+            let mut recent = recent.borrow_mut();
+            if recent.take(&key, out) {
+                return;
+            }
+            self.draw_neighbours(id, out);
+            recent.put(key, out);
+        });
     }
 
     /// [`LtParams::neighbours`] worked out: the degree and the neighbours drawn from the
@@ -375,9 +367,9 @@ struct ListKey {
 /// nearly always finds the list its sender drew.
 const RECENT_LISTS: usize = 1024;
 
-/// The last neighbour lists encoders used on a thread, one per slot, a slot chosen by the
+/// The last neighbour lists worked out on a thread, one per slot, a slot chosen by the
 /// symbol's seed and block (consecutive seeds take different slots); a list is found only
-/// under its whole key, and once.
+/// under its whole key.
 struct RecentLists {
     keys: Vec<Option<ListKey>>,
     lists: Vec<Vec<u32>>,
@@ -388,9 +380,9 @@ impl RecentLists {
         (key.id.seed ^ key.id.block.wrapping_mul(0x9e37_79b9)) as usize & (RECENT_LISTS - 1)
     }
 
-    /// Moves the list of `key` into `out` if it is here (it is then no longer here: a
-    /// receiver asks for a symbol's list once; `out`'s old buffer takes its place, for
-    /// reuse).
+    /// Moves the list of `key` into `out` if it is here (it is then no longer here: each
+    /// end of a connection asks for a symbol's list once, so a list is found at most once;
+    /// `out`'s old buffer takes its place, for reuse).
     fn take(&mut self, key: &ListKey, out: &mut Vec<u32>) -> bool {
         let s = Self::slot(key);
         if self.keys.get(s) != Some(&Some(*key)) {
@@ -401,15 +393,15 @@ impl RecentLists {
         true
     }
 
-    /// Keeps `list` as the list of `key` (swapped in: `list` gets the slot's old buffer).
-    fn put(&mut self, key: ListKey, list: &mut Vec<u32>) {
+    fn put(&mut self, key: ListKey, list: &[u32]) {
         if self.keys.is_empty() {
             self.keys = vec![None; RECENT_LISTS];
             self.lists = vec![Vec::new(); RECENT_LISTS];
         }
         let s = Self::slot(&key);
         self.keys[s] = Some(key);
-        std::mem::swap(&mut self.lists[s], list);
+        self.lists[s].clear();
+        self.lists[s].extend_from_slice(list);
     }
 }
 
@@ -496,8 +488,6 @@ impl LtEncoder {
                 t,
             )
         };
-        // A receiver on this thread (the simulator's) takes the list instead of drawing it.
-        self.params.pass_on(id, &mut self.neighbours);
         Ok(id)
     }
 }
@@ -1530,8 +1520,8 @@ mod tests {
 
     /// A neighbour list found among the recent ones is the list drawn for that very symbol
     /// and distribution: lists are looked up only under the whole key, so another block,
-    /// seed, k, c or δ mapping to the same slot gets its own list; a list passed on is taken
-    /// by the next ask of its symbol, and the ask after that draws it again.
+    /// seed, k, c or δ mapping to the same slot gets its own list; the second ask of a
+    /// symbol is served from the table (and takes the list out), the third draws it again.
     #[test]
     fn recent_lists_are_found_only_under_their_whole_key() {
         let params = [
@@ -1553,42 +1543,19 @@ mod tests {
                         delta: p.distribution().delta().to_bits(),
                         id,
                     };
-                    let kept =
-                        || RECENT.with(|r| r.borrow().keys.get(RecentLists::slot(&key)).copied());
-                    p.neighbours(id, &mut got);
-                    assert_eq!(
-                        got,
-                        drawn,
-                        "{id:?} k {} δ {}",
-                        p.k(),
-                        p.distribution().delta()
-                    );
-                    assert_ne!(
-                        kept(),
-                        Some(Some(key)),
-                        "{id:?}: kept without being passed on"
-                    );
-                    p.pass_on(id, &mut got);
-                    assert!(got.is_empty());
-                    assert_eq!(kept(), Some(Some(key)));
-                    // Another distribution's list of the same symbol (same slot) is its own.
-                    for q in params.iter().filter(|q| q.list_key(id) != key) {
-                        let (mut theirs, mut want) = (Vec::new(), Vec::new());
-                        q.neighbours(id, &mut theirs);
-                        q.draw_neighbours(id, &mut want);
-                        assert_eq!(
-                            theirs,
-                            want,
-                            "{id:?} k {} δ {}",
-                            q.k(),
-                            q.distribution().delta()
-                        );
-                    }
-                    assert_eq!(kept(), Some(Some(key)));
-                    for ask in 0..2 {
+                    let kept = || RECENT.with(|r| r.borrow().keys[RecentLists::slot(&key)]);
+                    for ask in 0..3 {
                         p.neighbours(id, &mut got);
-                        assert_eq!(got, drawn, "{id:?} ask {ask}");
-                        assert_eq!(kept(), Some(None), "{id:?} ask {ask}");
+                        assert_eq!(
+                            got,
+                            drawn,
+                            "{id:?} k {} δ {}",
+                            p.k(),
+                            p.distribution().delta()
+                        );
+                        // Asks 1 and 3 drew the list and left it; ask 2 took it.
+                        let left = if ask == 1 { None } else { Some(key) };
+                        assert_eq!(kept(), left, "{id:?} ask {ask}");
                     }
                 }
             }
