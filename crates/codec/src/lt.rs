@@ -286,32 +286,7 @@ impl LtParams {
 
     /// Writes the neighbours of symbol `id` (distinct source indices, in drawing order) into
     /// `out`, replacing its contents. Sender and receiver get the same list.
-    ///
-    /// The list is a pure function of (k, c, δ, id), and the last lists worked out on this
-    /// thread are remembered ([`RecentLists`]) until asked for once more: when both ends of
-    /// a connection run in one thread (the simulator), the receiver takes the list its sender
-    /// drew for the same symbol instead of drawing it again. Elsewhere that lookup misses
-    /// (and each list drawn is copied once into the table).
     pub fn neighbours(&self, id: LtSymbolId, out: &mut Vec<u32>) {
-        let key = ListKey {
-            k: self.dist.k as u32,
-            c: self.dist.c.to_bits(),
-            delta: self.dist.delta.to_bits(),
-            id,
-        };
-        RECENT.with(|recent| {
-            let mut recent = recent.borrow_mut();
-            if recent.take(&key, out) {
-                return;
-            }
-            self.draw_neighbours(id, out);
-            recent.put(key, out);
-        });
-    }
-
-    /// [`LtParams::neighbours`] worked out: the degree and the neighbours drawn from the
-    /// symbol's ChaCha8 stream.
-    fn draw_neighbours(&self, id: LtSymbolId, out: &mut Vec<u32>) {
         let k = self.dist.k;
         let mut key = [0u8; 32];
         key[..16].copy_from_slice(b"tributary-lt-v1\0");
@@ -350,68 +325,6 @@ impl LtParams {
             }
         }
     }
-}
-
-/// What a neighbour list depends on: the distribution's k, c and δ (bit patterns) and the
-/// symbol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ListKey {
-    k: u32,
-    c: u64,
-    delta: u64,
-    id: LtSymbolId,
-}
-
-/// Slots of [`RecentLists`] (a power of two): more than the symbols a simulated connection
-/// has in flight between its two ends at the scales simulated (a few hundred), so a receiver
-/// nearly always finds the list its sender drew.
-const RECENT_LISTS: usize = 1024;
-
-/// The last neighbour lists worked out on a thread, one per slot, a slot chosen by the
-/// symbol's seed and block (consecutive seeds take different slots); a list is found only
-/// under its whole key.
-struct RecentLists {
-    keys: Vec<Option<ListKey>>,
-    lists: Vec<Vec<u32>>,
-}
-
-impl RecentLists {
-    fn slot(key: &ListKey) -> usize {
-        (key.id.seed ^ key.id.block.wrapping_mul(0x9e37_79b9)) as usize & (RECENT_LISTS - 1)
-    }
-
-    /// Moves the list of `key` into `out` if it is here (it is then no longer here: each
-    /// end of a connection asks for a symbol's list once, so a list is found at most once;
-    /// `out`'s old buffer takes its place, for reuse).
-    fn take(&mut self, key: &ListKey, out: &mut Vec<u32>) -> bool {
-        let s = Self::slot(key);
-        if self.keys.get(s) != Some(&Some(*key)) {
-            return false;
-        }
-        self.keys[s] = None;
-        std::mem::swap(out, &mut self.lists[s]);
-        true
-    }
-
-    fn put(&mut self, key: ListKey, list: &[u32]) {
-        if self.keys.is_empty() {
-            self.keys = vec![None; RECENT_LISTS];
-            self.lists = vec![Vec::new(); RECENT_LISTS];
-        }
-        let s = Self::slot(&key);
-        self.keys[s] = Some(key);
-        self.lists[s].clear();
-        self.lists[s].extend_from_slice(list);
-    }
-}
-
-thread_local! {
-    static RECENT: std::cell::RefCell<RecentLists> = const {
-        std::cell::RefCell::new(RecentLists {
-            keys: Vec::new(),
-            lists: Vec::new(),
-        })
-    };
 }
 
 /// Identity of an encoded symbol: the block it belongs to and its seed.
@@ -1515,50 +1428,6 @@ mod tests {
                 k < 20 || long > 100,
                 "k {k}: only {long} symbols of degree > 16"
             );
-        }
-    }
-
-    /// A neighbour list found among the recent ones is the list drawn for that very symbol
-    /// and distribution: lists are looked up only under the whole key, so another block,
-    /// seed, k, c or δ mapping to the same slot gets its own list; the second ask of a
-    /// symbol is served from the table (and takes the list out), the third draws it again.
-    #[test]
-    fn recent_lists_are_found_only_under_their_whole_key() {
-        let params = [
-            LtParams::new(1000, 1, 0.057, 0.03).unwrap(),
-            LtParams::new(1000, 1, 0.057, 0.05).unwrap(),
-            LtParams::new(1000, 1, 0.06, 0.03).unwrap(),
-            LtParams::new(999, 1, 0.057, 0.03).unwrap(),
-        ];
-        let (mut got, mut drawn) = (Vec::new(), Vec::new());
-        for seed in 0..3000u32 {
-            // Blocks 0 and 1 and seeds RECENT_LISTS apart share slots.
-            for block in [0, 1, 7] {
-                let id = LtSymbolId { block, seed };
-                for p in &params {
-                    p.draw_neighbours(id, &mut drawn);
-                    let key = ListKey {
-                        k: p.k() as u32,
-                        c: p.distribution().c().to_bits(),
-                        delta: p.distribution().delta().to_bits(),
-                        id,
-                    };
-                    let kept = || RECENT.with(|r| r.borrow().keys[RecentLists::slot(&key)]);
-                    for ask in 0..3 {
-                        p.neighbours(id, &mut got);
-                        assert_eq!(
-                            got,
-                            drawn,
-                            "{id:?} k {} δ {}",
-                            p.k(),
-                            p.distribution().delta()
-                        );
-                        // Asks 1 and 3 drew the list and left it; ask 2 took it.
-                        let left = if ask == 1 { None } else { Some(key) };
-                        assert_eq!(kept(), left, "{id:?} ask {ask}");
-                    }
-                }
-            }
         }
     }
 
