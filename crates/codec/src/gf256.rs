@@ -1467,8 +1467,6 @@ mod tests {
         }
     }
 
-    /// The strided multi-source kernel equals the scalar multiply-add, overwriting or adding,
-    /// with zero coefficients among the terms and lengths around the 64-byte windows.
     /// The decoder's several-rows elimination equals one scalar multiply-add per target row,
     /// for every available kernel, 32-byte rows (the AVX-512 path) and others.
     #[test]
@@ -1511,6 +1509,8 @@ mod tests {
         }
     }
 
+    /// The strided multi-source kernel equals the scalar multiply-add, overwriting or adding,
+    /// with zero coefficients among the terms and lengths around the 64-byte windows.
     #[test]
     fn strided_kernel_matches_scalar() {
         let mut rng = xorshift(0x9876_5432u32);
