@@ -232,8 +232,11 @@ impl<'a> PacketWriter<'a> {
         let needed = frame::feedback_len(&f)?;
         self.reserve(needed)?;
         frame::emit_feedback(&mut self.w, &f);
-        // Not ack-eliciting, no payload (as `Frame::Feedback`).
-        self.note(false);
+        // The packet state `Frame::Feedback` itself says (no payload); a known variant, so
+        // this folds to a constant.
+        let frame = Frame::Feedback(f);
+        self.payload += frame.payload_len();
+        self.note(frame.is_ack_eliciting());
         Ok(())
     }
 
