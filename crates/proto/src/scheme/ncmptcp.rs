@@ -1297,7 +1297,7 @@ impl NcReceiver {
             }
         }
         let contiguous = ctx.recv_buf.contiguous_end();
-        if end <= contiguous || (!self.done.is_empty() && self.done.get(&start) == Some(&len)) {
+        if end <= contiguous || self.done.get(&start) == Some(&len) {
             self.stats.late_symbols += 1;
             return Ok(());
         }
