@@ -405,6 +405,91 @@ impl LtEncoder {
     }
 }
 
+/// Produces encoded symbols of one block whose source rows stay where the caller holds them
+/// (the sender side without a copy of the block: `hmtp` reads the rows from its stream
+/// buffer). The symbols are those of an [`LtEncoder`] over the same rows.
+#[derive(Debug, Clone)]
+pub struct LtRowEncoder {
+    params: LtParams,
+    block: u32,
+    neighbours: Vec<u32>,
+    xor_path: XorPath,
+}
+
+/// Row addresses per [`XorPath::xor_row_ptrs`] call of [`LtRowEncoder::encode_with`] (a
+/// symbol of higher degree takes several calls, each adding to the output).
+const ROW_PTRS: usize = 64;
+
+impl LtRowEncoder {
+    /// An encoder for block `block` with `params`; the rows are given per symbol.
+    pub fn new(params: LtParams, block: u32) -> Self {
+        Self {
+            params,
+            block,
+            neighbours: Vec::new(),
+            xor_path: XorPath::best(),
+        }
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &LtParams {
+        &self.params
+    }
+
+    /// Writes the symbol with this seed into `out` (T bytes) and returns its id; `row(i)`
+    /// gives source row i (T bytes), for each neighbour i of the symbol.
+    ///
+    /// Errors if `out` or a row is not T bytes (`out` may then be partly written).
+    pub fn encode_with<'a>(
+        &mut self,
+        seed: u32,
+        out: &mut [u8],
+        mut row: impl FnMut(u32) -> &'a [u8],
+    ) -> Result<LtSymbolId> {
+        let t = self.params.symbol_size;
+        check_len(t, out.len())?;
+        let id = LtSymbolId {
+            block: self.block,
+            seed,
+        };
+        self.params.neighbours(id, &mut self.neighbours);
+        // Rows are added ROW_PTRS at a time (most symbols: once, in one pass).
+        let mut ptrs = [std::ptr::null::<u8>(); ROW_PTRS];
+        let mut pending = 0;
+        let mut started = false;
+        let mut rows = self.neighbours.iter();
+        loop {
+            let next = rows.next();
+            if let Some(&n) = next {
+                let r = row(n);
+                check_len(t, r.len())?;
+                ptrs[pending] = r.as_ptr();
+                pending += 1;
+            }
+            if pending == ROW_PTRS || (next.is_none() && pending > 0) {
+                // SAFETY: the path is available; every address is a T-byte row borrowed for
+                // 'a; `out` (T bytes, a `&mut`) overlaps none of them; `first` is `out`
+                // itself (allowed) after the first call.
+                unsafe {
+                    if started {
+                        let dst = out.as_mut_ptr();
+                        self.xor_path.xor_row_ptrs(dst, dst, &ptrs[..pending], t);
+                    } else {
+                        self.xor_path
+                            .xor_row_ptrs(out.as_mut_ptr(), ptrs[0], &ptrs[1..pending], t);
+                    }
+                }
+                started = true;
+                pending = 0;
+            }
+            if next.is_none() {
+                break;
+            }
+        }
+        Ok(id)
+    }
+}
+
 /// What one [`LtDecoder::push`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LtProgress {
