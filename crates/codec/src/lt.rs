@@ -536,6 +536,65 @@ enum Column {
     Inactive,
 }
 
+/// The pivots' inactive dependence (see [`Plan::ivec`]), computed in release order: a
+/// pivot's value is its row minus its other columns, each an earlier pivot (whose dependence
+/// is added) or an inactive variable (its bit).
+struct Dependence<'a> {
+    pivots: &'a [(u32, u32)],
+    row_start: &'a [usize],
+    row_cols: &'a [u32],
+    state: &'a [Column],
+}
+
+impl Dependence<'_> {
+    /// With `W` words per pivot. `index` holds the inactive columns' positions and gets the
+    /// pivots'.
+    fn fill<const W: usize>(&self, index: &mut [u32], ivec: &mut [u64]) {
+        for (p, &(r, c)) in self.pivots.iter().enumerate() {
+            index[c as usize] = p as u32;
+            let r = r as usize;
+            let mut acc = [0u64; W];
+            for &c2 in &self.row_cols[self.row_start[r]..self.row_start[r + 1]] {
+                if c2 == c {
+                    continue;
+                }
+                let q = index[c2 as usize] as usize;
+                if self.state[c2 as usize] == Column::Inactive {
+                    acc[q / 64] ^= 1 << (q % 64);
+                } else {
+                    for (a, s) in acc.iter_mut().zip(&ivec[q * W..(q + 1) * W]) {
+                        *a ^= s;
+                    }
+                }
+            }
+            ivec[p * W..(p + 1) * W].copy_from_slice(&acc);
+        }
+    }
+
+    /// As [`Dependence::fill`] with `iw` words per pivot.
+    fn fill_any(&self, iw: usize, index: &mut [u32], ivec: &mut [u64]) {
+        for (p, &(r, c)) in self.pivots.iter().enumerate() {
+            index[c as usize] = p as u32;
+            let r = r as usize;
+            let (lo, hi) = ivec.split_at_mut(p * iw);
+            let acc = &mut hi[..iw];
+            for &c2 in &self.row_cols[self.row_start[r]..self.row_start[r + 1]] {
+                if c2 == c {
+                    continue;
+                }
+                let q = index[c2 as usize] as usize;
+                if self.state[c2 as usize] == Column::Inactive {
+                    acc[q / 64] ^= 1 << (q % 64);
+                } else {
+                    for (a, s) in acc.iter_mut().zip(&lo[q * iw..(q + 1) * iw]) {
+                        *a ^= s;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The binary half of an inactivation decode (see [`LtDecoder::solve`]) over the sources
 /// unknown when it was built: which row releases which source and in what order, which
 /// sources are inactivated, and the core rows whose inactive parts are independent. Rows can
@@ -566,7 +625,11 @@ struct Plan {
     /// echelon basis of those parts (by lowest variable) to test new rows against.
     core: Vec<u32>,
     core_vecs: Vec<u64>,
-    basis: Vec<Option<Box<[u64]>>>,
+    /// Basis vector with lowest variable j at `basis[j·iw..]`, if `has_basis[j]`.
+    basis: Vec<u64>,
+    has_basis: Vec<bool>,
+    /// Scratch of [`Plan::offer`]: the offered row's inactive part, then its reduction.
+    offered: Vec<u64>,
 }
 
 impl Plan {
@@ -588,15 +651,17 @@ impl Plan {
             .collect();
         let m = rows.len();
         let mut row_start = Vec::with_capacity(m + 1);
-        let mut row_cols = Vec::new();
+        // At most every stored neighbour: one allocation, no capacity check per entry.
+        let mut row_cols = Vec::with_capacity(dec.sym_neigh.len());
         for &e in &rows {
             row_start.push(row_cols.len());
-            row_cols.extend(
-                dec.symbol_neighbours(e as usize)
-                    .iter()
-                    .filter(|&&n| !dec.known.contains(n as usize))
-                    .map(|&n| col_of[n as usize]),
-            );
+            for &n in dec.symbol_neighbours(e as usize) {
+                // Known sources have no column.
+                let c = col_of[n as usize];
+                if c != u32::MAX {
+                    row_cols.push(c);
+                }
+            }
         }
         row_start.push(row_cols.len());
         // Columns → rows.
@@ -712,23 +777,17 @@ impl Plan {
             index[c as usize] = j as u32;
         }
         let mut ivec = vec![0u64; pivots.len() * iw];
-        for (p, &(r, c)) in pivots.iter().enumerate() {
-            index[c as usize] = p as u32;
-            let r = r as usize;
-            for &c2 in &row_cols[row_start[r]..row_start[r + 1]] {
-                if c2 == c {
-                    continue;
-                }
-                let q = index[c2 as usize] as usize;
-                if state[c2 as usize] == Column::Inactive {
-                    ivec[p * iw + q / 64] ^= 1 << (q % 64);
-                } else {
-                    let (lo, hi) = ivec.split_at_mut(p * iw);
-                    for (d, s) in hi[..iw].iter_mut().zip(&lo[q * iw..(q + 1) * iw]) {
-                        *d ^= s;
-                    }
-                }
-            }
+        let deps = Dependence {
+            pivots: &pivots,
+            row_start: &row_start,
+            row_cols: &row_cols,
+            state: &state,
+        };
+        // The usual sizes (up to 128 inactive sources) with the words in registers.
+        match iw {
+            1 => deps.fill::<1>(&mut index, &mut ivec),
+            2 => deps.fill::<2>(&mut index, &mut ivec),
+            _ => deps.fill_any(iw, &mut index, &mut ivec),
         }
         let mut plan = Plan {
             col_of,
@@ -744,7 +803,9 @@ impl Plan {
             iw,
             core: Vec::with_capacity(i),
             core_vecs: Vec::with_capacity(i * iw),
-            basis: vec![None; i],
+            basis: vec![0; i * iw],
+            has_basis: vec![false; i],
+            offered: vec![0; 2 * iw],
         };
         for (r, _) in used.iter().enumerate().filter(|(_, &u)| !u) {
             if plan.is_complete() {
@@ -787,7 +848,10 @@ impl Plan {
     /// independent.
     fn offer(&mut self, r: usize) {
         let iw = self.iw;
-        let mut v = vec![0u64; iw];
+        // offered[..iw]: the row's inactive part; offered[iw..]: it reduced by the basis.
+        let mut offered = std::mem::take(&mut self.offered);
+        let (v, red) = offered.split_at_mut(iw);
+        v.fill(0);
         for &c in self.cols(r) {
             let q = self.index[c as usize] as usize;
             if self.state[c as usize] == Column::Inactive {
@@ -798,28 +862,30 @@ impl Plan {
                 }
             }
         }
-        let original = v.clone();
+        red.copy_from_slice(v);
         let mut w = 0;
         while w < iw {
-            if v[w] == 0 {
+            if red[w] == 0 {
                 w += 1;
                 continue;
             }
-            let j = w * 64 + v[w].trailing_zeros() as usize;
-            match &self.basis[j] {
-                Some(b) => {
-                    for (x, y) in v[w..].iter_mut().zip(&b[w..]) {
-                        *x ^= y;
-                    }
+            let j = w * 64 + red[w].trailing_zeros() as usize;
+            if self.has_basis[j] {
+                for (x, y) in red[w..]
+                    .iter_mut()
+                    .zip(&self.basis[j * iw + w..(j + 1) * iw])
+                {
+                    *x ^= y;
                 }
-                None => {
-                    self.basis[j] = Some(v.into_boxed_slice());
-                    self.core.push(r as u32);
-                    self.core_vecs.extend_from_slice(&original);
-                    return;
-                }
+            } else {
+                self.basis[j * iw..(j + 1) * iw].copy_from_slice(red);
+                self.has_basis[j] = true;
+                self.core.push(r as u32);
+                self.core_vecs.extend_from_slice(v);
+                break;
             }
         }
+        self.offered = offered;
     }
 
     /// The inverse R of the complete core's matrix (row s = core slot s's inactive part), by
@@ -1459,6 +1525,43 @@ mod tests {
         // Beyond the spike τ = 0, only the ideal soliton remains.
         let m = (d.spike() + 1) as f64;
         assert!((d.pmf(d.spike() + 1) - 1.0 / (m * (m - 1.0)) / beta).abs() < 1e-12);
+    }
+
+    #[test]
+    fn pivot_dependence_in_registers_equals_the_general_loop() {
+        // k = 1000 gives ≈ 97 inactive sources (two words), k = 60 fewer than 64 (one).
+        for (k, words) in [(1000, 2), (60, 1)] {
+            let params = LtParams::new(k, 4, 0.057, 0.03).unwrap();
+            // A peeling decoder with just enough symbols to plan (what an eliminating one plans).
+            let mut dec = LtDecoder::new(params.clone(), 0);
+            let mut seed = 0;
+            while !dec.could_determine() {
+                dec.push(LtSymbolId { block: 0, seed }, &[0; 4]).unwrap();
+                seed += 1;
+            }
+            let plan = Plan::build(&dec);
+            assert_eq!(plan.iw, words, "k {k}: {} inactive", plan.inactive.len());
+            let deps = Dependence {
+                pivots: &plan.pivots,
+                row_start: &plan.row_start,
+                row_cols: &plan.row_cols,
+                state: &plan.state,
+            };
+            let n = plan.pivots.len() * plan.iw;
+            let (mut index_a, mut index_b) = (vec![u32::MAX; plan.unknowns.len()], Vec::new());
+            for (j, &c) in plan.inactive.iter().enumerate() {
+                index_a[c as usize] = j as u32;
+            }
+            index_b.clone_from(&index_a);
+            let (mut a, mut b) = (vec![0; n], vec![0; n]);
+            deps.fill_any(plan.iw, &mut index_a, &mut a);
+            match words {
+                1 => deps.fill::<1>(&mut index_b, &mut b),
+                _ => deps.fill::<2>(&mut index_b, &mut b),
+            }
+            assert_eq!(plan.ivec, b, "k {k}");
+            assert_eq!((a, index_a), (b, index_b), "k {k}");
+        }
     }
 
     #[test]
