@@ -453,25 +453,38 @@ impl LtRowEncoder {
             seed,
         };
         self.params.neighbours(id, &mut self.neighbours);
-        // Rows are added ROW_PTRS at a time (most symbols: once, in one pass): the first
-        // group into `out` from its first row, each further group onto `out`.
+        // Rows are added ROW_PTRS at a time (most symbols: once, in one pass).
         let mut ptrs = [std::ptr::null::<u8>(); ROW_PTRS];
-        for (g, group) in self.neighbours.chunks(ROW_PTRS).enumerate() {
-            for (p, &n) in ptrs.iter_mut().zip(group) {
+        let mut pending = 0;
+        let mut started = false;
+        let mut rows = self.neighbours.iter();
+        loop {
+            let next = rows.next();
+            if let Some(&n) = next {
                 let r = row(n);
                 check_len(t, r.len())?;
-                *p = r.as_ptr();
+                ptrs[pending] = r.as_ptr();
+                pending += 1;
             }
-            let dst = out.as_mut_ptr();
-            let (first, rest) = if g == 0 {
-                (ptrs[0], &ptrs[1..group.len()])
-            } else {
-                (dst.cast_const(), &ptrs[..group.len()])
-            };
-            // SAFETY: the path is available; every address is a T-byte row borrowed for 'a;
-            // `out` (T bytes, a `&mut`) overlaps none of them; `first` is a row or `out`
-            // itself (allowed). A symbol has at least one neighbour, so group 0 has a row.
-            unsafe { self.xor_path.xor_row_ptrs(dst, first, rest, t) };
+            if pending == ROW_PTRS || (next.is_none() && pending > 0) {
+                // SAFETY: the path is available; every address is a T-byte row borrowed for
+                // 'a; `out` (T bytes, a `&mut`) overlaps none of them; `first` is `out`
+                // itself (allowed) after the first call.
+                unsafe {
+                    if started {
+                        let dst = out.as_mut_ptr();
+                        self.xor_path.xor_row_ptrs(dst, dst, &ptrs[..pending], t);
+                    } else {
+                        self.xor_path
+                            .xor_row_ptrs(out.as_mut_ptr(), ptrs[0], &ptrs[1..pending], t);
+                    }
+                }
+                started = true;
+                pending = 0;
+            }
+            if next.is_none() {
+                break;
+            }
         }
         Ok(id)
     }

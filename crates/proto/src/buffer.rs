@@ -156,27 +156,22 @@ impl SendBuffer {
     /// The bytes at `[offset, offset + len)` where they are stored, if they are held and lie
     /// in one storage chunk (no copy); `None` otherwise (then [`SendBuffer::copy_out`] gives
     /// them). Like `copy_out`, this counts them as taken for sending.
+    #[inline]
     pub fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
-        self.view(offset, len as u64)?.get(0, len)
-    }
-    /// A view of the held bytes `[offset, offset + len)` to read pieces of in place (see
-    /// [`SendView::get`]); `None` if they are not all held. Like `copy_out`, this counts them
-    /// as taken for sending.
-    pub fn view(&self, offset: u64, len: u64) -> Option<SendView<'_>> {
-        let top = offset.checked_add(len)?;
+        let top = offset.checked_add(len as u64)?;
         if offset < self.base || top > self.end {
             return None;
         }
+        let pos = offset - self.chunk_base;
+        let (idx, off) = ((pos / CHUNK64) as usize, (pos % CHUNK64) as usize);
+        if off + len > CHUNK {
+            return None;
+        }
+        let chunk = self.chunks.get(idx)?;
         if top > self.frontier.get() {
             self.frontier.set(top);
         }
-        let (front, back) = self.chunks.as_slices();
-        Some(SendView {
-            front,
-            back,
-            skip: offset - self.chunk_base,
-            len,
-        })
+        Some(&chunk[off..off + len])
     }
     /// Frees every byte below `offset` (the peer has them).
     pub fn release_to(&mut self, offset: u64) {
@@ -193,38 +188,6 @@ impl SendBuffer {
             // Nothing held from the next chunk boundary on: restart the storage there.
             self.chunk_base = self.base - self.base % CHUNK64;
         }
-    }
-}
-
-/// Held bytes of a [`SendBuffer`] (from [`SendBuffer::view`]), read in place.
-#[derive(Debug, Clone, Copy)]
-pub struct SendView<'a> {
-    /// The buffer's storage chunks (a `VecDeque`'s two parts).
-    front: &'a [Box<[u8]>],
-    back: &'a [Box<[u8]>],
-    /// Offset of the view's first byte from the first storage chunk's.
-    skip: u64,
-    len: u64,
-}
-
-impl<'a> SendView<'a> {
-    /// The `len` bytes at `at` (from the view's start) where they are stored, if they are in
-    /// the view and in one storage chunk; `None` otherwise.
-    #[inline]
-    pub fn get(&self, at: u64, len: usize) -> Option<&'a [u8]> {
-        if at.checked_add(len as u64)? > self.len {
-            return None;
-        }
-        let pos = self.skip + at;
-        let (idx, off) = ((pos / CHUNK64) as usize, (pos % CHUNK64) as usize);
-        if off + len > CHUNK {
-            return None;
-        }
-        let chunk = match self.front.get(idx) {
-            Some(c) => c,
-            None => self.back.get(idx - self.front.len())?,
-        };
-        chunk.get(off..off + len)
     }
 }
 
@@ -581,15 +544,6 @@ mod tests {
         assert_eq!(b.slice(c + 4, 1), None, "released");
         assert_eq!(b.slice(c + 5, 1), Some(&data[CHUNK + 5..CHUNK + 6]));
         assert_eq!(b.slice(u64::MAX, 2), None);
-        // A view reads pieces relative to its start, within it and one storage chunk.
-        let v = b.view(c + 5, 2 * c - 5).unwrap();
-        assert_eq!(v.get(0, 10), Some(&data[CHUNK + 5..CHUNK + 15]));
-        assert_eq!(v.get(c - 15, 10), Some(&data[2 * CHUNK - 10..2 * CHUNK]));
-        assert_eq!(v.get(c - 10, 10), None, "across two storage chunks");
-        assert_eq!(v.get(2 * c - 15, 10), Some(&data[3 * CHUNK - 10..]));
-        assert_eq!(v.get(2 * c - 14, 10), None, "beyond the view");
-        assert!(b.view(c, 1).is_none(), "released");
-        assert!(b.view(3 * c, 1).is_none(), "not written");
     }
 
     #[test]

@@ -479,10 +479,9 @@ impl HmtpSender {
         };
         let len = end - start;
         let (k, t) = ((len as usize).div_ceil(self.t), self.t);
-        // (Counts the chunk's bytes as taken for sending.)
-        let Some(view) = ctx.send_buf.view(start, len) else {
+        if start < ctx.send_buf.base() || end > ctx.send_buf.end() {
             return false;
-        };
+        }
         // The encoder reads the chunk's rows where the send buffer holds them; only the rows
         // it cannot give in one piece are copied (with the zero padding of a short last row).
         let (mut side, mut side_of) = std::mem::take(&mut self.spare);
@@ -492,7 +491,7 @@ impl HmtpSender {
         for (n, slot) in side_of.iter_mut().enumerate() {
             let at = start + (n * t) as u64;
             let bytes = (end - at).min(t as u64) as usize;
-            if bytes == t && view.get((n * t) as u64, t).is_some() {
+            if bytes == t && ctx.send_buf.slice(at, t).is_some() {
                 continue;
             }
             *slot = (side.len() / t) as u32;
@@ -570,19 +569,17 @@ impl HmtpSender {
         .write(&mut self.body);
         // The symbol is encoded straight into the packet, after its header, from the rows
         // where the send buffer holds them (or their copies in `side`).
-        let (header, t) = (&self.body, self.t);
-        // A chunk not held any more gives no rows (the encoder refuses an empty one).
-        let view = ctx.send_buf.view(c.start, c.len);
-        let (enc, side, side_of) = (&mut c.enc, &c.side, &c.side_of);
-        // In place if the send buffer has the row in one piece (what `open_chunk` found for
-        // every row not in `side`), else its copy.
+        let (header, t, buf) = (&self.body, self.t, ctx.send_buf);
+        let (enc, side, side_of, start) = (&mut c.enc, &c.side, &c.side_of, c.start);
         let row = |n: u32| -> &[u8] {
-            view.and_then(|v| v.get(u64::from(n) * t as u64, t))
-                .or_else(|| {
-                    let s = *side_of.get(n as usize)? as usize;
-                    side.get(s * t..(s + 1) * t)
-                })
-                .unwrap_or(&[])
+            match side_of.get(n as usize) {
+                Some(&s) if s != IN_PLACE => {
+                    let s = s as usize;
+                    side.get(s * t..(s + 1) * t).unwrap_or(&[])
+                }
+                // A row not held gives no bytes: the encoder refuses it.
+                _ => buf.slice(start + u64::from(n) * t as u64, t).unwrap_or(&[]),
+            }
         };
         let written = pkt
             .push_scheme_with(SYMBOL_KIND, header.len() + t, |out| {
