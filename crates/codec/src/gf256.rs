@@ -486,86 +486,11 @@ impl XorPath {
         rows: &[u32],
         t: usize,
     ) {
-        let rows = Indexed { base, rows, t };
         match self {
-            XorPath::Portable => unsafe { portable_xor_rows(dst, first, rows, t, 0) },
+            XorPath::Portable => unsafe { portable_xor_rows(dst, first, base, rows, t, 0) },
             #[cfg(target_arch = "x86_64")]
-            XorPath::Avx2 => unsafe { x86::xor_rows_avx2(dst, first, rows, t) },
+            XorPath::Avx2 => unsafe { x86::xor_rows_avx2(dst, first, base, rows, t) },
         }
-    }
-
-    /// As [`XorPath::xor_rows`] with the sources given by their addresses (rows that are not
-    /// in one array: the LT encoder reading a block where the stream buffer holds it).
-    ///
-    /// # Safety
-    /// The path is available on this CPU; `dst` is valid for `t` bytes of writes, `first` and
-    /// every `rows[j]` for `t` bytes of reads; no source overlaps `dst` except that `first`
-    /// may be `dst` itself.
-    pub(crate) unsafe fn xor_row_ptrs(
-        self,
-        dst: *mut u8,
-        first: *const u8,
-        rows: &[*const u8],
-        t: usize,
-    ) {
-        let rows = Addressed(rows);
-        match self {
-            XorPath::Portable => unsafe { portable_xor_rows(dst, first, rows, t, 0) },
-            #[cfg(target_arch = "x86_64")]
-            XorPath::Avx2 => unsafe { x86::xor_rows_avx2(dst, first, rows, t) },
-        }
-    }
-}
-
-/// The source rows of one multi-row XOR: how the kernels find row j's byte `off`.
-trait RowSet: Copy {
-    /// Number of rows.
-    fn count(self) -> usize;
-    /// Address of byte `off` of row `j`.
-    ///
-    /// # Safety
-    /// `j < self.count()` and `off` inside the row.
-    unsafe fn at(self, j: usize, off: usize) -> *const u8;
-}
-
-/// Rows `base + r·t` for `r` in `rows` (one array of T-byte rows).
-#[derive(Clone, Copy)]
-struct Indexed<'a> {
-    base: *const u8,
-    rows: &'a [u32],
-    t: usize,
-}
-
-impl RowSet for Indexed<'_> {
-    #[inline(always)]
-    fn count(self) -> usize {
-        self.rows.len()
-    }
-
-    #[inline(always)]
-    unsafe fn at(self, j: usize, off: usize) -> *const u8 {
-        // SAFETY: j < count (the caller's contract); the row is inside the caller's array.
-        unsafe {
-            self.base
-                .add(*self.rows.get_unchecked(j) as usize * self.t + off)
-        }
-    }
-}
-
-/// Rows given by their addresses.
-#[derive(Clone, Copy)]
-struct Addressed<'a>(&'a [*const u8]);
-
-impl RowSet for Addressed<'_> {
-    #[inline(always)]
-    fn count(self) -> usize {
-        self.0.len()
-    }
-
-    #[inline(always)]
-    unsafe fn at(self, j: usize, off: usize) -> *const u8 {
-        // SAFETY: j < count (the caller's contract); `off` is inside the row.
-        unsafe { self.0.get_unchecked(j).add(off) }
     }
 }
 
@@ -573,23 +498,23 @@ impl RowSet for Addressed<'_> {
 ///
 /// # Safety
 /// As [`XorPath::xor_rows`].
-unsafe fn portable_xor_rows<R: RowSet>(
+unsafe fn portable_xor_rows(
     dst: *mut u8,
     first: *const u8,
-    rows: R,
+    base: *const u8,
+    rows: &[u32],
     t: usize,
     from: usize,
 ) {
     let mut off = from;
-    let n = rows.count();
     unsafe {
         while off + 32 <= t {
             let mut acc = [0u64; 4];
             for (j, a) in acc.iter_mut().enumerate() {
                 *a = first.add(off + 8 * j).cast::<u64>().read_unaligned();
             }
-            for r in 0..n {
-                let s = rows.at(r, off);
+            for &r in rows {
+                let s = base.add(r as usize * t + off);
                 for (j, a) in acc.iter_mut().enumerate() {
                     *a ^= s.add(8 * j).cast::<u64>().read_unaligned();
                 }
@@ -601,8 +526,8 @@ unsafe fn portable_xor_rows<R: RowSet>(
         }
         while off < t {
             let mut a = *first.add(off);
-            for r in 0..n {
-                a ^= *rows.at(r, off);
+            for &r in rows {
+                a ^= *base.add(r as usize * t + off);
             }
             *dst.add(off) = a;
             off += 1;
@@ -1379,22 +1304,22 @@ mod x86 {
     /// # Safety
     /// As [`super::XorPath::xor_rows`], with AVX2 present.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn xor_rows_avx2<R: super::RowSet>(
+    pub(super) unsafe fn xor_rows_avx2(
         dst: *mut u8,
         first: *const u8,
-        rows: R,
+        base: *const u8,
+        rows: &[u32],
         t: usize,
     ) {
         let mut off = 0;
-        let n = rows.count();
         unsafe {
             while off + 256 <= t {
                 let mut acc = [_mm256_setzero_si256(); 8];
                 for (j, a) in acc.iter_mut().enumerate() {
                     *a = load32(first.add(off + 32 * j));
                 }
-                for r in 0..n {
-                    let s = rows.at(r, off);
+                for &r in rows {
+                    let s = base.add(r as usize * t + off);
                     for (j, a) in acc.iter_mut().enumerate() {
                         *a = _mm256_xor_si256(*a, load32(s.add(32 * j)));
                     }
@@ -1406,13 +1331,13 @@ mod x86 {
             }
             while off + 32 <= t {
                 let mut a = load32(first.add(off));
-                for r in 0..n {
-                    a = _mm256_xor_si256(a, load32(rows.at(r, off)));
+                for &r in rows {
+                    a = _mm256_xor_si256(a, load32(base.add(r as usize * t + off)));
                 }
                 store32(dst.add(off), a);
                 off += 32;
             }
-            super::portable_xor_rows(dst, first, rows, t, off);
+            super::portable_xor_rows(dst, first, base, rows, t, off);
         }
     }
 
@@ -1668,25 +1593,6 @@ mod tests {
                     // SAFETY: as above, with `first` = `dst`, which is allowed.
                     unsafe { path.xor_rows(p, p, base.as_ptr(), &rows, t) };
                     assert_eq!(inplace, want, "{path:?} in place, t {t}, {n} rows");
-                    // The same rows by address, each copied into its own allocation.
-                    let own: Vec<Vec<u8>> = rows
-                        .iter()
-                        .map(|&r| base[r as usize * t..(r as usize + 1) * t].to_vec())
-                        .collect();
-                    let ptrs: Vec<*const u8> = own.iter().map(|r| r.as_ptr()).collect();
-                    let mut got = vec![0x55u8; t];
-                    // SAFETY: the path is available; every address has t bytes; `got` is a
-                    // separate buffer of t bytes.
-                    unsafe { path.xor_row_ptrs(got.as_mut_ptr(), first.as_ptr(), &ptrs, t) };
-                    assert_eq!(got, want, "{path:?} by address, t {t}, {n} rows");
-                    let mut inplace = first.clone();
-                    let p = inplace.as_mut_ptr();
-                    // SAFETY: as above, with `first` = `dst`.
-                    unsafe { path.xor_row_ptrs(p, p, &ptrs, t) };
-                    assert_eq!(
-                        inplace, want,
-                        "{path:?} by address in place, t {t}, {n} rows"
-                    );
                 }
             }
         }

@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
-use tributary_codec::lt::{LtDecoder, LtEncoder, LtParams, LtRowEncoder, LtSymbolId};
+use tributary_codec::lt::{LtDecoder, LtEncoder, LtParams, LtSymbolId};
 use tributary_codec::Error;
 
 /// Reference decoder: the received symbols' full neighbour rows over GF(2), with payloads, in
@@ -397,51 +397,5 @@ fn a_reset_decoder_is_a_fresh_decoder() {
                 assert_eq!(reused.data().unwrap(), &source[..]);
             }
         }
-    }
-}
-
-/// An encoder reading its rows where the caller holds them (each row in its own allocation
-/// here, as `hmtp`'s stream buffer holds a chunk in pieces) writes the same symbols as one
-/// over the whole block, including symbols of more neighbours than one pass of its kernel
-/// takes (64), and refuses rows or outputs of the wrong size.
-#[test]
-fn row_encoder_equals_block_encoder() {
-    for (k, t, c, delta) in [
-        (1000, 1376, 0.057, 0.03),
-        (200, 33, 0.3, 0.05),
-        (3, 8, 0.5, 0.5),
-    ] {
-        let params = LtParams::new(k, t, c, delta).unwrap();
-        let mut rng = ChaCha8Rng::seed_from_u64(k as u64);
-        let rows: Vec<Vec<u8>> = (0..k)
-            .map(|_| (0..t).map(|_| rng.next_u32() as u8).collect())
-            .collect();
-        let block: Vec<u8> = rows.concat();
-        let mut whole = LtEncoder::new(params.clone(), 7, &block).unwrap();
-        let mut by_rows = LtRowEncoder::new(params.clone(), 7);
-        let (mut want, mut got) = (vec![0u8; t], vec![0xA5u8; t]);
-        let mut neighbours = Vec::new();
-        let mut wide = 0;
-        for seed in 0..4000 {
-            params.neighbours(LtSymbolId { block: 7, seed }, &mut neighbours);
-            wide += usize::from(neighbours.len() > 64);
-            let a = whole.encode(seed, &mut want).unwrap();
-            let b = by_rows
-                .encode_with(seed, &mut got, |n| &rows[n as usize])
-                .unwrap();
-            assert_eq!((a, &got), (b, &want), "k {k}, seed {seed}");
-        }
-        if k == 1000 {
-            assert!(wide > 0, "no symbol of more than 64 neighbours was checked");
-        }
-        let short = vec![0u8; t - 1];
-        assert!(matches!(
-            by_rows.encode_with(1, &mut got, |_| &short),
-            Err(Error::LengthMismatch { .. })
-        ));
-        assert!(matches!(
-            by_rows.encode_with(1, &mut got[..t - 1], |n| &rows[n as usize]),
-            Err(Error::LengthMismatch { .. })
-        ));
     }
 }

@@ -153,26 +153,6 @@ impl SendBuffer {
         }
         true
     }
-    /// The bytes at `[offset, offset + len)` where they are stored, if they are held and lie
-    /// in one storage chunk (no copy); `None` otherwise (then [`SendBuffer::copy_out`] gives
-    /// them). Like `copy_out`, this counts them as taken for sending.
-    #[inline]
-    pub fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
-        let top = offset.checked_add(len as u64)?;
-        if offset < self.base || top > self.end {
-            return None;
-        }
-        let pos = offset - self.chunk_base;
-        let (idx, off) = ((pos / CHUNK64) as usize, (pos % CHUNK64) as usize);
-        if off + len > CHUNK {
-            return None;
-        }
-        let chunk = self.chunks.get(idx)?;
-        if top > self.frontier.get() {
-            self.frontier.set(top);
-        }
-        Some(&chunk[off..off + len])
-    }
     /// Frees every byte below `offset` (the peer has them).
     pub fn release_to(&mut self, offset: u64) {
         self.base = self.base.max(offset.min(self.end));
@@ -519,31 +499,6 @@ mod tests {
         assert!(b.copy_out(4, &mut out));
         assert_eq!(&out, b"efghijkl");
         assert!(!b.copy_out(2, &mut out[..2]));
-    }
-
-    /// `slice` gives the bytes in place when they are held and in one storage chunk, the
-    /// same bytes `copy_out` gives, and nothing otherwise; either counts them as taken.
-    #[test]
-    fn send_buffer_slices_in_place() {
-        let mut b = SendBuffer::new(4 * CHUNK);
-        let data: Vec<u8> = (0..3 * CHUNK).map(|i| (i * 7 % 251) as u8).collect();
-        assert_eq!(b.write(&data), data.len());
-        assert_eq!(b.unsent(), data.len());
-        let c = CHUNK as u64;
-        assert_eq!(b.slice(10, 100), Some(&data[10..110]));
-        assert_eq!(b.unsent(), data.len() - 110);
-        assert_eq!(b.slice(c - 100, 100), Some(&data[CHUNK - 100..CHUNK]));
-        assert_eq!(b.slice(c - 100, 101), None, "across two storage chunks");
-        let mut out = vec![0u8; 101];
-        assert!(b.copy_out(c - 100, &mut out));
-        assert_eq!(out, &data[CHUNK - 100..CHUNK + 1]);
-        assert_eq!(b.slice(3 * c - 10, 10), Some(&data[3 * CHUNK - 10..]));
-        assert_eq!(b.unsent(), 0);
-        assert_eq!(b.slice(3 * c - 10, 11), None, "beyond the end");
-        b.release_to(c + 5);
-        assert_eq!(b.slice(c + 4, 1), None, "released");
-        assert_eq!(b.slice(c + 5, 1), Some(&data[CHUNK + 5..CHUNK + 6]));
-        assert_eq!(b.slice(u64::MAX, 2), None);
     }
 
     #[test]

@@ -61,7 +61,7 @@ use crate::time::{Duration, Instant};
 use crate::wire::{FeedbackFrame, Frame, PacketWriter};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use tributary_codec::lt::{LtDecoder, LtParams, LtRowEncoder, LtSymbolId};
+use tributary_codec::lt::{LtDecoder, LtEncoder, LtParams, LtSymbolId};
 
 /// SCHEME frame kind of an HMTP symbol (a payload kind, below 0x80: ack-eliciting).
 pub const SYMBOL_KIND: u64 = 0x48;
@@ -313,13 +313,7 @@ struct TxChunk {
     len: u64,
     k: usize,
     k_prime: u64,
-    /// The encoder; it reads source rows where the send buffer holds them, or from `side`.
-    enc: LtRowEncoder,
-    /// Copies of the rows the send buffer cannot give in one piece (those across two of its
-    /// storage chunks, and a last row with zero padding), T bytes each.
-    side: Vec<u8>,
-    /// Per source row, its slot in `side`, or [`IN_PLACE`].
-    side_of: Vec<u32>,
+    enc: LtEncoder,
     next_seed: u32,
     /// Symbols that may be sent before the chunk's fate is awaited (k', then more).
     budget: u64,
@@ -328,9 +322,6 @@ struct TxChunk {
     reported: u64,
     decoded: bool,
 }
-
-/// A source row read where the send buffer holds it (see [`TxChunk::side_of`]).
-const IN_PLACE: u32 = u32::MAX;
 
 impl TxChunk {
     fn received(&self) -> u64 {
@@ -393,8 +384,9 @@ pub struct HmtpSender {
     next_record: u64,
     /// The symbol header of the packet being written.
     body: Vec<u8>,
-    /// The row copies of the last finished chunk (`side`, `side_of`), reused by the next one.
-    spare: (Vec<u8>, Vec<u32>),
+    /// The bytes of the last finished chunk, reused by the next one (no fresh k·T allocation
+    /// per chunk).
+    spare: Vec<u8>,
     /// The last chunk's LT parameters (see [`chunk_params`]).
     params: Option<LtParams>,
     stats: HmtpStats,
@@ -414,7 +406,7 @@ impl HmtpSender {
             first_record: 0,
             next_record: 0,
             body: Vec::with_capacity(t + FRAME_HEADER),
-            spare: (Vec::new(), Vec::new()),
+            spare: Vec::new(),
             params: None,
             stats: HmtpStats::default(),
         }
@@ -433,7 +425,7 @@ impl HmtpSender {
             .is_some_and(|c| c.decoded || c.start + c.len <= ack)
         {
             if let Some(c) = self.chunks.pop_front() {
-                self.spare = (c.side, c.side_of);
+                self.spare = c.enc.into_data();
             }
         }
     }
@@ -478,34 +470,21 @@ impl HmtpSender {
             return false;
         };
         let len = end - start;
-        let (k, t) = ((len as usize).div_ceil(self.t), self.t);
-        if start < ctx.send_buf.base() || end > ctx.send_buf.end() {
+        let k = (len as usize).div_ceil(self.t);
+        // The spare buffer's old bytes are overwritten: the chunk's, then zero padding.
+        let mut data = std::mem::take(&mut self.spare);
+        data.resize(k * self.t, 0);
+        if !ctx.send_buf.copy_out(start, &mut data[..len as usize]) {
+            self.spare = data;
             return false;
         }
-        // The encoder reads the chunk's rows where the send buffer holds them; only the rows
-        // it cannot give in one piece are copied (with the zero padding of a short last row).
-        let (mut side, mut side_of) = std::mem::take(&mut self.spare);
-        side.clear();
-        side_of.clear();
-        side_of.resize(k, IN_PLACE);
-        for (n, slot) in side_of.iter_mut().enumerate() {
-            let at = start + (n * t) as u64;
-            let bytes = (end - at).min(t as u64) as usize;
-            if bytes == t && ctx.send_buf.slice(at, t).is_some() {
-                continue;
-            }
-            *slot = (side.len() / t) as u32;
-            let from = side.len();
-            side.resize(from + t, 0);
-            if !ctx.send_buf.copy_out(at, &mut side[from..from + bytes]) {
-                self.spare = (side, side_of);
-                return false;
-            }
-        }
+        data[len as usize..].fill(0);
         let Some(params) = chunk_params(&mut self.params, k, self.t, &self.cfg) else {
             return false;
         };
-        let enc = LtRowEncoder::new(params, id);
+        let Ok(enc) = LtEncoder::from_vec(params, id, data) else {
+            return false;
+        };
         let k_prime = self.cfg.k_prime(k);
         self.chunks.push_back(TxChunk {
             id: self.next_id,
@@ -514,8 +493,6 @@ impl HmtpSender {
             k,
             k_prime,
             enc,
-            side,
-            side_of,
             next_seed: 0,
             budget: k_prime,
             in_flight: 0,
@@ -567,25 +544,14 @@ impl HmtpSender {
             seed: u64::from(seed),
         }
         .write(&mut self.body);
-        // The symbol is encoded straight into the packet, after its header, from the rows
-        // where the send buffer holds them (or their copies in `side`).
-        let (header, t, buf) = (&self.body, self.t, ctx.send_buf);
-        let (enc, side, side_of, start) = (&mut c.enc, &c.side, &c.side_of, c.start);
-        let row = |n: u32| -> &[u8] {
-            match side_of.get(n as usize) {
-                Some(&s) if s != IN_PLACE => {
-                    let s = s as usize;
-                    side.get(s * t..(s + 1) * t).unwrap_or(&[])
-                }
-                // A row not held gives no bytes: the encoder refuses it.
-                _ => buf.slice(start + u64::from(n) * t as u64, t).unwrap_or(&[]),
-            }
-        };
+        // The symbol is encoded straight into the packet, after its header.
+        let (header, t) = (&self.body, self.t);
+        let enc = &mut c.enc;
         let written = pkt
             .push_scheme_with(SYMBOL_KIND, header.len() + t, |out| {
                 let (h, sym) = out.split_at_mut(header.len());
                 h.copy_from_slice(header);
-                enc.encode_with(seed, sym, row).is_ok()
+                enc.encode(seed, sym).is_ok()
             })
             .ok()?;
         if !written {
