@@ -14,7 +14,7 @@
 //! probability ≥ 1 − δ; [`RobustSoliton::beta`] exposes β.
 //!
 //! **Symbols.** An encoded symbol is identified by [`LtSymbolId`] `(block, seed)`. Both sides
-//! run the same procedure on it: a ChaCha8 stream keyed by `(block, seed)` gives the degree d
+//! run the same procedure on it: a SplitMix64 stream started from `(block, seed)` gives the degree d
 //! (inverse CDF of μ on a 53-bit uniform), then d distinct neighbours, each drawn as
 //! `⌊x·k / 2^64⌋` for the next 64-bit output x and redrawn if already chosen. The symbol is the
 //! XOR of its neighbours. Nothing else travels on the wire.
@@ -32,45 +32,7 @@
 use crate::error::{check_len, Error, Result};
 use crate::gf256::{Kernel, XorPath};
 use crate::known::Known;
-use rand_chacha::ChaCha8Core;
-use rand_core::block::BlockRngCore;
-use rand_core::SeedableRng;
 use std::sync::Arc;
-
-/// The 64-bit outputs of a fresh `ChaCha8Rng` keyed by `key` (`rand_chacha`'s `next_u64`:
-/// word 2j low, word 2j + 1 high, 64 words per four-block refill; a fresh stream is only ever
-/// read in pairs, so a pair never straddles two refills), read straight from the generator's
-/// core: the `BlockRng` wrapper of `ChaCha8Rng` is built and moved for every symbol otherwise
-/// (≈ 0.7 % of the `hmtp` bench case in `memmove`).
-struct Stream {
-    core: ChaCha8Core,
-    words: <ChaCha8Core as BlockRngCore>::Results,
-    /// Next pair in `words`, 32 when a refill is due.
-    next: usize,
-}
-
-impl Stream {
-    #[inline]
-    fn new(key: [u8; 32]) -> Self {
-        Stream {
-            core: ChaCha8Core::from_seed(key),
-            words: Default::default(),
-            next: 32,
-        }
-    }
-
-    #[inline]
-    fn next_u64(&mut self) -> u64 {
-        if self.next == 32 {
-            self.core.generate(&mut self.words);
-            self.next = 0;
-        }
-        let w = self.words.as_ref();
-        let (lo, hi) = (w[2 * self.next], w[2 * self.next + 1]);
-        self.next += 1;
-        (u64::from(hi) << 32) | u64::from(lo)
-    }
-}
 
 /// Largest supported number of source symbols per block.
 pub const MAX_SOURCE_SYMBOLS: usize = 1 << 16;
@@ -288,11 +250,7 @@ impl LtParams {
     /// `out`, replacing its contents. Sender and receiver get the same list.
     pub fn neighbours(&self, id: LtSymbolId, out: &mut Vec<u32>) {
         let k = self.dist.k;
-        let mut key = [0u8; 32];
-        key[..16].copy_from_slice(b"tributary-lt-v1\0");
-        key[16..20].copy_from_slice(&id.block.to_le_bytes());
-        key[20..24].copy_from_slice(&id.seed.to_le_bytes());
-        let mut rng = Stream::new(key);
+        let mut rng = SymbolRng::new(id);
         // u = (x >> 11) / 2^53 for the first output x.
         let d = self.dist.degree_for_53(rng.next_u64() >> 11);
         out.clear();
@@ -325,6 +283,42 @@ impl LtParams {
             }
         }
     }
+}
+
+/// The stream a symbol's degree and neighbours are drawn from: SplitMix64 (Steele, Lea &
+/// Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014; the constants of
+/// Vigna's reference `splitmix64.c`), its state started at `mix64((block << 32 | seed) ^
+/// LT_DOMAIN)`. The lists need only a well-mixed, reproducible stream per symbol (the
+/// neighbours are public; nothing rests on their unpredictability), and ChaCha8, used until
+/// 2026-11-27, cost about 5 % of the `hmtp` benchmark case in key set-up and block generation
+/// for the dozen outputs a symbol reads (docs/experiments/hmtp.md, "Speed").
+#[derive(Debug, Clone)]
+struct SymbolRng(u64);
+
+/// Separates the LT lists' streams from other uses of SplitMix64 (ASCII "trib-lt1").
+const LT_DOMAIN: u64 = 0x7472_6962_2d6c_7431;
+
+impl SymbolRng {
+    fn new(id: LtSymbolId) -> Self {
+        SymbolRng(mix64(
+            ((u64::from(id.block) << 32) | u64::from(id.seed)) ^ LT_DOMAIN,
+        ))
+    }
+
+    /// The next output: the state advances by the golden gamma, the output is its mix.
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix64(self.0)
+    }
+}
+
+/// SplitMix64's output function (Stafford's "Mix13" variant of MurmurHash3's finaliser).
+#[inline]
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Identity of an encoded symbol: the block it belongs to and its seed.
@@ -1570,6 +1564,50 @@ mod tests {
         }
     }
 
+    /// SplitMix64 as in Vigna's reference `splitmix64.c`, written out independently of
+    /// [`SymbolRng`] (wrapping arithmetic on a plain `u64`, one statement per line of the
+    /// reference), with the documented start `mix((block << 32 | seed) ^ "trib-lt1")`.
+    struct PlainSplitMix(u64);
+
+    impl PlainSplitMix {
+        fn mix(z: u64) -> u64 {
+            let z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+            let z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+            z ^ (z >> 31)
+        }
+        fn for_symbol(block: u32, seed: u32) -> Self {
+            let start =
+                (u64::from(block) << 32 | u64::from(seed)) ^ u64::from_be_bytes(*b"trib-lt1");
+            PlainSplitMix(Self::mix(start))
+        }
+        fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
+            Self::mix(self.0)
+        }
+    }
+
+    /// Known answers: the reference generator started at state 0 gives SplitMix64's published
+    /// first outputs (0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f), and the
+    /// crate's stream for symbol (block 5, seed 7) gives the values the reference algorithm
+    /// gives for that start (computed outside Rust, in Python, from the same definition).
+    #[test]
+    fn symbol_stream_is_splitmix64() {
+        let mut zero = PlainSplitMix(0);
+        let first: Vec<u64> = (0..3).map(|_| zero.next_u64()).collect();
+        assert_eq!(
+            first,
+            [0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f]
+        );
+        let mut ours = SymbolRng::new(LtSymbolId { block: 5, seed: 7 });
+        let mut plain = PlainSplitMix::for_symbol(5, 7);
+        assert_eq!(plain.0, 0x8396cd8622e97151);
+        let want = [0x48ca6e146a049198, 0xc5235035c5877ac2, 0x834be23a390fcae8];
+        for w in want {
+            assert_eq!(ours.next_u64(), w);
+            assert_eq!(plain.next_u64(), w);
+        }
+    }
+
     /// The module's rule written plainly (degree from the first output, then neighbours
     /// `⌊x·k/2^64⌋` redrawn while already chosen, by linear search whatever the degree): the
     /// crate's lists (which use a bitset for larger degrees) are the same, for k below and above
@@ -1583,11 +1621,7 @@ mod tests {
             for seed in 0..3000 {
                 let id = LtSymbolId { block: 5, seed };
                 p.neighbours(id, &mut fast);
-                let mut key = [0u8; 32];
-                key[..16].copy_from_slice(b"tributary-lt-v1\0");
-                key[16..20].copy_from_slice(&5u32.to_le_bytes());
-                key[20..24].copy_from_slice(&seed.to_le_bytes());
-                let mut rng = ChaCha8Rng::from_seed(key);
+                let mut rng = PlainSplitMix::for_symbol(5, seed);
                 let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
                 let d = p.distribution().degree_for(u);
                 let mut plain: Vec<u32> = Vec::new();
