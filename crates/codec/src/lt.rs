@@ -456,26 +456,41 @@ struct Dependence<'a> {
 }
 
 impl Dependence<'_> {
+    /// XORs into `acc` pivot `(r, c)`'s dependence on the inactive columns: a bit for each
+    /// inactive column of row `r`, and the dependence of each earlier pivot in it (its `w`
+    /// words in `prev`).
+    #[inline(always)]
+    fn accumulate(
+        &self,
+        (r, c): (u32, u32),
+        index: &[u32],
+        acc: &mut [u64],
+        prev: &[u64],
+        w: usize,
+    ) {
+        let r = r as usize;
+        for &c2 in &self.row_cols[self.row_start[r]..self.row_start[r + 1]] {
+            if c2 == c {
+                continue;
+            }
+            let q = index[c2 as usize] as usize;
+            if self.state[c2 as usize] == Column::Inactive {
+                acc[q / 64] ^= 1 << (q % 64);
+            } else {
+                for (a, s) in acc.iter_mut().zip(&prev[q * w..(q + 1) * w]) {
+                    *a ^= s;
+                }
+            }
+        }
+    }
+
     /// With `W` words per pivot. `index` holds the inactive columns' positions and gets the
     /// pivots'.
     fn fill<const W: usize>(&self, index: &mut [u32], ivec: &mut [u64]) {
         for (p, &(r, c)) in self.pivots.iter().enumerate() {
             index[c as usize] = p as u32;
-            let r = r as usize;
             let mut acc = [0u64; W];
-            for &c2 in &self.row_cols[self.row_start[r]..self.row_start[r + 1]] {
-                if c2 == c {
-                    continue;
-                }
-                let q = index[c2 as usize] as usize;
-                if self.state[c2 as usize] == Column::Inactive {
-                    acc[q / 64] ^= 1 << (q % 64);
-                } else {
-                    for (a, s) in acc.iter_mut().zip(&ivec[q * W..(q + 1) * W]) {
-                        *a ^= s;
-                    }
-                }
-            }
+            self.accumulate((r, c), index, &mut acc, &ivec[..p * W], W);
             ivec[p * W..(p + 1) * W].copy_from_slice(&acc);
         }
     }
@@ -484,22 +499,8 @@ impl Dependence<'_> {
     fn fill_any(&self, iw: usize, index: &mut [u32], ivec: &mut [u64]) {
         for (p, &(r, c)) in self.pivots.iter().enumerate() {
             index[c as usize] = p as u32;
-            let r = r as usize;
             let (lo, hi) = ivec.split_at_mut(p * iw);
-            let acc = &mut hi[..iw];
-            for &c2 in &self.row_cols[self.row_start[r]..self.row_start[r + 1]] {
-                if c2 == c {
-                    continue;
-                }
-                let q = index[c2 as usize] as usize;
-                if self.state[c2 as usize] == Column::Inactive {
-                    acc[q / 64] ^= 1 << (q % 64);
-                } else {
-                    for (a, s) in acc.iter_mut().zip(&lo[q * iw..(q + 1) * iw]) {
-                        *a ^= s;
-                    }
-                }
-            }
+            self.accumulate((r, c), index, &mut hi[..iw], lo, iw);
         }
     }
 }
