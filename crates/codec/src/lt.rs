@@ -1449,8 +1449,6 @@ impl LtDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand_chacha::ChaCha8Rng;
-    use rand_core::RngCore;
 
     #[test]
     fn distribution_matches_equations() {
