@@ -6,6 +6,7 @@
 
 mod docs;
 mod plot;
+mod regressions;
 mod scenarios;
 mod sweep;
 mod traces;
