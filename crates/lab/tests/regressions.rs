@@ -3,36 +3,13 @@
 
 use tributary_lab::{run, RunOptions, Scenario};
 
-/// The compare suite's wifi-cell mix (scenarios/compare/wifi-cell.toml) with `hmtp` over BBR
-/// carrying the 15 s, 3.4 Mbit/s video of docs/compare.md: 30 Mbit/s of paths for a
-/// 3.4 Mbit/s stream, so nearly every frame should make its 200 ms deadline.
-const HMTP_VIDEO: &str = r#"
-name = "hmtp-video-regression"
-duration = "20s"
-seed = 1401
-
-[[links]]
-name = "wifi"
-rate = "20Mbps"
-delay = "10ms"
-queue = 35
-loss = "1%"
-
-[[links]]
-name = "cell"
-rate = "10Mbps"
-delay = "40ms"
-queue = 70
-loss = "0.5%"
-
-[[flows]]
-name = "f"
-paths = ["wifi", "cell"]
-buffer = "4MiB"
-scheme = "hmtp"
-cc = "bbr"
-app = { name = "video", duration = "15s" }
-"#;
+/// The compare suite's wifi-cell mix (its file, which ends with the flow's table) with
+/// `hmtp` over BBR carrying the 15 s, 3.4 Mbit/s video of docs/compare.md: 30 Mbit/s of paths
+/// for a 3.4 Mbit/s stream, so nearly every frame should make its 200 ms deadline.
+fn hmtp_video() -> String {
+    let mix = include_str!("../../../scenarios/compare/wifi-cell.toml");
+    format!("{mix}\nscheme = \"hmtp\"\ncc = \"bbr\"\napp = {{ name = \"video\", duration = \"15s\" }}\n")
+}
 
 /// **Regression snapshot (2026-11-27).** The share of video frames on time for `hmtp` with a
 /// partially reliable application (video gives up late frames and releases their bytes from
@@ -43,7 +20,7 @@ app = { name = "video", duration = "15s" }
 /// "HMTP per-packet cost", seventh pass). The bound 0.85 sits below every seed measured.
 #[test]
 fn hmtp_keeps_encoding_chunks_a_partially_reliable_application_released() {
-    let s = Scenario::parse(HMTP_VIDEO, "hmtp-video.toml").unwrap();
+    let s = Scenario::parse(&hmtp_video(), "wifi-cell.toml + hmtp video").unwrap();
     let report = run::run(&s, &RunOptions::default(), &|| {}).unwrap();
     let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
     let m = &json["runs"][0]["flows"][0]["app"]["receiver"];
