@@ -14,8 +14,8 @@
 //! probability ≥ 1 − δ; [`RobustSoliton::beta`] exposes β.
 //!
 //! **Symbols.** An encoded symbol is identified by [`LtSymbolId`] `(block, seed)`. Both sides
-//! run the same procedure on it: a SplitMix64 stream started from `(block, seed)` gives the degree d
-//! (inverse CDF of μ on a 53-bit uniform), then d distinct neighbours, each drawn as
+//! run the same procedure on it: a SplitMix64 stream started from `(block, seed)` gives the
+//! degree d (inverse CDF of μ on a 53-bit uniform), then d distinct neighbours, each drawn as
 //! `⌊x·k / 2^64⌋` for the next 64-bit output x and redrawn if already chosen. The symbol is the
 //! XOR of its neighbours. Nothing else travels on the wire.
 //!
@@ -802,49 +802,6 @@ impl Plan {
     /// Gauss–Jordan on `[core | I]` over GF(2): `iw` words per row; row j of R gives inactive
     /// variable j as the sum of the core slots' right-hand sides it selects (x = R·b).
     fn core_inverse(&self) -> Vec<u64> {
-        // The usual sizes (up to 128 inactive sources) with fixed-size rows.
-        match self.iw {
-            1 => self.core_inverse_fixed::<1, 2>(),
-            2 => self.core_inverse_fixed::<2, 4>(),
-            _ => self.core_inverse_any(),
-        }
-    }
-
-    /// [`Plan::core_inverse`] with `W` = `iw` words per row of the core (`W2` = 2·W: a row of
-    /// `[core | I]`), the same operations in the same order.
-    fn core_inverse_fixed<const W: usize, const W2: usize>(&self) -> Vec<u64> {
-        debug_assert!(self.iw == W && W2 == 2 * W);
-        let i = self.inactive.len();
-        let mut aug = vec![[0u64; W2]; i];
-        for (s, row) in aug.iter_mut().enumerate() {
-            row[..W].copy_from_slice(&self.core_vecs[s * W..(s + 1) * W]);
-            row[W + s / 64] |= 1 << (s % 64);
-        }
-        for j in 0..i {
-            let (w, b) = (j / 64, 1u64 << (j % 64));
-            // The core is independent, so a row from j on has variable j.
-            let Some(p) = (j..i).find(|&s| aug[s][w] & b != 0) else {
-                continue;
-            };
-            aug.swap(p, j);
-            let pivot = aug[j];
-            for (s, row) in aug.iter_mut().enumerate() {
-                if s != j && row[w] & b != 0 {
-                    for (x, y) in row.iter_mut().zip(&pivot) {
-                        *x ^= y;
-                    }
-                }
-            }
-        }
-        let mut inverse = vec![0u64; i * W];
-        for (j, row) in aug.iter().enumerate() {
-            inverse[j * W..(j + 1) * W].copy_from_slice(&row[W..]);
-        }
-        inverse
-    }
-
-    /// [`Plan::core_inverse`] for any number of words per row.
-    fn core_inverse_any(&self) -> Vec<u64> {
         let (i, iw) = (self.inactive.len(), self.iw);
         let w2 = 2 * iw;
         let mut aug = vec![0u64; i * w2];
@@ -1478,21 +1435,8 @@ mod tests {
         assert!((d.pmf(d.spike() + 1) - 1.0 / (m * (m - 1.0)) / beta).abs() < 1e-12);
     }
 
-    impl LtDecoder {
-        /// Stores symbol `seed` (zero payload) without peeling, as an elimination under way does.
-        fn store_next(&mut self, seed: u32) -> Option<u32> {
-            let id = LtSymbolId {
-                block: self.block,
-                seed,
-            };
-            self.params.neighbours(id, &mut self.neighbours);
-            let zero = vec![0; self.params.symbol_size];
-            self.store(&zero, false)
-        }
-    }
-
     #[test]
-    fn pivot_dependence_and_core_inverse_in_registers_equal_the_general_loops() {
+    fn pivot_dependence_in_registers_equals_the_general_loop() {
         // k = 1000 gives ≈ 97 inactive sources (two words), k = 60 fewer than 64 (one).
         for (k, words) in [(1000, 2), (60, 1)] {
             let params = LtParams::new(k, 4, 0.057, 0.03).unwrap();
@@ -1525,23 +1469,6 @@ mod tests {
             }
             assert_eq!(plan.ivec, b, "k {k}");
             assert_eq!((a, index_a), (b, index_b), "k {k}");
-            // The same for the core's inverse, once the plan is complete.
-            let mut plan = plan;
-            while !plan.is_complete() {
-                let e = dec.store_next(seed);
-                seed += 1;
-                if let Some(e) = e {
-                    let sources = dec.symbol_neighbours(e as usize).to_vec();
-                    plan.add_row(e, &sources);
-                }
-            }
-            let inverse = plan.core_inverse_any();
-            let fixed = match words {
-                1 => plan.core_inverse_fixed::<1, 2>(),
-                _ => plan.core_inverse_fixed::<2, 4>(),
-            };
-            assert_eq!(fixed, inverse, "k {k}");
-            assert_eq!(plan.core_inverse(), inverse, "k {k}");
         }
     }
 
