@@ -35,7 +35,10 @@ pub struct FlowConfig {
     /// Paths, each a route of link indices from sender to receiver (the reverse direction
     /// of the same links carries the ACKs back).
     pub paths: Vec<Vec<usize>>,
-    /// Connection configuration (both ends).
+    /// Connection configuration (both ends). The simulator replaces `seed` and `conn_id`
+    /// with values derived from the master seed, per connection: every connection of every
+    /// repetition gets its own generator and its own id (which keys coded schemes' LT
+    /// lists, so repetitions draw different codes).
     pub conn: ConnectionConfig,
     /// Multipath or one connection per path.
     pub kind: FlowKind,

@@ -554,12 +554,15 @@ impl Simulator {
             let mut cfg = f.conn.clone();
             let configured = matches!(origin, Origin::Configured(_));
             // Configured flows keep the seeds they had when all flows were built at start.
-            let (cs, ss, as_) = if configured {
-                (seed(2, ci), seed(3, ci), seed(7, ci))
+            let (cs, ss, as_, id) = if configured {
+                (seed(2, ci), seed(3, ci), seed(7, ci), seed(12, ci))
             } else {
-                (seed(8, ci), seed(9, ci), seed(10, ci))
+                (seed(8, ci), seed(9, ci), seed(10, ci), seed(13, ci))
             };
             cfg.seed = cs;
+            // Both ends share the id, as a handshake would give them; it keys coded schemes'
+            // LT lists (`LtParams::with_key`), so repetitions draw different codes.
+            cfg.conn_id = id;
             let paths = group.len();
             // Validated in `SimConfig::validate`.
             let sconn = Connection::new(cfg.clone(), paths).expect("validated configuration");

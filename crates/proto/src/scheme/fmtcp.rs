@@ -13,7 +13,9 @@
 //! a full block uses the plain coding, a short one (below) has its own k = ⌈len/T⌉ and
 //! carries its byte length in the SYMBOL frame's seed field. Symbols come from RaptorQ
 //! (RFC 6330; id = ESI, source symbols first) or, selectable, from the LT code of
-//! `tributary_codec::lt` (id = seed).
+//! `tributary_codec::lt` (id = seed; the code is keyed by the connection id,
+//! [`LtParams::with_key`], so that every connection, and in the simulator every repetition,
+//! draws its own lists).
 //!
 //! **Full packets (`full_symbols`, off by default; the paper fixes the block at 32 KB and
 //! says nothing of the symbol size).** The evened-out T above leaves each packet 34 bytes
@@ -365,7 +367,10 @@ impl SchemeFactory for FmtcpConfig {
         Ok(())
     }
     fn build(&self, cfg: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
-        let (tx, rx) = FmtcpConfig::build(self, cfg.mss);
+        let (mut tx, mut rx) = FmtcpConfig::build(self, cfg.mss);
+        // The LT code key: the connection id (module docs, "Blocks and symbols").
+        tx.lt_key = cfg.conn_id;
+        rx.lt_key = cfg.conn_id;
         (Box::new(tx), Box::new(rx))
     }
 }
@@ -923,6 +928,8 @@ pub struct FmtcpSender {
     next_record: u64,
     scratch: Vec<u8>,
     block_buf: Vec<u8>,
+    /// The LT code key (the connection id; 0 until the scheme factory sets it).
+    lt_key: u64,
     stats: CodingStats,
     /// Loss estimates the cached distributions were computed with.
     loss_ref: Vec<f64>,
@@ -955,6 +962,7 @@ impl FmtcpSender {
             next_record: 0,
             scratch: vec![0; geo.symbol],
             block_buf: Vec::new(),
+            lt_key: 0,
             stats: CodingStats::default(),
             loss_ref: Vec::new(),
             complete: 0,
@@ -1252,7 +1260,8 @@ impl FmtcpSender {
                 }
                 Code::Lt => {
                     let p = LtParams::new(k, t, self.cfg.lt_c, self.cfg.lt_delta)
-                        .expect("geometry validated");
+                        .expect("geometry validated")
+                        .with_key(self.lt_key);
                     let e = LtEncoder::new(p, lt_key(start), &data).expect("block of k·T bytes");
                     self.block_buf = data;
                     let k_hat = (k as f64 * (1.0 + self.cfg.lt_overhead)).ceil() as u64;
@@ -1526,6 +1535,8 @@ pub struct FmtcpReceiver {
     blocks: BTreeMap<u64, RxBlock>,
     /// Decoded blocks not yet below the in-order delivery point: id → length.
     done: BTreeMap<u64, u64>,
+    /// The LT code key (the connection id; 0 until the scheme factory sets it).
+    lt_key: u64,
     stats: CodingStats,
 }
 
@@ -1536,6 +1547,7 @@ impl FmtcpReceiver {
             geo,
             blocks: BTreeMap::new(),
             done: BTreeMap::new(),
+            lt_key: 0,
             stats: CodingStats::default(),
         }
     }
@@ -1581,6 +1593,7 @@ impl FmtcpReceiver {
         }
         let k = (len as usize).div_ceil(g.symbol);
         let cfg = self.cfg;
+        let code_key = self.lt_key;
         let rb = match self.blocks.entry(s.block) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::btree_map::Entry::Vacant(e) => {
@@ -1590,7 +1603,10 @@ impl FmtcpReceiver {
                         Err(_) => return Err(SchemeError::Invalid("bad block")),
                     },
                     Code::Lt => match LtParams::new(k, g.symbol, cfg.lt_c, cfg.lt_delta) {
-                        Ok(p) => Decoder::Lt(LtDecoder::with_elimination(p, lt_key(start))),
+                        Ok(p) => Decoder::Lt(LtDecoder::with_elimination(
+                            p.with_key(code_key),
+                            lt_key(start),
+                        )),
                         Err(_) => return Err(SchemeError::Invalid("bad block")),
                     },
                 };

@@ -12,8 +12,11 @@
 //! **Encoding (steps 2–3, Eqs. 1–4).** `tributary_codec::lt` with the robust soliton
 //! distribution for (k_c, c, δ). Each symbol travels in a SCHEME frame (kind
 //! [`SYMBOL_KIND`]) whose body is `chunk id, chunk start offset, chunk length, seed` (varints)
-//! followed by the T symbol bytes; the seed and the chunk id key the PRNG that both ends run
-//! to find the symbol's degree and neighbours. Seeds count up from 0 within a chunk.
+//! followed by the T symbol bytes; the seed and the chunk id, with the connection id as the
+//! code key ([`LtParams::with_key`]), key the PRNG that both ends run to find the symbol's
+//! degree and neighbours. Seeds count up from 0 within a chunk. (Keying by the connection id,
+//! since 2026-11-27: the simulator gives every connection of every repetition its own id, so
+//! repetitions draw different codes, not only different losses.)
 //!
 //! **Sending (steps 4–6).** Per chunk the sender sends k'_c = ⌈(1 + ε)·k_c⌉ symbols (paper:
 //! ε = 0.137, "1137 packets decode 1000"), then starts the next chunk without waiting
@@ -191,8 +194,8 @@ impl SchemeFactory for HmtpConfig {
     fn build(&self, cfg: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
         let t = self.symbol_size(cfg.mss);
         (
-            Box::new(HmtpSender::new(*self, t)),
-            Box::new(HmtpReceiver::new(*self, t)),
+            Box::new(HmtpSender::new(*self, t, cfg.conn_id)),
+            Box::new(HmtpReceiver::new(*self, t, cfg.conn_id)),
         )
     }
 }
@@ -389,14 +392,17 @@ pub struct HmtpSender {
     spare: Vec<u8>,
     /// The last chunk's LT parameters (see [`chunk_params`]).
     params: Option<LtParams>,
+    /// The LT code key: the connection id (module docs).
+    key: u64,
     stats: HmtpStats,
 }
 
 impl HmtpSender {
-    fn new(cfg: HmtpConfig, t: usize) -> Self {
+    fn new(cfg: HmtpConfig, t: usize, key: u64) -> Self {
         HmtpSender {
             cfg,
             t,
+            key,
             chunks: VecDeque::new(),
             next_id: 0,
             next_start: 0,
@@ -479,7 +485,7 @@ impl HmtpSender {
             return false;
         }
         data[len as usize..].fill(0);
-        let Some(params) = chunk_params(&mut self.params, k, self.t, &self.cfg) else {
+        let Some(params) = chunk_params(&mut self.params, k, self.t, self.key, &self.cfg) else {
             return false;
         };
         let Ok(enc) = LtEncoder::from_vec(params, id, data) else {
@@ -708,19 +714,20 @@ struct RxChunk {
     reported_full: bool,
 }
 
-/// The LT parameters for a chunk of `k` symbols: `cache` if it has that k (T, c and δ are
-/// fixed per connection), else new ones, kept in `cache` (the degree distribution's tables
-/// are built once per chunk size, not once per chunk).
+/// The LT parameters for a chunk of `k` symbols under code key `key`: `cache` if it has that
+/// k (T, c, δ and the key are fixed per connection), else new ones, kept in `cache` (the
+/// degree distribution's tables are built once per chunk size, not once per chunk).
 fn chunk_params(
     cache: &mut Option<LtParams>,
     k: usize,
     t: usize,
+    key: u64,
     cfg: &HmtpConfig,
 ) -> Option<LtParams> {
     if let Some(p) = cache.as_ref().filter(|p| p.k() == k) {
         return Some(p.clone());
     }
-    let p = LtParams::new(k, t, cfg.c, cfg.delta).ok()?;
+    let p = LtParams::new(k, t, cfg.c, cfg.delta).ok()?.with_key(key);
     *cache = Some(p.clone());
     Some(p)
 }
@@ -738,16 +745,19 @@ pub struct HmtpReceiver {
     spare: Option<LtDecoder>,
     /// The last chunk's LT parameters (see [`chunk_params`]).
     params: Option<LtParams>,
+    /// The LT code key: the connection id (module docs).
+    key: u64,
     /// The in-order point at which `open` and `done` were last pruned.
     pruned_at: u64,
     stats: HmtpStats,
 }
 
 impl HmtpReceiver {
-    fn new(cfg: HmtpConfig, t: usize) -> Self {
+    fn new(cfg: HmtpConfig, t: usize, key: u64) -> Self {
         HmtpReceiver {
             cfg,
             t,
+            key,
             open: BTreeMap::new(),
             done: BTreeMap::new(),
             spare: None,
@@ -808,7 +818,8 @@ impl HmtpReceiver {
             if self.open.len() >= MAX_OPEN_CHUNKS {
                 return Err(self.stats.hostile("too many open chunks"));
             }
-            let Some(params) = chunk_params(&mut self.params, k, self.t, &self.cfg) else {
+            let Some(params) = chunk_params(&mut self.params, k, self.t, self.key, &self.cfg)
+            else {
                 return Err(self.stats.hostile("chunk length out of range"));
             };
             let dec = match (self.spare.take(), self.cfg.decoder) {
