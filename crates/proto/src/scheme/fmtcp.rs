@@ -161,6 +161,7 @@ use crate::registry::{self, Entry, Factory, OptionDoc, Options};
 use crate::time::Instant;
 use crate::wire::{Coding, FeedbackFrame, Frame, PacketWriter, SymbolFrame};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 use tributary_codec::lt::{LtDecoder, LtEncoder, LtParams, LtSymbolId};
 use tributary_codec::raptorq::{
@@ -499,9 +500,15 @@ pub struct Arrivals {
 impl Arrivals {
     /// Nothing in flight yet, `need` symbols missing.
     pub fn new(need: usize) -> Self {
-        let mut prob = vec![0.0; need + 1];
-        prob[0] = 1.0;
-        Arrivals { prob }
+        Self::new_in(need, Vec::new())
+    }
+
+    /// [`new`](Self::new), in `buf`'s allocation.
+    fn new_in(need: usize, mut buf: Vec<f64>) -> Self {
+        buf.clear();
+        buf.resize(need + 1, 0.0);
+        buf[0] = 1.0;
+        Arrivals { prob: buf }
     }
     /// One more symbol in flight, arriving with probability `q`.
     pub fn add(&mut self, q: f64) {
@@ -510,11 +517,19 @@ impl Arrivals {
             return;
         }
         let q = q.clamp(0.0, 1.0);
-        self.prob[n] += self.prob[n - 1] * q;
-        for i in (1..n).rev() {
-            self.prob[i] = self.prob[i] * (1.0 - q) + self.prob[i - 1] * q;
+        let r = 1.0 - q;
+        let p = &mut self.prob[..=n];
+        p[n] += p[n - 1] * q;
+        // p[i] ← p[i]·(1 − q) + p[i − 1]·q for i = n−1 … 1, each from the old values: written
+        // upwards with the old p[i − 1] carried, the same products and sums in the same
+        // order per element (a form the compiler vectorises).
+        let mut prev = p[0];
+        for x in &mut p[1..n] {
+            let cur = *x;
+            *x = cur * r + prev * q;
+            prev = cur;
         }
-        self.prob[0] *= 1.0 - q;
+        p[0] *= r;
     }
     /// Adds `count` symbols of arrival probability `q`.
     pub fn add_many(&mut self, count: u64, q: f64) {
@@ -846,8 +861,47 @@ struct TxBlock {
     /// Cached arrival distribution (δ_b): dropped when the block's counts change, and for
     /// every block when a path's loss estimate drifts (`FmtcpSender::loss_ref`).
     arr: Option<Arrivals>,
+    /// The buffer of the last dropped `arr`, reused by the next rebuild.
+    spare: Vec<f64>,
     /// Memo of [`fill_count`] on `arr`: (quantised q bits, count); dropped with `arr`.
     fill: Option<(u64, usize)>,
+}
+
+/// The symbols one packet carried: (block id, count) per block; one block inline (always so
+/// with one symbol per packet), no allocation per packet.
+#[derive(Debug)]
+enum Record {
+    One((u64, u32)),
+    Many(Vec<(u64, u32)>),
+}
+
+impl Record {
+    fn items(&self) -> &[(u64, u32)] {
+        match self {
+            Record::One(x) => std::slice::from_ref(x),
+            Record::Many(v) => v,
+        }
+    }
+}
+
+/// Hasher of the sender's own sequential record ids (never a peer's value): a Fibonacci
+/// multiply spreads consecutive ids over the table's control bits, at a fraction of SipHash's
+/// cost per packet.
+#[derive(Debug, Default, Clone, Copy)]
+struct SeqHasher(u64);
+
+impl std::hash::Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 impl TxBlock {
@@ -864,8 +918,10 @@ impl TxBlock {
         }
     }
 
-    fn arrivals(&self, paths: &[PathEstimate]) -> Arrivals {
-        let mut a = Arrivals::new(self.need() as usize);
+    /// The arrival distribution of the block's symbols in flight, built in `buf` (its
+    /// allocation is reused).
+    fn arrivals_in(&self, paths: &[PathEstimate], buf: Vec<f64>) -> Arrivals {
+        let mut a = Arrivals::new_in(self.need() as usize, buf);
         for (p, &n) in self.in_flight.iter().enumerate() {
             let q = 1.0 - paths.get(p).map_or(MAX_LOSS, |e| e.loss);
             a.add_many(n, q);
@@ -873,10 +929,19 @@ impl TxBlock {
         a
     }
 
+    /// Drops the cached distribution (the block's counts or the loss estimates changed),
+    /// keeping its buffer for the next rebuild.
+    fn invalidate(&mut self) {
+        if let Some(a) = self.arr.take() {
+            self.spare = a.prob;
+        }
+    }
+
     /// The cached arrival distribution, rebuilt if it was dropped.
     fn cached(&mut self, paths: &[PathEstimate]) -> &Arrivals {
         if self.arr.is_none() {
-            self.arr = Some(self.arrivals(paths));
+            let buf = std::mem::take(&mut self.spare);
+            self.arr = Some(self.arrivals_in(paths, buf));
             self.fill = None;
         }
         self.arr.get_or_insert_with(|| Arrivals::new(0))
@@ -924,7 +989,10 @@ pub struct FmtcpSender {
     blocks: VecDeque<TxBlock>,
     /// Stream offset where the next block starts.
     next_start: u64,
-    records: HashMap<u64, Vec<(u64, u32)>>,
+    /// Per packet in flight (by [`PacketTag::a`]): the symbols it carried.
+    records: HashMap<u64, Record, BuildHasherDefault<SeqHasher>>,
+    /// Reused to collect a packet's symbols.
+    items_scratch: Vec<(u64, u32)>,
     next_record: u64,
     scratch: Vec<u8>,
     block_buf: Vec<u8>,
@@ -958,7 +1026,8 @@ impl FmtcpSender {
             geo,
             blocks: VecDeque::new(),
             next_start: 0,
-            records: HashMap::new(),
+            records: HashMap::default(),
+            items_scratch: Vec::new(),
             next_record: 0,
             scratch: vec![0; geo.symbol],
             block_buf: Vec::new(),
@@ -991,7 +1060,7 @@ impl FmtcpSender {
             self.loss_ref.clear();
             self.loss_ref.extend(self.est.iter().map(|e| e.loss));
             for b in &mut self.blocks {
-                b.arr = None;
+                b.invalidate();
             }
             self.complete = 0;
         }
@@ -1065,6 +1134,18 @@ impl FmtcpSender {
 
     /// Position of the open block whose id (first stream byte) is `id`.
     fn position(&self, id: u64) -> Option<usize> {
+        // Blocks are contiguous and all but short ones are `geo.block` long: try the index
+        // that gives, then search (the same answer either way).
+        let first = self.blocks.front()?.start;
+        let guess = id
+            .checked_sub(first)
+            .map(|d| d / self.geo.block.max(1))
+            .and_then(|i| usize::try_from(i).ok());
+        if let Some(i) = guess {
+            if self.blocks.get(i).is_some_and(|b| b.start == id) {
+                return Some(i);
+            }
+        }
         self.blocks.binary_search_by_key(&id, |b| b.start).ok()
     }
 
@@ -1285,6 +1366,7 @@ impl FmtcpSender {
                 lost_unreplaced: 0,
                 lost_packets: 0,
                 arr: None,
+                spare: Vec::new(),
                 fill: None,
             });
             self.next_start = end;
@@ -1342,7 +1424,7 @@ impl FmtcpSender {
         }
         b.next_id += 1;
         b.sent += 1;
-        b.arr = None;
+        b.invalidate();
         self.complete = self.complete.min(bi);
         if b.in_flight.len() <= path {
             b.in_flight.resize(path + 1, 0);
@@ -1356,16 +1438,16 @@ impl FmtcpSender {
     }
 
     fn settle(&mut self, path: usize, tag: PacketTag, lost: bool) {
-        let Some(items) = self.records.remove(&tag.a) else {
+        let Some(record) = self.records.remove(&tag.a) else {
             return;
         };
-        for (index, n) in items {
+        for &(index, n) in record.items() {
             if let Some(b) = self.block_mut(index) {
                 let n = u64::from(n);
                 if let Some(f) = b.in_flight.get_mut(path) {
                     *f = f.saturating_sub(n);
                 }
-                b.arr = None;
+                b.invalidate();
                 if lost {
                     b.lost_unreplaced += n;
                     b.lost_packets += 1;
@@ -1432,7 +1514,8 @@ impl SchemeSender for FmtcpSender {
             alloc = self.repair_plan(path);
             repair = !alloc.is_empty();
         }
-        let mut items: Vec<(u64, u32)> = Vec::new();
+        let mut items = std::mem::take(&mut self.items_scratch);
+        items.clear();
         'outer: for (bi, n) in alloc {
             for _ in 0..n {
                 if !self.emit_symbol(ctx, bi, path, pkt) {
@@ -1446,6 +1529,7 @@ impl SchemeSender for FmtcpSender {
             }
         }
         if items.is_empty() {
+            self.items_scratch = items;
             return None;
         }
         let n: u32 = items.iter().map(|&(_, c)| c).sum();
@@ -1455,7 +1539,12 @@ impl SchemeSender for FmtcpSender {
         }
         let id = self.next_record;
         self.next_record += 1;
-        self.records.insert(id, items);
+        let record = match items[..] {
+            [one] => Record::One(one),
+            _ => Record::Many(items.clone()),
+        };
+        self.items_scratch = items;
+        self.records.insert(id, record);
         Some(PacketTag {
             a: id,
             b: u64::from(n),
@@ -1499,11 +1588,11 @@ impl SchemeSender for FmtcpSender {
             }
             if count > b.reported {
                 b.reported = count;
-                b.arr = None;
+                b.invalidate();
             }
             if decoded && !b.decoded {
                 b.decoded = true;
-                b.arr = None;
+                b.invalidate();
                 self.stats.blocks_decoded += 1;
             }
         }
@@ -1648,8 +1737,16 @@ impl FmtcpReceiver {
         // Forget what the application can now read in order (blocks never overlap, so a
         // block starting below the in-order point lies wholly below it).
         let below = ctx.recv_buf.contiguous_end();
-        self.done = self.done.split_off(&below);
-        self.blocks = self.blocks.split_off(&below);
+        if self.done.first_key_value().is_some_and(|(&k, _)| k < below) {
+            self.done = self.done.split_off(&below);
+        }
+        if self
+            .blocks
+            .first_key_value()
+            .is_some_and(|(&k, _)| k < below)
+        {
+            self.blocks = self.blocks.split_off(&below);
+        }
         Ok(())
     }
 
