@@ -5,7 +5,8 @@ On the 2-vCPU development VM identical runs of one binary take either about t or
 CPU time, in episodes of a second or so (the vCPU shares its physical core with a busy
 neighbour, or is clocked down): a run can only be slowed, never sped up. So this script runs
 many *short* invocations, alternating workloads and binaries, measures each one's user CPU
-time exactly (rusage of the child, microseconds, not `/usr/bin/time`'s 10 ms), and reports
+time exactly (rusage of the child, microseconds, not `/usr/bin/time`'s 10 ms; with `--system`
+user + system time), and reports
 per binary the ratio B/A of CPU time per packet from the fastest runs (minimum and lower
 quartile of each workload), beside the median of the per-round ratios.
 
@@ -35,7 +36,7 @@ def packets(path):
     return sum(p["packets_sent"] for r in d["runs"] for fl in r["flows"] for p in fl["paths"])
 
 
-def run(binary, template, tmp):
+def run(binary, template, tmp, system=False):
     js = os.path.join(tmp, "out.json")
     args = [binary] + [a.replace("{json}", js) for a in shlex.split(template)]
     with open(os.devnull, "w") as null:
@@ -46,7 +47,7 @@ def run(binary, template, tmp):
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{' '.join(args)} failed:\n{err}")
     n = packets(js) if "{json}" in template else None
-    return ru.ru_utime, n
+    return ru.ru_utime + (ru.ru_stime if system else 0.0), n
 
 
 def quartile(xs):
@@ -59,6 +60,8 @@ def main():
     ap.add_argument("--a", required=True, help="arguments of workload A (the reference)")
     ap.add_argument("--b", required=True, help="arguments of workload B")
     ap.add_argument("--packets", type=int, nargs=2, metavar=("A", "B"))
+    ap.add_argument("--system", action="store_true",
+                    help="count system CPU time too (page faults of a large run's first touch)")
     ap.add_argument("binaries", nargs="+")
     o = ap.parse_args()
     t = {(b, w): [] for b in o.binaries for w in "ab"}
@@ -69,7 +72,7 @@ def main():
             order = [(b, w) for b in o.binaries for w in ("ab" if r % 2 == 0 else "ba")]
             line = [f"round {r + 1} load {os.getloadavg()[0]:.2f}"]
             for b, w in order:
-                cpu, n = run(b, o.a if w == "a" else o.b, tmp)
+                cpu, n = run(b, o.a if w == "a" else o.b, tmp, o.system)
                 t[(b, w)].append(cpu)
                 if o.packets:
                     n = o.packets[0 if w == "a" else 1]
