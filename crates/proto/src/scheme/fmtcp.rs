@@ -340,13 +340,17 @@ impl FmtcpConfig {
         })
     }
 
-    /// Builds both halves for a connection MSS. Panics only on an invalid configuration,
-    /// which [`crate::ConnectionConfig::validate`] refuses beforehand.
-    pub fn build(&self, mss: usize) -> (FmtcpSender, FmtcpReceiver) {
+    /// Builds both halves for a connection MSS, the LT code keyed by `code_key` (both ends
+    /// must use the same; the factory passes the connection id). Panics only on an invalid
+    /// configuration, which [`crate::ConnectionConfig::validate`] refuses beforehand.
+    pub fn build(&self, mss: usize, code_key: u64) -> (FmtcpSender, FmtcpReceiver) {
         let g = self
             .geometry(mss)
             .unwrap_or_else(|e| panic!("invalid fmtcp configuration: {e}"));
-        (FmtcpSender::new(*self, g), FmtcpReceiver::new(*self, g))
+        (
+            FmtcpSender::new(*self, g, code_key),
+            FmtcpReceiver::new(*self, g, code_key),
+        )
     }
 }
 
@@ -368,10 +372,8 @@ impl SchemeFactory for FmtcpConfig {
         Ok(())
     }
     fn build(&self, cfg: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
-        let (mut tx, mut rx) = FmtcpConfig::build(self, cfg.mss);
         // The LT code key: the connection id (module docs, "Blocks and symbols").
-        tx.lt_key = cfg.conn_id;
-        rx.lt_key = cfg.conn_id;
+        let (tx, rx) = FmtcpConfig::build(self, cfg.mss, cfg.conn_id);
         (Box::new(tx), Box::new(rx))
     }
 }
@@ -996,8 +998,8 @@ pub struct FmtcpSender {
     next_record: u64,
     scratch: Vec<u8>,
     block_buf: Vec<u8>,
-    /// The LT code key (the connection id; 0 until the scheme factory sets it).
-    lt_key: u64,
+    /// The LT code key ([`LtParams::with_key`]): the connection id.
+    code_key: u64,
     stats: CodingStats,
     /// Loss estimates the cached distributions were computed with.
     loss_ref: Vec<f64>,
@@ -1020,7 +1022,7 @@ const DRIFT_REL: f64 = 0.1;
 const DRIFT_ABS: f64 = 0.001;
 
 impl FmtcpSender {
-    fn new(cfg: FmtcpConfig, geo: Geometry) -> Self {
+    fn new(cfg: FmtcpConfig, geo: Geometry, code_key: u64) -> Self {
         FmtcpSender {
             cfg,
             geo,
@@ -1031,7 +1033,7 @@ impl FmtcpSender {
             next_record: 0,
             scratch: vec![0; geo.symbol],
             block_buf: Vec::new(),
-            lt_key: 0,
+            code_key,
             stats: CodingStats::default(),
             loss_ref: Vec::new(),
             complete: 0,
@@ -1342,7 +1344,7 @@ impl FmtcpSender {
                 Code::Lt => {
                     let p = LtParams::new(k, t, self.cfg.lt_c, self.cfg.lt_delta)
                         .expect("geometry validated")
-                        .with_key(self.lt_key);
+                        .with_key(self.code_key);
                     let e = LtEncoder::new(p, lt_key(start), &data).expect("block of k·T bytes");
                     self.block_buf = data;
                     let k_hat = (k as f64 * (1.0 + self.cfg.lt_overhead)).ceil() as u64;
@@ -1624,19 +1626,19 @@ pub struct FmtcpReceiver {
     blocks: BTreeMap<u64, RxBlock>,
     /// Decoded blocks not yet below the in-order delivery point: id → length.
     done: BTreeMap<u64, u64>,
-    /// The LT code key (the connection id; 0 until the scheme factory sets it).
-    lt_key: u64,
+    /// The LT code key ([`LtParams::with_key`]): the connection id.
+    code_key: u64,
     stats: CodingStats,
 }
 
 impl FmtcpReceiver {
-    fn new(cfg: FmtcpConfig, geo: Geometry) -> Self {
+    fn new(cfg: FmtcpConfig, geo: Geometry, code_key: u64) -> Self {
         FmtcpReceiver {
             cfg,
             geo,
             blocks: BTreeMap::new(),
             done: BTreeMap::new(),
-            lt_key: 0,
+            code_key,
             stats: CodingStats::default(),
         }
     }
@@ -1682,7 +1684,7 @@ impl FmtcpReceiver {
         }
         let k = (len as usize).div_ceil(g.symbol);
         let cfg = self.cfg;
-        let code_key = self.lt_key;
+        let code_key = self.code_key;
         let rb = match self.blocks.entry(s.block) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::btree_map::Entry::Vacant(e) => {
