@@ -77,8 +77,10 @@ pub enum TcpProfile {
     /// Linux-like (the default): windows grow by the bytes acknowledged (appropriate byte
     /// counting, RFC 3465, as Linux's `tcp_cong_avoid_ai`), a lost retransmission is detected
     /// like any other loss (every packet has a fresh number, as QUIC or Linux RACK), the
-    /// retransmission timer restarts on every acknowledgement of new packets, and RTT samples
-    /// have the peer's ACK delay subtracted (RFC 9000 §13.2.5, RFC 9002 §5.3).
+    /// retransmission timer restarts on every acknowledgement of new packets, RTT samples
+    /// have the peer's ACK delay subtracted (RFC 9000 §13.2.5, RFC 9002 §5.3) and the timer
+    /// adds `max_ack_delay` back (RFC 9002 §6.2.1: max(min_rto, SRTT + 4·RTTVAR +
+    /// max_ack_delay)).
     #[default]
     Linux,
     /// ns-2/ns-3 NewReno (`TcpNewReno` of ns-3.37): growth counted per ACK — at most one MSS

@@ -377,7 +377,14 @@ impl Connection {
         let id = self.paths.len();
         let mss = self.max_datagram as u64;
         let w = self.cc.initial_window(mss, self.cfg.initial_window);
-        let rtt = RttEstimator::new(self.cfg.initial_rto, self.cfg.min_rto, self.cfg.max_rto);
+        // Linux profile: samples have the peer's ACK delay subtracted, so the timer adds
+        // max_ack_delay back (RFC 9002 §6.2.1); classic samples are raw (ns-3).
+        let allowance = match self.cfg.profile {
+            TcpProfile::Linux => self.cfg.max_ack_delay,
+            TcpProfile::Classic => Duration::ZERO,
+        };
+        let rtt = RttEstimator::new(self.cfg.initial_rto, self.cfg.min_rto, self.cfg.max_rto)
+            .with_ack_delay_allowance(allowance);
         let mut p = Path::new(id, mss, w.cwnd, rtt, self.cfg.loss_threshold);
         p.ssthresh = w.ssthresh;
         p.rate_samples = self.cc.wants_delivery_rate();

@@ -227,6 +227,30 @@ fn ack_delay_is_subtracted_from_rtt_samples() {
     }
 }
 
+/// RFC 9002 §6.2.1: once ACK delays come off the RTT samples, the timer must add
+/// `max_ack_delay` back, or a lone packet (whose ACK the receiver holds up to 25 ms) on a
+/// path whose RTT is near the 200 ms floor times out although nothing was lost. 180 ms RTT,
+/// no loss, 40 lone 500-byte writes a second apart: no timeout in either profile. Before the
+/// allowance the `linux` profile took one per lone packet once RTTVAR had decayed (timer
+/// max(200, 180 + 4·RTTVAR) ms against an ACK after 205 ms).
+#[test]
+fn lone_packets_with_delayed_acks_do_not_time_out() {
+    for profile in [TcpProfile::Linux, TcpProfile::Classic] {
+        let mut net = Net::new(tcp(profile), Duration::from_millis(90));
+        net.rate = None;
+        net.a.write(&[1u8; 10 * 1400]);
+        net.run(Instant::ZERO + Duration::from_secs(1));
+        for _ in 0..40 {
+            net.a.write(&[1u8; 500]);
+            let t = net.now + Duration::from_secs(1);
+            net.run(t);
+        }
+        assert_eq!(net.read, 10 * 1400 + 40 * 500, "{profile:?}");
+        let s = &net.a.stats().paths[0];
+        assert_eq!(s.rto_count, 0, "{profile:?}: spurious timeouts");
+    }
+}
+
 /// Data packets sent on path 0 at the same instant once an RTT was measured (after the
 /// first 200 ms, well past the first sample).
 fn bursts(net: &Net) -> usize {

@@ -12,6 +12,7 @@ pub struct RttEstimator {
     initial_rto: Duration,
     min_rto: Duration,
     max_rto: Duration,
+    ack_delay_allowance: Duration,
     backoff: u32,
 }
 
@@ -29,8 +30,19 @@ impl RttEstimator {
             initial_rto,
             min_rto,
             max_rto,
+            ack_delay_allowance: Duration::ZERO,
             backoff: 0,
         }
+    }
+
+    /// Adds `d` to every timeout computed from samples: the peer's `max_ack_delay`, when
+    /// samples have the peer's ACK delay subtracted (RFC 9002 §6.2.1: the PTO is
+    /// SRTT + max(4·RTTVAR, G) + max_ack_delay, because a lone packet's ACK may be held that
+    /// long). Without it a path whose RTT is near the timer's floor times out on every lone
+    /// packet. Zero (the default) when samples are raw and already include the delay.
+    pub fn with_ack_delay_allowance(mut self, d: Duration) -> Self {
+        self.ack_delay_allowance = d;
+        self
     }
 
     /// Feeds one RTT measurement.
@@ -88,11 +100,15 @@ impl RttEstimator {
         self.rttvar
     }
 
-    /// RTO without backoff: max(min, SRTT + max(G, 4·RTTVAR)) (§2.2–2.4), capped at max.
+    /// RTO without backoff: max(min, SRTT + max(G, 4·RTTVAR) + ack-delay allowance)
+    /// (RFC 6298 §2.2–2.4; the allowance is RFC 9002 §6.2.1's `max_ack_delay`, see
+    /// [`RttEstimator::with_ack_delay_allowance`]), capped at max.
     pub fn base_rto(&self) -> Duration {
         let rto = match self.srtt {
             None => self.initial_rto,
-            Some(s) => s + GRANULARITY.max(self.rttvar.saturating_mul(4)),
+            Some(s) => {
+                s + GRANULARITY.max(self.rttvar.saturating_mul(4)) + self.ack_delay_allowance
+            }
         };
         rto.max(self.min_rto).min(self.max_rto)
     }
@@ -167,5 +183,24 @@ mod tests {
         assert_eq!(e.min_rtt(), Some(ms(50)));
         // A delay that would take the sample below the minimum is not subtracted.
         assert_eq!(e.update_with_delay(ms(60), ms(40)), ms(60));
+    }
+
+    /// RFC 9002 §6.2.1: with the allowance the timer is SRTT + max(4·RTTVAR, G) +
+    /// max_ack_delay; the floor still applies to the sum, and nothing changes before the
+    /// first sample.
+    #[test]
+    fn ack_delay_allowance_is_added_to_the_timer() {
+        let ms = Duration::from_millis;
+        let mut e =
+            RttEstimator::new(ms(1000), ms(200), ms(60_000)).with_ack_delay_allowance(ms(25));
+        assert_eq!(e.rto(), ms(1000));
+        e.update(ms(100));
+        // 100 + 4*50 + 25.
+        assert_eq!(e.rto(), ms(325));
+        let mut f =
+            RttEstimator::new(ms(1000), ms(200), ms(60_000)).with_ack_delay_allowance(ms(25));
+        f.update(ms(1));
+        // 1 + 4*0.5 + 25 = 28 ms: the 200 ms floor.
+        assert_eq!(f.rto(), ms(200));
     }
 }
