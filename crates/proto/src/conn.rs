@@ -1397,8 +1397,12 @@ impl Connection {
         self.apply_window(p, w);
         self.set_path_state(now, p, state);
         // While another path carries the data, this one only gets probes, one per timeout.
+        // When every path is suspect the scheme may resend on this one (its retransmission
+        // is then the probe); if it sends nothing here, a probe still goes out
+        // (`transmit_probe`), or the path would end with nothing in flight, no timer and no
+        // data for the rest of the connection. A single path's retransmission is its probe.
         if self.paths[p].state != PathState::Closed {
-            self.paths[p].probe_due = self.any_active();
+            self.paths[p].probe_due = self.paths.len() > 1;
         }
         self.report_lost(now);
         self.apply_actions(now);
@@ -1565,6 +1569,7 @@ impl Connection {
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         let t = self.transmit_control(now, buf);
         let t = t.or_else(|| self.transmit_data(now, buf));
+        let t = t.or_else(|| self.transmit_probe(now, buf, false));
         let Some(t) = t else {
             self.arm_persist(now);
             return None;
@@ -1653,7 +1658,18 @@ impl Connection {
             let p = self.best_path()?;
             return self.send_ping(now, p, buf);
         }
-        // Probes of suspect paths: one per retransmission timeout (the timer backs off).
+        // Probes of suspect paths while another path is active, before data.
+        self.transmit_probe(now, buf, true)
+    }
+
+    /// Probes of suspect paths: one per retransmission timeout (the timer backs off). With
+    /// `active`, only while some path is active (before data: the suspect path gets no
+    /// data then); without, only while none is (after data: the scheme may use the suspect
+    /// paths then, and a path it left empty gets its probe).
+    fn transmit_probe(&mut self, now: Instant, buf: &mut [u8], active: bool) -> Option<Transmit> {
+        if self.any_active() != active {
+            return None;
+        }
         for p in 0..self.paths.len() {
             let path = &self.paths[p];
             if path.probe_due && path.packets_in_flight == 0 {

@@ -3,8 +3,15 @@
 
 use crate::common;
 use common::*;
-use tributary_proto::scheme::SchemeConfig;
+use tributary_proto::path::PathState;
+use tributary_proto::registry::{Factory, Options};
+use tributary_proto::scheme::{
+    ArqConfig, ArqReceiver, ArqSender, LossKind, PacketTag, SchemeConfig, SchemeFactory,
+    SchemeReceiver, SchemeSender, SendCtx, SentInfo,
+};
 use tributary_proto::time::Duration;
+use tributary_proto::wire::PacketWriter;
+use tributary_proto::ConnectionConfig;
 use tributary_sim::*;
 
 /// A link that goes down loses every packet on it, also those held back for reordering
@@ -239,4 +246,111 @@ fn many_paths_with_equal_buffers_reach_the_best_path() {
         g_mp >= 0.9 * g_tcp,
         "mptcp {g_mp:.2} vs TCP on the best path {g_tcp:.2} Mbit/s"
     );
+}
+
+/// Both directions of `link` go down at `from` and come back at `to` (seconds).
+fn outage(link: usize, from: u64, to: u64) -> [TimedChange; 2] {
+    let mut back = dies(link, to);
+    back.change.up = Some(true);
+    [dies(link, from), back]
+}
+
+/// An ARQ scheme that never sends on a suspect or failed path, even when no path is active
+/// (a legitimate choice: a scheme may wait rather than spend data on a path that timed out).
+#[derive(Debug)]
+struct Shy(ArqSender);
+
+impl SchemeSender for Shy {
+    fn name(&self) -> &'static str {
+        "shy"
+    }
+    fn poll_packet(
+        &mut self,
+        ctx: &mut SendCtx<'_>,
+        path: usize,
+        pkt: &mut PacketWriter<'_>,
+    ) -> Option<PacketTag> {
+        if ctx.paths[path].state != PathState::Active {
+            return None;
+        }
+        self.0.poll_packet(ctx, path, pkt)
+    }
+    fn on_acked(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo) {
+        self.0.on_acked(ctx, pkt);
+    }
+    fn on_lost(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo, kind: LossKind) {
+        self.0.on_lost(ctx, pkt, kind);
+    }
+    fn on_data_ack(&mut self, ctx: &mut SendCtx<'_>) {
+        self.0.on_data_ack(ctx);
+    }
+    fn on_head_stalled(&mut self, ctx: &mut SendCtx<'_>) {
+        self.0.on_head_stalled(ctx);
+    }
+}
+
+#[derive(Debug)]
+struct ShyFactory;
+
+impl Factory for ShyFactory {
+    fn options(&self) -> Options {
+        Options::new()
+    }
+}
+
+impl SchemeFactory for ShyFactory {
+    fn build(&self, _: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
+        let s = ArqSender::new("shy", ArqConfig::default());
+        (Box::new(Shy(s)), Box::new(ArqReceiver))
+    }
+}
+
+/// Issue 9: "a path declared failed ... is probed at a bounded rate", for every scheme. Both
+/// paths (A 20 ms, B 60 ms RTT) go down at 5 s for 3 s; every path times out while none is
+/// active. Whatever the scheme then sends (or not) on the suspect paths, each must be probed,
+/// come back when its link does, and carry data again: between 15 s and 25 s, B (10 Mbit/s)
+/// carries at least a quarter of what it could (LIA may keep it lower than A, not near zero).
+/// Before the fix a path that timed out while no path was active owed no probe: with `shy`,
+/// which never sends on a suspect path, nothing was sent at all after the outage.
+#[test]
+fn every_path_comes_back_after_an_outage_of_all_paths() {
+    let mut cases: Vec<(String, SchemeConfig)> = vec![(
+        "shy".into(),
+        SchemeConfig::custom("shy", std::sync::Arc::new(ShyFactory)),
+    )];
+    for name in SchemeConfig::names() {
+        let s = SchemeConfig::named(name).unwrap();
+        if s.factory().max_paths().is_none() {
+            cases.push((name.to_string(), s));
+        }
+    }
+    let mut failures = Vec::new();
+    for (name, scheme) in cases {
+        let links = vec![
+            link("a", 10_000_000, 10, 100, 0.0),
+            link("b", 10_000_000, 30, 100, 0.0),
+        ];
+        let f = flow(
+            "f",
+            vec![vec![0], vec![1]],
+            conn(scheme, cc("lia"), 2 << 20),
+            FlowKind::Multipath,
+        );
+        let mut cfg = sim(links, vec![f], 25, 3);
+        cfg.changes = [outage(0, 5, 8), outage(1, 5, 8)].concat();
+        let b_bytes = |secs| {
+            let mut c = cfg.clone();
+            c.duration = Duration::from_secs(secs);
+            run(c).unwrap().links[1].forward.bytes
+        };
+        let late = b_bytes(25) - b_bytes(15);
+        // A quarter of 10 Mbit/s for 10 s.
+        let floor = 10_000_000 / 8 * 10 / 4;
+        if late < floor {
+            failures.push(format!(
+                "{name}: path B carried {late} B in 15-25 s (< {floor})"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }
