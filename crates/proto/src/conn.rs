@@ -235,6 +235,9 @@ pub struct Connection {
     head_since: Option<Instant>,
     head_backoff: u32,
     ping_due: bool,
+    /// The application's last write was cut short by the room (see
+    /// [`SendCtx::writer_waiting`]).
+    writer_waiting: bool,
     /// CLOSE still to send: (code, next path).
     close_due: Option<(u64, usize)>,
     // Receiving direction.
@@ -308,6 +311,7 @@ macro_rules! send_ctx {
             engine_frames: false,
             messages: &$s.tx_msgs,
             redundant: $s.sched.redundant(),
+            writer_waiting: $s.writer_waiting,
         }
     };
 }
@@ -351,6 +355,7 @@ impl Connection {
             head_since: None,
             head_backoff: 0,
             ping_due: false,
+            writer_waiting: false,
             close_due: None,
             advertised_max_data: cfg.recv_buffer as u64,
             window_update: false,
@@ -499,8 +504,11 @@ impl Connection {
     /// place by `fill` (called with consecutive slices); returns how many were appended (0
     /// after `close`).
     pub fn write_with(&mut self, n: usize, fill: impl FnMut(&mut [u8])) -> usize {
+        let want = n;
         let n = self.send_buf.write_with(n.min(self.write_capacity()), fill);
         self.stats.bytes_written += n as u64;
+        // Bytes left over: the application writes again as soon as room opens.
+        self.writer_waiting = n < want && self.final_size.is_none();
         n
     }
 
@@ -541,6 +549,7 @@ impl Connection {
             return Err(WriteError::Closed);
         }
         let available = self.send_buf.free();
+        self.writer_waiting = len > available;
         if len > available {
             return Err(WriteError::WouldBlock {
                 needed: len,
@@ -587,6 +596,7 @@ impl Connection {
         if self.final_size.is_none() {
             self.final_size = Some(self.send_buf.end());
             self.stream_end = StreamEnd::Pending;
+            self.writer_waiting = false;
         }
     }
 

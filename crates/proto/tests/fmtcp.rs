@@ -243,6 +243,59 @@ fn writes_shorter_than_a_block_are_delivered_without_closing() {
     }
 }
 
+/// The other side of "a bulk writer gets only full blocks" (`SendCtx::writer_waiting`): an
+/// application whose write exactly fills the room the connection offers (so nothing was
+/// cut short) and then waits, stream open, must see it all delivered: the tail beyond the
+/// last full block goes out as a short block once the sender is idle. Then a write cut short
+/// by the room (more offered than taken) leaves no short block: the writer's next writes
+/// (here, the rest, then the close) complete the blocks.
+#[test]
+fn a_write_that_exactly_fills_the_room_is_delivered_without_closing() {
+    for code in [Code::Raptorq, Code::Lt] {
+        // Whole 1400-byte symbols: blocks of 32 200 B, so the 64 KiB room is two blocks and
+        // a 1136-byte tail.
+        let c = cfg_with(FmtcpConfig {
+            code,
+            full_symbols: true,
+            ..FmtcpConfig::default()
+        });
+        let (mut a, mut b) = (
+            Connection::new(c.clone(), 2).unwrap(),
+            Connection::new(c, 2).unwrap(),
+        );
+        let mut now = Instant::ZERO;
+        let room = a.write_capacity();
+        assert_eq!(room, 65_536, "{code:?}");
+        let d = data(room);
+        assert_eq!(a.write(&d), room);
+        let (at_b, _) = exchange(&mut a, &mut b, &mut now);
+        assert!(at_b == d, "{code:?}: {} of {room} bytes", at_b.len());
+        assert_eq!(sender_coding(&a).short_blocks, 1, "{code:?}");
+        // Offered more than the room: the tail waits for the writer, which writes the rest.
+        let more = data(3 * room);
+        let took = a.write(&more);
+        assert!(took < more.len(), "{code:?}");
+        let (mut at_b, _) = exchange(&mut a, &mut b, &mut now);
+        let mut off = took;
+        while off < more.len() {
+            off += a.write(&more[off..]);
+            if off == more.len() {
+                a.close();
+            }
+            at_b.extend(exchange(&mut a, &mut b, &mut now).0);
+        }
+        assert!(
+            at_b == more,
+            "{code:?}: {} of {} bytes",
+            at_b.len(),
+            more.len()
+        );
+        assert!(b.is_finished() && a.is_all_acked(), "{code:?}");
+        // Only the first write's tail was short (the final block ends the stream).
+        assert_eq!(sender_coding(&a).short_blocks, 1, "{code:?}");
+    }
+}
+
 #[test]
 fn delivers_exactly_with_two_symbols_per_packet() {
     let c = cfg_with(FmtcpConfig {

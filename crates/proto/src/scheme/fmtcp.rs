@@ -34,8 +34,10 @@
 //! last one and a full block would fit the flow-control window: the written bytes go out at
 //! once as a short block instead of waiting for data that may never come (a request, a web
 //! object's tail, a video frame; without this a 300-byte request waited forever for 32 KiB).
-//! A sender limited by flow control or still busy with open blocks waits for full blocks, so
-//! a bulk transfer keeps the paper's block size. At most [`MAX_OPEN_BLOCKS`] blocks are open
+//! A sender limited by flow control or still busy with open blocks waits for full blocks,
+//! and so does one whose application's last write was cut short by the connection's room
+//! (`SendCtx::writer_waiting`: a bulk writer, whose next write comes as soon as room opens),
+//! so a bulk transfer keeps the paper's block size. At most [`MAX_OPEN_BLOCKS`] blocks are open
 //! at either end.
 //!
 //! **No retransmission.** A packet lost on a path makes its block owe more symbols; they are
@@ -1318,7 +1320,8 @@ impl FmtcpSender {
                 return;
             }
             if end > ctx.send_buf.end() {
-                if !short || ctx.send_buf.end() <= start {
+                // A writer with bytes left over fills the block as soon as room opens.
+                if !short || ctx.writer_waiting || ctx.send_buf.end() <= start {
                     return;
                 }
                 end = ctx.send_buf.end();

@@ -157,6 +157,12 @@ pub struct SendCtx<'a> {
     /// The scheduler asks for every packet on every path (`sched::Redundant`); schemes that
     /// replicate data honour it, others may ignore it.
     pub redundant: bool,
+    /// The application's last write was cut short by the connection's room
+    /// ([`crate::Connection::write_capacity`], or a message that did not fit): it holds more
+    /// bytes and writes them as soon as room opens (a bulk writer always is; a writer of
+    /// requests or frames that fit is not). A scheme that codes in blocks waits for them
+    /// rather than sending the bytes written so far as a short block.
+    pub writer_waiting: bool,
 }
 
 impl SendCtx<'_> {

@@ -129,10 +129,11 @@ struct Writer {
 
 impl AppHalf for Writer {
     fn poll(&mut self, io: &mut AppIo<'_>) {
+        // Offers everything left: the connection takes what it has room for, and knows the
+        // writer has more (`SendCtx::writer_waiting`).
         let left = self.limit.map_or(u64::MAX, |l| l - io.written());
-        let n = (io.write_capacity() as u64).min(left) as usize;
-        if n > 0 {
-            io.write(n);
+        if left > 0 {
+            io.write(usize::try_from(left).unwrap_or(usize::MAX));
         }
         if self.limit.is_some_and(|l| io.written() == l) {
             io.close();
