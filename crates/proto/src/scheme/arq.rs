@@ -370,7 +370,11 @@ impl ArqSender {
             if off + u64::from(len) <= ctx.data_ack || ctx.is_abandoned(off) {
                 continue;
             }
-            let (tag, n) = Self::emit(ctx, pkt, off, len)?;
+            let Some((tag, n)) = Self::emit(ctx, pkt, off, len) else {
+                // No room in this packet: the segment stays queued for the next one.
+                queue.push_front((off, len));
+                return None;
+            };
             let sent_end = tag.a + u64::from(n);
             let end = off + u64::from(len);
             if sent_end < end {
@@ -412,9 +416,16 @@ impl SchemeSender for ArqSender {
         }
         // 3. Data stranded on a path whose timer expired, offered to the others.
         if let Some(i) = self.failover.iter().position(|&(_, _, from)| from != path) {
-            let (off, len, _) = self.failover.remove(i).unwrap_or_default();
+            let (off, len, from) = self.failover.remove(i).unwrap_or_default();
             let mut q = VecDeque::from([(off, len)]);
-            if let Some(tag) = Self::serve_queue(&mut q, ctx, pkt) {
+            let sent = Self::serve_queue(&mut q, ctx, pkt);
+            // What this packet could not hold (the tail of a segment longer than its room,
+            // or all of it) stays offered; dropping it left a hole that only the head-stall
+            // timer, one segment per stall, would fill.
+            for (k, (o, l)) in q.into_iter().enumerate() {
+                self.failover.insert(i + k, (o, l, from));
+            }
+            if let Some(tag) = sent {
                 ctx.count_retransmission(path, tag.b);
                 self.reinjected_bytes += tag.b;
                 return Some(tag);
