@@ -715,10 +715,24 @@ impl SchemeSender for FecSender {
         // rebuilt from parity, and a packet marked recovered counts as delivered whole: such a
         // packet stays out of the block (ARQ alone protects it).
         let foreign = ctx.packet_carries_engine_frames();
-        // Data, shortened if needed so that the parity over it fits a datagram.
+        // Data, shortened if needed so that the parity over it fits a datagram. A packet the
+        // engine wrote nothing into is sized as if it carried an ACK_FLOOR (whose floor is
+        // below this packet's number): the engine adds one to some packets only, and a segment
+        // sized to a packet without one would not fit whole into a retransmission's packet
+        // with one; its last bytes would then take a packet of their own (2 bytes each).
+        let floor_reserve = if pkt.frame_count() == 0 {
+            Frame::AckFloor {
+                path: 0,
+                floor: pn,
+            }
+            .encoded_len()
+            .unwrap_or(0)
+        } else {
+            0
+        };
         let cap = pkt
             .remaining()
-            .saturating_sub(FRAME_HEADER + RANGE_BUDGET + UNIT_HEADER);
+            .saturating_sub(FRAME_HEADER + RANGE_BUDGET + UNIT_HEADER + floor_reserve);
         let mss = ctx.segment_size;
         ctx.segment_size = mss.min(cap).min(usize::from(u16::MAX));
         let tag = if ctx.segment_size == 0 {
