@@ -160,6 +160,47 @@ fn single_loss_is_repaired_without_congestion_signal() {
     assert!(p.packets_lost >= 1 && p.congestion_events >= 1 && p.retransmitted_bytes > 0);
 }
 
+/// Data segments are sized so that a retransmission fits one packet whole, also one that
+/// carries an ACK_FLOOR (the engine adds one to some packets only): a lossy transfer sends no
+/// DATA frame shorter than a full segment except the stream's last. Before, a segment sized
+/// to a packet without an ACK_FLOOR (or with a shorter packet number), resent in one with
+/// it, left its last 1 to 6 bytes to a packet of their own.
+#[test]
+fn retransmissions_fit_one_packet_whole() {
+    let d = data(1_000_000);
+    let c = DfecConfig {
+        adaptive: false,
+        ..DfecConfig::default()
+    };
+    // A receive window that never limits the sender: a window opening by a few bytes lets
+    // the sender send a few new bytes (no sender-side silly-window avoidance), not the subject.
+    let big = ConnectionConfig {
+        recv_buffer: 8 << 20,
+        ..dfec(c)
+    };
+    let mut a = Connection::new(big.clone(), 1).unwrap();
+    let mut b = Connection::new(big, 1).unwrap();
+    let mut drops = drop_data(&[41, 42, 100, 101, 300, 301, 302, 500, 501, 650, 651]);
+    let mut short = Vec::new();
+    let end = d.len() as u64;
+    let (got, _) = run(&mut a, &mut b, &d, |i, p| {
+        if let Ok((_, body)) = parse_packet(p) {
+            for f in FrameIter::new(body).flatten() {
+                if let Frame::Data { offset, data } = f {
+                    if data.len() < 1000 && offset + data.len() as u64 != end {
+                        short.push((offset, data.len()));
+                    }
+                }
+            }
+        }
+        drops(i, p)
+    });
+    assert!(got == d);
+    let p = &a.stats().paths[0];
+    assert!(p.retransmitted_bytes >= 10 * 1000, "{p:?}");
+    assert!(short.is_empty(), "short DATA frames: {short:?}");
+}
+
 /// Two losses in one block: the parity fails, ARQ retransmits and the loss is a congestion
 /// signal ("reducing the CWND only if FEC is lost or fails", §III-B (i)).
 #[test]

@@ -15,9 +15,13 @@
 //! (u16 BE) ‖ data`, zero-padded to the longest (the paper XORs the DSS mapping with the
 //! segment, §III-C; here the offset plays the DSS). The parity is only sent from
 //! [`SchemeSender::poll_packet`], i.e. when the path's congestion window has room (§III-B (i):
-//! "TCP-dFEC only sends FEC if the CWND has space"). Data segments are shortened where needed
-//! so a parity always fits one datagram (with the default framing not at all: the datagram's
-//! slack holds the parity's extra 29 bytes; with AEAD protection by 12 bytes).
+//! "TCP-dFEC only sends FEC if the CWND has space"). Data segments are shortened so a parity
+//! (29 bytes beyond its longest unit) always fits one datagram, and so that a segment resent
+//! later fits one packet whole: sized to the tightest packet a retransmission may get (a
+//! 4-byte packet number and an ACK_FLOOR from the engine): 1394 bytes with the default
+//! framing (MSS 1400), with or without AEAD protection. Sized to the packet at hand, a
+//! segment sent in a roomier packet than its retransmission's left its last 1 to 6 bytes
+//! to a packet of their own.
 //!
 //! **What a parity covers.** Only packets whose whole content the scheme wrote: a packet in
 //! which the engine put reliable frames of its own (stream end, message announcements:
@@ -715,24 +719,23 @@ impl SchemeSender for FecSender {
         // rebuilt from parity, and a packet marked recovered counts as delivered whole: such a
         // packet stays out of the block (ARQ alone protects it).
         let foreign = ctx.packet_carries_engine_frames();
-        // Data, shortened if needed so that the parity over it fits a datagram. A packet the
-        // engine wrote nothing into is sized as if it carried an ACK_FLOOR (whose floor is
-        // below this packet's number): the engine adds one to some packets only, and a segment
-        // sized to a packet without one would not fit whole into a retransmission's packet
-        // with one; its last bytes would then take a packet of their own (2 bytes each).
-        let floor_reserve = if pkt.frame_count() == 0 {
-            Frame::AckFloor {
-                path: 0,
-                floor: pn,
-            }
-            .encoded_len()
-            .unwrap_or(0)
-        } else {
-            0
+        // Data, shortened if needed so that the parity over it fits this datagram, and so that
+        // a retransmission of it fits one later packet whole: no longer than the room of an
+        // empty packet whose number takes 4 bytes (it grows from 1 to 2 to 4 bytes as the
+        // path sends) and that carries an ACK_FLOOR (which the engine adds to some packets
+        // only; its floor is below the packet number). Otherwise a segment sized to a roomier
+        // packet, resent in a tighter one, leaves its last bytes (1 to 6) to a packet of their
+        // own.
+        let parity_room = FRAME_HEADER + RANGE_BUDGET + UNIT_HEADER;
+        let wide_pn = pn.max(1 << 14);
+        let floor = Frame::AckFloor {
+            path: 0,
+            floor: wide_pn,
         };
-        let cap = pkt
-            .remaining()
-            .saturating_sub(FRAME_HEADER + RANGE_BUDGET + UNIT_HEADER + floor_reserve);
+        let tightest = (pkt.remaining() + pkt.frames_len())
+            .saturating_sub(varint_len(wide_pn) - varint_len(pn))
+            .saturating_sub(floor.encoded_len().unwrap_or(0));
+        let cap = pkt.remaining().min(tightest).saturating_sub(parity_room);
         let mss = ctx.segment_size;
         ctx.segment_size = mss.min(cap).min(usize::from(u16::MAX));
         let tag = if ctx.segment_size == 0 {

@@ -204,6 +204,12 @@ impl<'a> PacketWriter<'a> {
         self.frames
     }
 
+    /// Bytes of the frames written so far (`remaining() + frames_len()` is the room of the
+    /// empty packet).
+    pub fn frames_len(&self) -> usize {
+        self.w.pos - self.header.len()
+    }
+
     /// Payload bytes written so far: the bytes carried by DATA, SYMBOL and SCHEME frames
     /// (stream data, symbols, parity; not their headers).
     pub fn payload_len(&self) -> usize {
