@@ -168,6 +168,7 @@ def main():
         wall_file = os.path.join(OUT, 'wall.json')
         known = json.load(open(wall_file)) if os.path.exists(wall_file) else {}
         known.update(walls)
+        known['_jobs'] = a.jobs
         json.dump(known, open(wall_file, 'w'))
     report(mixes)
 
@@ -301,6 +302,10 @@ def report(mixes):
         rank = sorted(names, key=lambda v: score[v])
         md += ['', '**Ranking** (bulk goodput over the capacity of all paths, ties by file '
                'completion): ' + ' > '.join(f'`{v}`' for v in rank), '']
+    changes = os.path.join(ROOT, 'scenarios', 'compare', 'CHANGES.md')
+    if os.path.exists(changes):
+        # Hand-written, dated: what moved between regenerations and why.
+        md += ['## What moved between regenerations', '', open(changes).read().strip(), '']
     md += ['## Method', '',
            'Every scheme in the registry (`tributary list schemes`) × the controllers of its '
            f'kind (single-path: {", ".join(SINGLE_PATH_CC)}; multipath: '
@@ -323,7 +328,7 @@ def report(mixes):
         md += ['## Size and time', '',
                f'{expected} runs planned ({len(mixes)} mixes × {len(variants_cache())} '
                f'scheme/controller variants × {len(APPS)} applications, one repetition), '
-               f'{nruns} reported above. Wall time here, `--jobs 1` under `nice` on the shared 2-core '
+               f'{nruns} reported above. Wall time here, `--jobs {walls.get("_jobs", "1")}` under `nice` on the shared 2-core '
                f'machine (load average {load:.0f} when the report was written): '
                f'{tot:.0f} s in all (' + ', '.join(f'{m} {walls[m]:.0f} s' for m in mixes
                                                    if m in walls) + ').' +
