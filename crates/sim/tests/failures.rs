@@ -60,20 +60,26 @@ fn dies(link: usize, at: u64) -> TimedChange {
     }
 }
 
-/// Two paths: A 10 Mbit/s 20 ms RTT, B 10 Mbit/s 60 ms RTT; B dies for good at 5 s.
-fn dead_path_run(scheme: SchemeConfig, cc_name: &str, bytes: u64) -> FlowResult {
+/// Two paths, A 10 Mbit/s 20 ms RTT and B 10 Mbit/s 60 ms RTT (queues of 100 packets), one
+/// bulk flow `f` over both with `scheme` and controller `cc_name`, 2 MiB buffer.
+fn two_path_sim(scheme: SchemeConfig, cc_name: &str, secs: u64, seed: u64) -> SimConfig {
     let links = vec![
         link("a", 10_000_000, 10, 100, 0.0),
         link("b", 10_000_000, 30, 100, 0.0),
     ];
-    let mut f = flow(
+    let f = flow(
         "f",
         vec![vec![0], vec![1]],
         conn(scheme, cc(cc_name), 2 << 20),
         FlowKind::Multipath,
     );
-    f.app = file(bytes);
-    let mut cfg = sim(links, vec![f], 600, 7);
+    sim(links, vec![f], secs, seed)
+}
+
+/// [`two_path_sim`] with a `bytes` file; B dies for good at 5 s.
+fn dead_path_run(scheme: SchemeConfig, cc_name: &str, bytes: u64) -> FlowResult {
+    let mut cfg = two_path_sim(scheme, cc_name, 600, 7);
+    cfg.flows[0].app = file(bytes);
     cfg.sample_interval = Some(Duration::from_secs(1));
     cfg.changes.push(dies(1, 5));
     run(cfg).unwrap().flows.remove(0)
@@ -185,17 +191,7 @@ fn a_connection_that_cannot_deliver_sends_few_probes() {
         SchemeConfig::named("nc-mptcp").unwrap(),
         SchemeConfig::named("dfec").unwrap(),
     ] {
-        let links = vec![
-            link("a", 10_000_000, 10, 100, 0.0),
-            link("b", 10_000_000, 30, 100, 0.0),
-        ];
-        let f = flow(
-            "f",
-            vec![vec![0], vec![1]],
-            conn(scheme.clone(), cc("lia"), 2 << 20),
-            FlowKind::Multipath,
-        );
-        let mut cfg = sim(links.clone(), vec![f.clone()], 100, 3);
+        let mut cfg = two_path_sim(scheme.clone(), "lia", 100, 3);
         cfg.changes = vec![dies(0, 5), dies(1, 5)];
         let sent_at = |secs| {
             let mut c = cfg.clone();
@@ -339,17 +335,7 @@ fn every_path_comes_back_after_an_outage_of_all_paths() {
     }
     let mut failures = Vec::new();
     for (name, scheme) in cases {
-        let links = vec![
-            link("a", 10_000_000, 10, 100, 0.0),
-            link("b", 10_000_000, 30, 100, 0.0),
-        ];
-        let f = flow(
-            "f",
-            vec![vec![0], vec![1]],
-            conn(scheme, cc("lia"), 2 << 20),
-            FlowKind::Multipath,
-        );
-        let mut cfg = sim(links, vec![f], 25, 3);
+        let mut cfg = two_path_sim(scheme, "lia", 25, 3);
         cfg.changes = [outage(0, 5, 8), outage(1, 5, 8)].concat();
         let b_bytes = |secs| {
             let mut c = cfg.clone();
