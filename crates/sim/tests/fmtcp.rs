@@ -131,7 +131,10 @@ fn fmtcp_completes_applications_that_write_less_than_a_block() {
 /// 1.808 -> 1.725 with it toggled off/on, mptcp 1.439 -> 1.458 (the ack-delay change: no
 /// effect). With the 64 KiB buffer flow control, not cwnd, limits sending, so sub1's window
 /// no longer inflates; Algorithm 1 (Eq. 10) then finds sub1 full more often and gives more
-/// symbols to the lossy sub2 (seed 1: 1259 packets there instead of 1033).
+/// symbols to the lossy sub2 (seed 1: 1259 packets there instead of 1033). Rerun on
+/// `9045516` (2026-11-27, after the timer, probe, full-block and failover fixes): 1.19, 1.26,
+/// 1.15, 1.13 for the four cases below; the thresholds are unchanged (the second case has
+/// about 5 % of margin left).
 #[test]
 fn fmtcp_beats_mptcp_in_the_head_of_line_case() {
     for (buffer, loss2, delay2, min_ratio) in [
