@@ -226,6 +226,9 @@ pub struct Connection {
     // Sending direction.
     peer_data_ack: u64,
     peer_max_data: u64,
+    /// The largest window the peer has offered (`peer_max_data - peer_data_ack`), for the
+    /// sender's silly-window avoidance.
+    peer_window_max: u64,
     final_size: Option<u64>,
     stream_end: StreamEnd,
     all_acked: bool,
@@ -301,6 +304,7 @@ macro_rules! send_ctx {
             send_buf: &$s.send_buf,
             data_ack: $s.peer_data_ack,
             max_data: $s.peer_max_data,
+            peer_window_max: $s.peer_window_max,
             segment_size: $s.cfg.mss,
             final_size: $s.final_size,
             rng: &mut $s.rng,
@@ -347,6 +351,7 @@ impl Connection {
             peer_data_ack: 0,
             // Both ends share the configuration, so the peer's initial window is known.
             peer_max_data: cfg.recv_buffer as u64,
+            peer_window_max: cfg.recv_buffer as u64,
             final_size: None,
             stream_end: StreamEnd::Open,
             all_acked: false,
@@ -636,6 +641,20 @@ impl Connection {
     /// Offset of the next stream byte reading will return (or skip).
     pub fn read_offset(&self) -> u64 {
         self.recv_buf.read_offset()
+    }
+
+    /// The flow-control limit to advertise: the receive buffer's, moved only in steps of at
+    /// least min(buffer / 2, MSS) bytes. Receiver-side silly-window avoidance (RFC 1122
+    /// §4.2.3.3, RFC 9293 §3.8.6.2.2): an application reading a few bytes at a time would
+    /// otherwise open the window a few bytes at a time and draw packets of that size.
+    fn window_edge(&self) -> u64 {
+        let edge = self.recv_buf.max_data();
+        let step = (self.recv_buf.capacity() / 2).min(self.cfg.mss as u64);
+        if edge >= self.advertised_max_data.saturating_add(step) {
+            edge
+        } else {
+            self.advertised_max_data
+        }
     }
 
     fn after_read(&mut self, n: u64) {
@@ -1083,6 +1102,9 @@ impl Connection {
         if a.max_data > self.peer_max_data {
             self.peer_max_data = a.max_data;
             self.persist_backoff = 0;
+            self.peer_window_max = self
+                .peer_window_max
+                .max(self.peer_max_data.saturating_sub(self.peer_data_ack));
         }
         if a.data_ack > self.send_buf.end() {
             self.stats.data_acks_ignored += 1;
@@ -1621,7 +1643,7 @@ impl Connection {
             let hdr = self.header(p, pn);
             let mut w =
                 PacketWriter::with_trailer(buf, self.max_datagram, hdr, self.trailer).ok()?;
-            let max_data = self.recv_buf.max_data();
+            let max_data = self.window_edge();
             // RFC 9000 §13.2.5: time since the largest acknowledged packet arrived.
             let ack_delay = self.paths[p]
                 .largest_received_at

@@ -8,6 +8,7 @@ mod cc_signals;
 mod cmt_sctp;
 mod common;
 mod dfec;
+mod flow_control;
 mod fmtcp;
 mod hmtp;
 mod hostile;

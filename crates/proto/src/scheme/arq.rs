@@ -438,7 +438,8 @@ impl SchemeSender for ArqSender {
             }
         }
         // 4. New data, within the receive window (most urgent message first).
-        if let Some(r) = ctx.next_unsent(ctx.max_data) {
+        let full = ctx.segment_size.min(pkt.data_room(ctx.max_data));
+        if let Some(r) = ctx.next_unsent_in_window(full) {
             let len = (r.end - r.start).min(u64::from(u32::MAX)) as u32;
             let (tag, n) = Self::emit(ctx, pkt, r.start, len)?;
             let seg = Seg {

@@ -144,6 +144,8 @@ pub struct SendCtx<'a> {
     pub max_data: u64,
     /// Largest stream payload per packet (the MSS of the configuration).
     pub segment_size: usize,
+    /// The largest window the peer has offered (`max_data - data_ack` at its widest).
+    pub(crate) peer_window_max: u64,
     /// Set once the application closed the stream: its total length.
     pub final_size: Option<u64>,
     /// Deterministic randomness (seeded per connection).
@@ -206,7 +208,25 @@ impl SendCtx<'_> {
     /// and the written stream reaches the window's end. What ARQ's opportunistic
     /// reinjection waits for.
     pub fn window_limited(&self) -> bool {
-        self.send_buf.end() >= self.max_data && self.next_unsent(self.max_data).is_none()
+        self.send_buf.end() >= self.max_data
+            && self.next_unsent_in_window(self.segment_size).is_none()
+    }
+
+    /// The next range of new data worth sending now ([`SendCtx::next_unsent`] below the
+    /// peer's window), or `None` if it is a remnant the window cut short. Sender-side
+    /// silly-window avoidance (RFC 1122 §4.2.3.4, RFC 9293 §3.8.6.2.1): a range the window
+    /// cut (the application has bytes beyond it, or is waiting to write them) goes out only if
+    /// it fills a segment of `full` bytes or is at least half the largest window the peer
+    /// has offered; otherwise it waits until the window opens further (the peer's ACKs, or
+    /// the persist timer's probe when nothing is in flight). Data the window does not cut
+    /// (the application wrote no more) goes out at once, as a pushed segment does in TCP.
+    pub fn next_unsent_in_window(&self, full: usize) -> Option<Range<u64>> {
+        let r = self.next_unsent(self.max_data)?;
+        let len = r.end - r.start;
+        let cut =
+            r.end == self.max_data && (self.writer_waiting || self.send_buf.end() > self.max_data);
+        let remnant = len < full as u64 && len < self.peer_window_max / 2;
+        (!(cut && remnant)).then_some(r)
     }
 
     /// In [`SchemeSender::poll_packet`]: the engine already put reliable frames of its own
