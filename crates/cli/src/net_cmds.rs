@@ -106,6 +106,12 @@ pub struct ConnArgs {
     /// `server-`; `-2`, `-3`, … when the name is taken: no file is overwritten).
     #[arg(long, value_name = "DIR")]
     pub qlog: Option<PathBuf>,
+    /// Multipath: probe a path that stopped answering at least every this many seconds
+    /// (its retransmission timer backs off no further), so a link that comes back after an
+    /// outage is used again within about this time; default: back off up to 60 s (RFC 6298,
+    /// as Linux MPTCP). E.g. 1 for Wi-Fi + cellular bonding.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub max_probe_interval: Option<f64>,
 }
 
 impl ConnArgs {
@@ -120,9 +126,14 @@ impl ConnArgs {
             scheme: self.scheme.clone(),
             cc: self.cc.clone(),
             scheduler: self.scheduler.clone(),
+            max_probe_interval: self
+                .max_probe_interval
+                .map(tributary_proto::Duration::from_secs_f64),
             ..ConnectionConfig::default()
         };
-        // Resource limits before anything is allocated.
+        // Options that cannot work (the message names the field), then resource limits,
+        // before anything is allocated.
+        cfg.validate(paths).map_err(|e| anyhow::anyhow!("{e}"))?;
         self.limits().check(&cfg, paths).map_err(|e| {
             anyhow::anyhow!("{e} (--buffer; raise --max-buffer if the machine has the memory)")
         })?;

@@ -145,6 +145,8 @@ pub struct FlowSpec {
     #[serde(default)]
     pub tail_loss_probe: Option<bool>,
     #[serde(default)]
+    pub max_probe_interval: Option<Dur>,
+    #[serde(default)]
     pub app: Option<toml::Value>,
     #[serde(default)]
     pub trace: Option<String>,

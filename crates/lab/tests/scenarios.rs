@@ -255,6 +255,18 @@ fn errors_name_the_field() {
         e.contains("flows[0].buffer: is 100 but must hold at least one MSS"),
         "{e}"
     );
+    let e = Scenario::parse(&format!("{BASE}max_probe_interval = \"50ms\"\n"), "x.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("flows[0].max_probe_interval: is 50ms but must be at least min_rto (200ms)"),
+        "{e}"
+    );
+    let ok = Scenario::parse(&format!("{BASE}max_probe_interval = \"1s\"\n"), "x.toml").unwrap();
+    assert_eq!(
+        ok.config(0, 0).sim.flows[0].conn.max_probe_interval,
+        Some(Duration::from_secs(1))
+    );
 }
 
 #[test]

@@ -68,6 +68,14 @@ pub struct ConnectionConfig {
     /// probe's acknowledgement needs). Off by default (neither Linux of the papers' time nor
     /// ns-2/ns-3 NewReno had it).
     pub tail_loss_probe: bool,
+    /// Multipath: longest interval between probes of a suspect or failed path. Its
+    /// retransmission timer backs off (RFC 6298 §5.5) up to this rather than `max_rto` (never
+    /// below its RTO without backoff), so a path that comes back after an outage is found
+    /// within about this time, at the cost of one probe per interval while it is down. A
+    /// single path keeps RFC 6298's backoff (its retransmission is the probe). `None` (the
+    /// default, as Linux MPTCP and the papers' simulators): up to `max_rto`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_probe_interval: Option<Duration>,
 }
 
 /// The TCP behaviour the engine models where legitimate implementations differ.
@@ -123,6 +131,7 @@ impl Default for ConnectionConfig {
             profile: TcpProfile::Linux,
             pacing: false,
             tail_loss_probe: false,
+            max_probe_interval: None,
         }
     }
 }
@@ -182,6 +191,16 @@ impl ConnectionConfig {
         }
         if self.fail_after_rtos == 0 {
             return bad("fail_after_rtos", "must be at least 1".into());
+        }
+        if self.max_probe_interval.is_some_and(|d| d < self.min_rto) {
+            return bad(
+                "max_probe_interval",
+                format!(
+                    "is {} but must be at least min_rto ({})",
+                    self.max_probe_interval.unwrap_or_default(),
+                    self.min_rto
+                ),
+            );
         }
         if self.ack_every == 0 {
             return bad("ack_every", "must be at least 1".into());

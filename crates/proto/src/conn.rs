@@ -477,6 +477,13 @@ impl Connection {
             return;
         }
         self.paths[p].state = state;
+        // A suspect or failed path of a multipath connection only carries probes: their
+        // interval may be capped (`max_probe_interval`), so a path that comes back is found.
+        let probed = matches!(state, PathState::Suspect | PathState::Failed);
+        self.paths[p].probe_cap = self
+            .cfg
+            .max_probe_interval
+            .filter(|_| probed && self.paths.len() > 1);
         self.sync_view(p);
         self.events.push_back(Event::PathState { path: p, state });
         let mut ctx = send_ctx!(self, now);
@@ -1221,7 +1228,7 @@ impl Connection {
         }
         if restart {
             path.rtt.reset_backoff();
-            path.rto_deadline = (path.packets_in_flight > 0).then(|| now + path.rtt.rto());
+            path.rto_deadline = (path.packets_in_flight > 0).then(|| now + path.timer());
         }
         self.sync_view(p);
         if any && matches!(self.paths[p].state, PathState::Suspect | PathState::Failed) {

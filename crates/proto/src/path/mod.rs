@@ -262,6 +262,9 @@ pub struct Path {
     pub(crate) ssthresh: u64,
     pub(crate) recovery_start: Option<Instant>,
     pub(crate) rto_deadline: Option<Instant>,
+    /// Longest the retransmission timer may back off to while the path is only probed
+    /// (suspect or failed in a multipath connection, `ConnectionConfig::max_probe_interval`).
+    pub(crate) probe_cap: Option<Duration>,
     pub(crate) loss_threshold: u64,
     /// Multiplicative decreases apply to the bytes in flight, not cwnd (the `classic`
     /// profile; see [`PathView::decrease_base`]).
@@ -311,6 +314,16 @@ pub struct Path {
 }
 
 impl Path {
+    /// The retransmission timeout to arm: the estimator's (with backoff), no longer than
+    /// the probe cap while one applies (never below the RTO without backoff).
+    pub(crate) fn timer(&self) -> Duration {
+        let rto = self.rtt.rto();
+        match self.probe_cap {
+            Some(cap) => rto.min(cap.max(self.rtt.base_rto())),
+            None => rto,
+        }
+    }
+
     pub(crate) fn new(id: usize, mss: u64, cwnd: u64, rtt: RttEstimator, thr: u64) -> Self {
         Path {
             id,
@@ -329,6 +342,7 @@ impl Path {
             ssthresh: u64::MAX,
             recovery_start: None,
             rto_deadline: None,
+            probe_cap: None,
             loss_threshold: thr,
             decrease_from_flight: false,
             whole_packet_window: false,
@@ -371,7 +385,7 @@ impl Path {
             srtt: self.rtt.srtt(),
             min_rtt: self.rtt.min_rtt(),
             latest_rtt: self.rtt.latest(),
-            rto: self.rtt.rto(),
+            rto: self.timer(),
             loss_rate: self.loss.rate(),
             in_recovery: matches!((self.recovery_start, oldest), (Some(r), Some(t)) if t <= r),
             oldest_unacked_sent: oldest,
@@ -490,7 +504,7 @@ impl Path {
         self.packets_in_flight += 1;
         self.round_max_flight = self.round_max_flight.max(self.bytes_in_flight);
         if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(now + self.timer());
         }
     }
 
