@@ -998,7 +998,6 @@ pub struct FmtcpSender {
     /// Reused to collect a packet's symbols.
     items_scratch: Vec<(u64, u32)>,
     next_record: u64,
-    scratch: Vec<u8>,
     block_buf: Vec<u8>,
     /// The LT code key ([`LtParams::with_key`]): the connection id.
     code_key: u64,
@@ -1033,7 +1032,6 @@ impl FmtcpSender {
             records: HashMap::default(),
             items_scratch: Vec::new(),
             next_record: 0,
-            scratch: vec![0; geo.symbol],
             block_buf: Vec::new(),
             code_key,
             stats: CodingStats::default(),
@@ -1395,25 +1393,19 @@ impl FmtcpSender {
         if id > MAX_ENCODING_SYMBOL_ID {
             return false;
         }
-        let ok = match &mut b.enc {
-            Encoder::Raptorq(e) => e.encode(id, &mut self.scratch).is_ok(),
-            Encoder::Lt(e) => e.encode(id, &mut self.scratch).is_ok(),
-        };
-        if !ok {
-            return false;
-        }
         let coding = if b.len == full {
             Coding::Plain
         } else {
             Coding::Seed(b.len)
         };
-        let frame = Frame::Symbol(SymbolFrame {
-            block: b.start,
-            id,
-            coding,
-            data: &self.scratch,
+        // The encoder writes the symbol straight into the packet (the bytes `Frame::Symbol`
+        // would write; no intermediate copy).
+        let enc = &mut b.enc;
+        let pushed = pkt.push_symbol_with(b.start, id, coding, self.geo.symbol, |dst| match enc {
+            Encoder::Raptorq(e) => e.encode(id, dst).is_ok(),
+            Encoder::Lt(e) => e.encode(id, dst).is_ok(),
         });
-        if pkt.push(&frame).is_err() {
+        if pushed != Ok(true) {
             return false;
         }
         if b.sent == 0 {
