@@ -192,14 +192,10 @@ impl ConnectionConfig {
         if self.fail_after_rtos == 0 {
             return bad("fail_after_rtos", "must be at least 1".into());
         }
-        if self.max_probe_interval.is_some_and(|d| d < self.min_rto) {
+        if let Some(d) = self.max_probe_interval.filter(|&d| d < self.min_rto) {
             return bad(
                 "max_probe_interval",
-                format!(
-                    "is {} but must be at least min_rto ({})",
-                    self.max_probe_interval.unwrap_or_default(),
-                    self.min_rto
-                ),
+                format!("is {d} but must be at least min_rto ({})", self.min_rto),
             );
         }
         if self.ack_every == 0 {
