@@ -212,23 +212,17 @@ fn errors_name_the_field() {
         e.contains("flows[0].paths[1]: unknown path or link `lte` (known: wifi, cell)"),
         "{e}"
     );
-    let e = Scenario::parse(&format!("{BASE}scheme = \"tcp\"\n"), "x.toml")
-        .unwrap_err()
-        .to_string();
+    let e = err("scheme = \"tcp\"");
     assert!(
         e.contains("flows[0].scheme: `tcp` uses at most 1 path(s) but the flow lists 2"),
         "{e}"
     );
-    let e = Scenario::parse(&format!("{BASE}scheme = \"fmtcpp\"\n"), "x.toml")
-        .unwrap_err()
-        .to_string();
+    let e = err("scheme = \"fmtcpp\"");
     assert!(
         e.contains("flows[0].scheme: unknown scheme `fmtcpp`"),
         "{e}"
     );
-    let e = Scenario::parse(&format!("{BASE}cc = \"cubic2\"\n"), "x.toml")
-        .unwrap_err()
-        .to_string();
+    let e = err("cc = \"cubic2\"");
     assert!(
         e.contains("flows[0].cc: unknown congestion controller `cubic2` (known: new-reno,"),
         "{e}"
@@ -255,14 +249,12 @@ fn errors_name_the_field() {
         e.contains("flows[0].buffer: is 100 but must hold at least one MSS"),
         "{e}"
     );
-    let e = Scenario::parse(&format!("{BASE}max_probe_interval = \"50ms\"\n"), "x.toml")
-        .unwrap_err()
-        .to_string();
+    let e = err("max_probe_interval = \"50ms\"");
     assert!(
         e.contains("flows[0].max_probe_interval: is 50ms but must be at least min_rto (200ms)"),
         "{e}"
     );
-    let ok = Scenario::parse(&format!("{BASE}max_probe_interval = \"1s\"\n"), "x.toml").unwrap();
+    let ok = parse("max_probe_interval = \"1s\"").unwrap();
     assert_eq!(
         ok.config(0, 0).sim.flows[0].conn.max_probe_interval,
         Some(Duration::from_secs(1))
