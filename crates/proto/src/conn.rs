@@ -1422,8 +1422,17 @@ impl Connection {
         path.tlp_due = false;
         self.sync_view(p);
         self.views[p].flight_decrease = flight_decrease;
-        let w = self.cc.on_timeout(p, now, &self.views);
+        let mut w = self.cc.on_timeout(p, now, &self.views);
         let path = &mut self.paths[p];
+        // RFC 5681 §3.1 (the note after Eq. 4): when the timer expires again with nothing
+        // acknowledged since the last expiry, ssthresh is held constant — as Linux
+        // (`tcp_enter_loss` recomputes it only on entering Loss) and ns-3 (`ReTxTimeout`,
+        // not when already in CA_LOSS with the head retransmitted) do. Recomputing it from
+        // the one-packet window of the previous timeout collapsed it to 2 MSS, and a path
+        // back from an outage or a loss burst crawled up from there.
+        if path.consecutive_rtos > 0 {
+            w.ssthresh = path.ssthresh;
+        }
         path.recovery_start = Some(now);
         path.stats.congestion_events += 1;
         path.rtt.back_off();

@@ -590,3 +590,44 @@ fn classic_window_holds_whole_packets() {
         );
     }
 }
+
+/// RFC 5681 §3.1 (the note after Eq. 4): a timeout that follows a timeout with nothing
+/// acknowledged in between holds ssthresh constant (Linux and ns-3 do the same). A bulk
+/// transfer whose path loses every data packet for 3 s times out four times or more; ssthresh
+/// after the last of them must equal what the first set (half the window before the outage).
+/// Before, each further timeout recomputed it from the one-packet window the previous one left,
+/// collapsing it to 2 MSS, and the path crawled back up from there.
+#[test]
+fn repeated_timeouts_hold_ssthresh() {
+    for profile in [TcpProfile::Linux, TcpProfile::Classic] {
+        let mut net = Net::new(tcp(profile), Duration::from_millis(25));
+        net.bulk_left = 1 << 30;
+        let down = std::rc::Rc::new(std::cell::Cell::new(false));
+        let d = down.clone();
+        net.drop = Box::new(move |p| d.get() && data_of(p).is_some());
+        net.run(Instant::ZERO + Duration::from_secs(2));
+        let mss = net.a.path(0).unwrap().mss;
+        down.set(true);
+        let mut first = None;
+        while net.a.stats().paths[0].rto_count < 4
+            && net.now < Instant::ZERO + Duration::from_secs(60)
+        {
+            let t = net.now + Duration::from_millis(10);
+            net.run(t);
+            if first.is_none() && net.a.stats().paths[0].rto_count == 1 {
+                first = Some(net.a.path(0).unwrap().ssthresh);
+            }
+        }
+        let first = first.expect("a timeout");
+        let last = net.a.path(0).unwrap().ssthresh;
+        assert!(net.a.stats().paths[0].rto_count >= 4, "{profile:?}");
+        assert!(
+            first > 4 * mss,
+            "{profile:?}: ssthresh {first} after the first timeout"
+        );
+        assert_eq!(
+            last, first,
+            "{profile:?}: ssthresh after the fourth timeout"
+        );
+    }
+}
