@@ -359,9 +359,10 @@ fn every_path_comes_back_after_an_outage_of_all_paths() {
 /// probe after B returns at 35 s leaves at about 56 s, and B carries nothing for ~20 s
 /// (the case behind the stress suite's failure outlier, docs/experiments/stress.md). With the
 /// cap at 1 s a probe leaves within a second of B's return and B carries data again: in
-/// 37-42 s at least 100 full packets (probes alone would be at most 6; the controller's
-/// ramp from the 2-packet ssthresh the outage left is slow, so no share of B's rate is
-/// required). Every multipath scheme, through the engine. Without the cap (the default) B
+/// 37-42 s at least 100 full packets (probes alone would be at most 6; B restarts from one
+/// packet, in slow start up to the ssthresh its first timeout set, which repeated timeouts
+/// hold (RFC 5681 §3.1), and shares the rate with A through the coupled controller, so no
+/// share of B's rate is required). Every multipath scheme, through the engine. Without the cap (the default) B
 /// carries nothing in 37-42 s, which shows what the option changes.
 #[test]
 fn a_capped_probe_interval_finds_a_path_that_came_back() {

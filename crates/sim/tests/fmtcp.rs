@@ -134,8 +134,8 @@ fn fmtcp_completes_applications_that_write_less_than_a_block() {
 /// symbols to the lossy sub2 (seed 1: 1259 packets there instead of 1033). Rerun on
 /// `9045516` (2026-11-27, after the timer, probe, full-block and failover fixes): 1.19, 1.26,
 /// 1.15, 1.13 for the four cases below; on `88a5e36` (silly-window avoidance: mptcp no
-/// longer sends the 64 KiB window's 1,136-byte remnant alone) 1.19, 1.29, 1.15, 1.14. The
-/// thresholds are unchanged.
+/// longer sends the 64 KiB window's 1,136-byte remnant alone) 1.19, 1.29, 1.15, 1.14, the
+/// same on `47fa44d` (repeated timeouts hold ssthresh). The thresholds are unchanged.
 #[test]
 fn fmtcp_beats_mptcp_in_the_head_of_line_case() {
     for (buffer, loss2, delay2, min_ratio) in [
