@@ -153,6 +153,18 @@ impl SendBuffer {
         }
         true
     }
+    /// Takes `[offset, offset + len)` for sending without copying it (a scheme that reads
+    /// the bytes later, while this buffer still holds them): counts them as copied out, as
+    /// [`SendBuffer::copy_out`] would. Returns false (taking nothing) if the range is not held.
+    pub fn take_uncopied(&self, offset: u64, len: u64) -> bool {
+        if offset < self.base || offset + len > self.end {
+            return false;
+        }
+        if offset + len > self.frontier.get() {
+            self.frontier.set(offset + len);
+        }
+        true
+    }
     /// Frees every byte below `offset` (the peer has them).
     pub fn release_to(&mut self, offset: u64) {
         self.base = self.base.max(offset.min(self.end));

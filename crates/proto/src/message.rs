@@ -148,6 +148,15 @@ impl TxMessages {
         self.abandoned.remove_below(ack);
     }
 
+    /// True if a pending message that may be abandoned (`abandon_late`) overlaps
+    /// `[start, end)`: the peer may skip its bytes, so the cumulative acknowledgement can
+    /// pass them while other bytes of the range are still owed.
+    pub(crate) fn abandonable_in(&self, start: u64, end: u64) -> bool {
+        self.msgs
+            .iter()
+            .any(|m| m.opts.abandon_late && m.start < end && start < m.end)
+    }
+
     /// The earliest deadline of a message that would be abandoned at it.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         if self.msgs.is_empty() {

@@ -838,6 +838,14 @@ pub fn allocate_with(
 
 #[derive(Debug)]
 enum Encoder {
+    /// A RaptorQ block of `k` symbols not copied yet: its source symbols (the data itself,
+    /// the code being systematic) are read from the send buffer, which holds the block's
+    /// bytes until the block is finished (every byte of it acknowledged, or decoded); the
+    /// block is copied into an encoder only for its first repair symbol. Blocks with bytes the
+    /// application may abandon are copied when they open ([`SendCtx::may_abandon`]).
+    Deferred {
+        k: usize,
+    },
     Raptorq(RaptorqEncoder),
     Lt(LtEncoder),
 }
@@ -1327,29 +1335,40 @@ impl FmtcpSender {
             let len = end - start;
             let t = self.geo.symbol;
             let k = (len as usize).div_ceil(t);
-            self.block_buf.clear();
-            self.block_buf.resize(k * t, 0);
-            if !ctx
-                .send_buf
-                .copy_out(start, &mut self.block_buf[..len as usize])
-            {
-                return;
-            }
-            let data = std::mem::take(&mut self.block_buf);
-            let (enc, k_hat) = match self.cfg.code {
-                Code::Raptorq => {
-                    let c = RaptorqConfig::new(k, t).expect("geometry validated");
-                    let e = RaptorqEncoder::new(c, data).expect("block of k·T bytes");
-                    (Encoder::Raptorq(e), k as u64)
+            // A RaptorQ block the send buffer keeps whole until it is finished is read from
+            // there; one with abandonable bytes (which the peer may skip, letting the buffer
+            // release them early) is copied now.
+            let (enc, k_hat) = if self.cfg.code == Code::Raptorq && !ctx.may_abandon(start, end) {
+                if !ctx.send_buf.take_uncopied(start, len) {
+                    return;
                 }
-                Code::Lt => {
-                    let p = LtParams::new(k, t, self.cfg.lt_c, self.cfg.lt_delta)
-                        .expect("geometry validated")
-                        .with_key(self.code_key);
-                    let e = LtEncoder::new(p, lt_key(start), &data).expect("block of k·T bytes");
-                    self.block_buf = data;
-                    let k_hat = (k as f64 * (1.0 + self.cfg.lt_overhead)).ceil() as u64;
-                    (Encoder::Lt(e), k_hat.max(k as u64))
+                (Encoder::Deferred { k }, k as u64)
+            } else {
+                self.block_buf.clear();
+                self.block_buf.resize(k * t, 0);
+                if !ctx
+                    .send_buf
+                    .copy_out(start, &mut self.block_buf[..len as usize])
+                {
+                    return;
+                }
+                let data = std::mem::take(&mut self.block_buf);
+                match self.cfg.code {
+                    Code::Raptorq => {
+                        let c = RaptorqConfig::new(k, t).expect("geometry validated");
+                        let e = RaptorqEncoder::new(c, data).expect("block of k·T bytes");
+                        (Encoder::Raptorq(e), k as u64)
+                    }
+                    Code::Lt => {
+                        let p = LtParams::new(k, t, self.cfg.lt_c, self.cfg.lt_delta)
+                            .expect("geometry validated")
+                            .with_key(self.code_key);
+                        let e =
+                            LtEncoder::new(p, lt_key(start), &data).expect("block of k·T bytes");
+                        self.block_buf = data;
+                        let k_hat = (k as f64 * (1.0 + self.cfg.lt_overhead)).ceil() as u64;
+                        (Encoder::Lt(e), k_hat.max(k as u64))
+                    }
                 }
             };
             self.stats.source_symbols += k as u64;
@@ -1398,10 +1417,30 @@ impl FmtcpSender {
         } else {
             Coding::Seed(b.len)
         };
+        let t = self.geo.symbol;
+        if let Encoder::Deferred { k } = b.enc {
+            if id as usize >= k {
+                // The first repair symbol: the encoder needs the whole block (zero-padded to
+                // k·T bytes), still in the send buffer.
+                let mut data = vec![0; k * t];
+                if !ctx.send_buf.copy_out(b.start, &mut data[..b.len as usize]) {
+                    return false;
+                }
+                let c = RaptorqConfig::new(k, t).expect("geometry validated");
+                b.enc = Encoder::Raptorq(RaptorqEncoder::new(c, data).expect("block of k·T bytes"));
+            }
+        }
         // The encoder writes the symbol straight into the packet (the bytes `Frame::Symbol`
-        // would write; no intermediate copy).
-        let enc = &mut b.enc;
-        let pushed = pkt.push_symbol_with(b.start, id, coding, self.geo.symbol, |dst| match enc {
+        // would write; no intermediate copy); a source symbol of a deferred block comes
+        // straight from the send buffer.
+        let (enc, send_buf, start, len) = (&mut b.enc, ctx.send_buf, b.start, b.len);
+        let pushed = pkt.push_symbol_with(start, id, coding, t, |dst| match enc {
+            Encoder::Deferred { .. } => {
+                let from = u64::from(id) * t as u64;
+                let n = (len - from).min(t as u64) as usize;
+                dst[n..].fill(0);
+                send_buf.copy_out(start + from, &mut dst[..n])
+            }
             Encoder::Raptorq(e) => e.encode(id, dst).is_ok(),
             Encoder::Lt(e) => e.encode(id, dst).is_ok(),
         });

@@ -237,6 +237,15 @@ impl SendCtx<'_> {
         self.engine_frames
     }
 
+    /// True if some byte of `[start, end)` belongs to a pending message the application may
+    /// abandon: the peer may skip it, and the cumulative acknowledgement (with it the send
+    /// buffer's release) may pass those bytes before a block covering the range is done. A
+    /// scheme that reads a block from the send buffer after opening it must copy such a
+    /// block instead.
+    pub fn may_abandon(&self, start: u64, end: u64) -> bool {
+        self.messages.abandonable_in(start, end)
+    }
+
     /// True if stream byte `offset` belongs to an abandoned message: do not send it again.
     pub fn is_abandoned(&self, offset: u64) -> bool {
         !self.messages.abandoned.is_empty() && self.messages.abandoned.contains(offset)
