@@ -514,6 +514,21 @@ mod tests {
     }
 
     #[test]
+    fn a_range_taken_uncopied_counts_as_sent_and_must_be_held() {
+        let mut b = SendBuffer::new(100);
+        assert_eq!(b.write(&[7; 100]), 100);
+        assert_eq!(b.unsent(), 100);
+        assert!(b.take_uncopied(0, 40));
+        assert_eq!(b.unsent(), 60, "as copy_out of the same range would");
+        assert!(!b.take_uncopied(90, 20), "beyond what was written");
+        assert_eq!(b.unsent(), 60);
+        b.release_to(50);
+        assert!(!b.take_uncopied(40, 10), "below what the buffer holds");
+        assert!(b.take_uncopied(50, 50));
+        assert_eq!(b.unsent(), 0);
+    }
+
+    #[test]
     fn recv_buffer_window_and_order() {
         let mut r = RecvBuffer::new(10);
         assert_eq!(

@@ -374,3 +374,28 @@ impl RxMessages {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn abandonable_in_sees_only_pending_abandonable_messages() {
+        let mut m = TxMessages::default();
+        let late = MessageOptions::default().with_deadline(Instant::from_nanos(100_000_000), true);
+        let kept = MessageOptions::default().with_deadline(Instant::from_nanos(100_000_000), false);
+        m.add(0, 100, MessageOptions::default());
+        m.add(100, 200, late);
+        m.add(200, 300, kept);
+        assert!(!m.abandonable_in(0, 100));
+        assert!(m.abandonable_in(50, 101));
+        assert!(m.abandonable_in(199, 250));
+        assert!(
+            !m.abandonable_in(200, 400),
+            "a deadline without abandon is kept"
+        );
+        assert!(!m.abandonable_in(300, 400), "no message there");
+        m.on_data_ack(200);
+        assert!(!m.abandonable_in(0, 300), "acknowledged messages are gone");
+    }
+}
