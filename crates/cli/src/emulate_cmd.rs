@@ -3,12 +3,13 @@
 //! transfer of the scenario's flow (`--transfer`), optionally next to the simulator's run of
 //! the same scenario (`--compare`).
 
+use crate::net_cmds::{finish_qlog, start_qlog};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,7 +17,9 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 use tributary_emu::{netns, signals, Emulator, Options};
 use tributary_lab::run::repetition_seed;
 use tributary_lab::Scenario;
+use tributary_net::qlog::QlogDir;
 use tributary_net::{SocketOptions, TransferOptions, UdpDriver};
+use tributary_proto::qlog::VantagePoint;
 use tributary_sim::{FlowKind, SimConfig};
 
 /// Arguments of `tributary emulate`.
@@ -61,6 +64,12 @@ pub struct EmulateArgs {
     /// both.
     #[arg(long, requires = "transfer")]
     pub compare: bool,
+    /// With --transfer: write qlog traces of both ends of this stack's connection into this
+    /// directory (`sender-<id>.sqlog`, `receiver-<id>.sqlog`, as `tributary send/recv
+    /// --qlog`; no file is overwritten). The simulator's twin is traced by `tributary run
+    /// FILE --seed S --qlog DIR`.
+    #[arg(long, value_name = "DIR", requires = "transfer")]
+    pub qlog: Option<PathBuf>,
     /// Write the run's numbers (paths, link counters, emulator accuracy) as JSON here.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -159,7 +168,7 @@ pub fn emulate(a: EmulateArgs) -> Result<()> {
         );
     }
     let outcome = if a.transfer {
-        transfer(&mut emu, &cfg, flow, a.compare)
+        transfer(&mut emu, &cfg, flow, a.compare, a.qlog.as_deref())
     } else {
         commands(&mut emu, &a, head_start, grace, limit)
     };
@@ -455,7 +464,13 @@ impl Write for Sink {
 }
 
 /// This stack's transfer of the flow over the emulated paths.
-fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> Result<Outcome> {
+fn transfer(
+    emu: &mut Emulator,
+    cfg: &SimConfig,
+    flow: usize,
+    compare: bool,
+    qlog: Option<&Path>,
+) -> Result<Outcome> {
     let f = &cfg.flows[flow];
     if f.kind == FlowKind::PerPath {
         bail!(
@@ -471,6 +486,14 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
     if f.read_rate_bps().is_some() {
         bail!("--transfer does not model a limited read rate (read_rate)");
     }
+    // Checked before anything starts: a bad directory is an error, not a lost trace.
+    let (qlog_tx, qlog_rx) = match qlog {
+        Some(dir) => (
+            Some(QlogDir::new(dir, "sender", VantagePoint::Client)?),
+            Some(QlogDir::new(dir, "receiver", VantagePoint::Server)?),
+        ),
+        None => (None, None),
+    };
     let conn = f.conn.clone();
     let duration = StdDuration::from_nanos(cfg.duration.as_nanos());
     let start_delay = StdDuration::from_nanos(f.start.as_nanos());
@@ -501,9 +524,10 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
     let rbytes = delivered.clone();
     let bytes = f.bytes();
     let receiver = std::thread::spawn(move || -> Result<(u64, StdDuration, Vec<[f64; 2]>)> {
-        let r = (|| {
+        let r = (|| -> Result<(u64, StdDuration, Vec<[f64; 2]>)> {
             netns::enter(&ns_b)?;
             let mut d = UdpDriver::listen(rconn, &listen, sock)?;
+            start_qlog(&mut d, &qlog_rx)?;
             ready_tx.send(())?;
             let start: StdInstant = go_rx.recv()?;
             let mut sink = Sink {
@@ -516,12 +540,16 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
                 bucket: 0,
             };
             tributary_net::receive_stream(&mut d, &mut sink, &opts)?;
+            drop(d);
             let end = sink.last.max(duration);
             sink.roll(end);
             Ok((sink.by_deadline, sink.last, sink.series))
         })();
         rdone.store(true, Ordering::SeqCst);
-        r
+        let q = finish_qlog(qlog_rx);
+        let r = r?;
+        q?;
+        Ok(r)
     });
     // Carry packets while the receiver binds; then time zero for both.
     let t = StdInstant::now();
@@ -543,10 +571,11 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
     let sdone = Arc::new(AtomicBool::new(false));
     let sflag = sdone.clone();
     let sender = std::thread::spawn(move || -> Result<()> {
-        let r = (|| {
+        let r = (|| -> Result<()> {
             netns::enter(&ns_a)?;
             std::thread::sleep(start_delay);
             let mut d = UdpDriver::connect(conn, &paths, sock)?;
+            start_qlog(&mut d, &qlog_tx)?;
             let src = Source {
                 left: bytes,
                 deadline: start + duration,
@@ -556,7 +585,9 @@ fn transfer(emu: &mut Emulator, cfg: &SimConfig, flow: usize, compare: bool) -> 
             Ok(())
         })();
         sflag.store(true, Ordering::SeqCst);
-        r
+        let q = finish_qlog(qlog_tx);
+        r?;
+        q
     });
     emu.run(|| {
         signals::received().is_some()

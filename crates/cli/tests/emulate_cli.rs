@@ -186,6 +186,8 @@ fn transfer_reports_emulated_and_simulated_goodput() {
     }
     let file = scenario("transfer.toml", ONE_PATH);
     let json = file.with_extension("json");
+    let qlog = file.with_extension("qlog");
+    std::fs::create_dir_all(&qlog).unwrap();
     let out = Command::new(bin())
         .args([
             "emulate",
@@ -195,6 +197,8 @@ fn transfer_reports_emulated_and_simulated_goodput() {
             "--json",
         ])
         .arg(&json)
+        .arg("--qlog")
+        .arg(&qlog)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -210,4 +214,20 @@ fn transfer_reports_emulated_and_simulated_goodput() {
     assert!(e > 1.0 && e < 10.0 && s > 1.0 && s < 10.0, "{e} {s}");
     assert!((e / s - 1.0).abs() <= 0.10, "emulated {e} vs simulated {s}");
     assert!(v["links"][0]["forward"]["offered"].as_u64().unwrap() > 1000);
+    // `--qlog`: one trace per end, each with the connection's packets.
+    let mut names: Vec<String> = std::fs::read_dir(&qlog)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names[0].starts_with("receiver-") && names[1].starts_with("sender-"),
+        "{names:?}"
+    );
+    for n in &names {
+        let text = std::fs::read_to_string(qlog.join(n)).unwrap();
+        let sent = text.matches("transport:packet_sent").count();
+        assert!(sent > 100, "{n}: {sent} packets traced");
+    }
 }
