@@ -608,6 +608,24 @@ impl UdpDriver {
     /// window under a steady stream). Returns an error only if every receiver thread has
     /// stopped.
     pub fn poll_io(&mut self, max_wait: StdDuration) -> Result<(), NetError> {
+        self.poll_input(max_wait)?;
+        let dirty = std::mem::take(&mut self.dirty);
+        for &id in &dirty {
+            self.flush_session(id);
+        }
+        self.dirty = dirty;
+        self.dirty.clear();
+        Ok(())
+    }
+
+    /// [`UdpDriver::poll_io`] without its sending: the datagrams and timers are handled, and
+    /// what they trigger goes out at the caller's next [`UdpDriver::flush`] (which the caller
+    /// must make). For a loop whose application reacts to the input — a receiver that reads,
+    /// freeing window, a sender that writes into the window an acknowledgement opened — so
+    /// that the connection transmits after it, as the simulator orders them (application,
+    /// then transmissions): a receiver's ACK then advertises the window its read opened
+    /// instead of the one before (measured on real sockets, docs/emulate.md).
+    pub fn poll_input(&mut self, max_wait: StdDuration) -> Result<(), NetError> {
         let now = self.now();
         let mut wait = max_wait;
         if let Some(Reverse((t, _))) = self.timers.peek() {
@@ -637,12 +655,6 @@ impl UdpDriver {
             }
         }
         self.on_timer();
-        let dirty = std::mem::take(&mut self.dirty);
-        for &id in &dirty {
-            self.flush_session(id);
-        }
-        self.dirty = dirty;
-        self.dirty.clear();
         Ok(())
     }
 
@@ -1013,6 +1025,7 @@ impl UdpDriver {
         for id in ids {
             self.flush_session(id);
         }
+        self.dirty.clear();
     }
 
     /// Sends what each of the connections `ids` has ready.

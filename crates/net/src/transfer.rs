@@ -540,8 +540,9 @@ fn send_loop(
             total: None,
             elapsed: start.elapsed(),
         });
-        // A starved loop looks at the source again soon.
-        d.poll_io(if starved { SOURCE_POLL } else { TICK })?;
+        // A starved loop looks at the source again soon. What the input triggers is sent
+        // at the top of the loop, after the application wrote (`poll_input`).
+        d.poll_input(if starved { SOURCE_POLL } else { TICK })?;
     }
     let elapsed = start.elapsed();
     d.close(CLOSE_DONE);
@@ -579,9 +580,13 @@ pub fn receive_stream_observed(
             Some(l) => l.remaining(opts.linger, StdInstant::now()).min(TICK),
             None => TICK,
         };
-        d.poll_io(wait)?;
+        // The acknowledgements the input triggers go out after the read below, so they
+        // carry the window the read opened (the simulator's order: application, then
+        // transmissions); otherwise each ACK advertises the window as it was before the read.
+        d.poll_input(wait)?;
         if d.session().is_none() {
             // Protected: no handshake completed yet.
+            d.flush();
             progress.update(0)?;
             continue;
         }
