@@ -136,12 +136,8 @@ impl SendBuffer {
     /// Copies the bytes at `[offset, offset + dst.len())` into `dst`. Returns false (copying
     /// nothing) if that range is not held.
     pub fn copy_out(&self, offset: u64, dst: &mut [u8]) -> bool {
-        if offset < self.base || offset + dst.len() as u64 > self.end {
+        if !self.take_uncopied(offset, dst.len() as u64) {
             return false;
-        }
-        let top = offset + dst.len() as u64;
-        if top > self.frontier.get() {
-            self.frontier.set(top);
         }
         let mut done = 0;
         while done < dst.len() {
