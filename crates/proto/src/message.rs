@@ -152,9 +152,13 @@ impl TxMessages {
     /// `[start, end)`: the peer may skip its bytes, so the cumulative acknowledgement can
     /// pass them while other bytes of the range are still owed.
     pub(crate) fn abandonable_in(&self, start: u64, end: u64) -> bool {
+        // Messages are kept in stream order and do not overlap: skip those ending at or
+        // before `start`, then look only at the ones that begin before `end`.
+        let first = self.msgs.partition_point(|m| m.end <= start);
         self.msgs
-            .iter()
-            .any(|m| m.opts.abandon_late && m.start < end && start < m.end)
+            .range(first..)
+            .take_while(|m| m.start < end)
+            .any(|m| m.opts.abandon_late)
     }
 
     /// The earliest deadline of a message that would be abandoned at it.
