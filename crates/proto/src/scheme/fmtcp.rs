@@ -157,6 +157,7 @@ use super::{
     Action, FrameSource, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver,
     SchemeSender, SendCtx, SentInfo,
 };
+use crate::buffer::SendBuffer;
 use crate::config::ConnectionConfig;
 use crate::path::PathView;
 use crate::registry::{self, Entry, Factory, OptionDoc, Options};
@@ -836,6 +837,28 @@ pub fn allocate_with(
 
 // ---------------------------------------------------------------------------- sender
 
+/// The block `[start, start + len)` of the send buffer in `buf` (reused), zero-padded to
+/// `padded` bytes (k·T); `None` if the buffer no longer holds it.
+fn copy_block(
+    send_buf: &SendBuffer,
+    start: u64,
+    len: u64,
+    padded: usize,
+    mut buf: Vec<u8>,
+) -> Option<Vec<u8>> {
+    buf.clear();
+    buf.resize(padded, 0);
+    send_buf
+        .copy_out(start, &mut buf[..len as usize])
+        .then_some(buf)
+}
+
+/// A RaptorQ encoder over a block of `k` symbols of `t` bytes (`data`: k·t bytes).
+fn raptorq_encoder(k: usize, t: usize, data: Vec<u8>) -> Encoder {
+    let c = RaptorqConfig::new(k, t).expect("geometry validated");
+    Encoder::Raptorq(RaptorqEncoder::new(c, data).expect("block of k·T bytes"))
+}
+
 #[derive(Debug)]
 enum Encoder {
     /// A RaptorQ block of `k` symbols not copied yet: its source symbols (the data itself,
@@ -1344,21 +1367,12 @@ impl FmtcpSender {
                 }
                 (Encoder::Deferred { k }, k as u64)
             } else {
-                self.block_buf.clear();
-                self.block_buf.resize(k * t, 0);
-                if !ctx
-                    .send_buf
-                    .copy_out(start, &mut self.block_buf[..len as usize])
-                {
+                let buf = std::mem::take(&mut self.block_buf);
+                let Some(data) = copy_block(ctx.send_buf, start, len, k * t, buf) else {
                     return;
-                }
-                let data = std::mem::take(&mut self.block_buf);
+                };
                 match self.cfg.code {
-                    Code::Raptorq => {
-                        let c = RaptorqConfig::new(k, t).expect("geometry validated");
-                        let e = RaptorqEncoder::new(c, data).expect("block of k·T bytes");
-                        (Encoder::Raptorq(e), k as u64)
-                    }
+                    Code::Raptorq => (raptorq_encoder(k, t, data), k as u64),
                     Code::Lt => {
                         let p = LtParams::new(k, t, self.cfg.lt_c, self.cfg.lt_delta)
                             .expect("geometry validated")
@@ -1420,14 +1434,12 @@ impl FmtcpSender {
         let t = self.geo.symbol;
         if let Encoder::Deferred { k } = b.enc {
             if id as usize >= k {
-                // The first repair symbol: the encoder needs the whole block (zero-padded to
-                // k·T bytes), still in the send buffer.
-                let mut data = vec![0; k * t];
-                if !ctx.send_buf.copy_out(b.start, &mut data[..b.len as usize]) {
+                // The first repair symbol: the encoder needs the whole block, still in the
+                // send buffer.
+                let Some(data) = copy_block(ctx.send_buf, b.start, b.len, k * t, Vec::new()) else {
                     return false;
-                }
-                let c = RaptorqConfig::new(k, t).expect("geometry validated");
-                b.enc = Encoder::Raptorq(RaptorqEncoder::new(c, data).expect("block of k·T bytes"));
+                };
+                b.enc = raptorq_encoder(k, t, data);
             }
         }
         // The encoder writes the symbol straight into the packet (the bytes `Frame::Symbol`
