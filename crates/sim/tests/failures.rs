@@ -362,8 +362,8 @@ fn every_path_comes_back_after_an_outage_of_all_paths() {
 /// 37-42 s at least 100 full packets (probes alone would be at most 6; B restarts from one
 /// packet, in slow start up to the ssthresh its first timeout set, which repeated timeouts
 /// hold (RFC 5681 §3.1), and shares the rate with A through the coupled controller, so no
-/// share of B's rate is required). Every multipath scheme, through the engine. Without the cap (the default) B
-/// carries nothing in 37-42 s, which shows what the option changes.
+/// share of B's rate is required). Every multipath scheme, through the engine. Without the
+/// cap (the default) B carries nothing in 37-42 s, which shows what the option changes.
 #[test]
 fn a_capped_probe_interval_finds_a_path_that_came_back() {
     let floor = 100 * 1400;
