@@ -542,6 +542,7 @@ fn flow_config(
         conn,
         kind,
         start: f.start.map_or(Duration::ZERO, |x| x.0),
+        start_jitter: f.start_jitter.map_or(Duration::ZERO, |x| x.0),
         app,
         qlog,
     })
@@ -695,6 +696,12 @@ fn compile(s: &FileSpec, traces: &mut Traces) -> Result<Compiled, String> {
         if spec.start.is_some() {
             return Err(format!(
                 "{at}.flow.start: arrival times replace `start` (use the group's `start`)"
+            ));
+        }
+        if spec.start_jitter.is_some() {
+            return Err(format!(
+                "{at}.flow.start_jitter: arrival times are random already (Poisson); \
+                 `start_jitter` is for configured flows"
             ));
         }
         let template = flow_config(&spec, &format!("{at}.flow"), &routes, &path_names)?;

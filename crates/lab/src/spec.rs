@@ -115,6 +115,8 @@ pub struct FlowSpec {
     #[serde(default)]
     pub start: Option<Dur>,
     #[serde(default)]
+    pub start_jitter: Option<Dur>,
+    #[serde(default)]
     pub count: Option<u32>,
     #[serde(default)]
     pub read_rate: Option<Rate>,

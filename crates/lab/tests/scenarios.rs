@@ -595,3 +595,89 @@ app = { name = "file", bytes = "400KB" }
         "every repetition needed the same symbols beyond k ({beyond:?}): the same code"
     );
 }
+
+/// Without random loss a scenario is deterministic: every repetition repeats one run, so
+/// repetitions measure nothing (docs/compare.md, "Ranking"). `start_jitter` delays each
+/// flow's start by a uniform draw from the run's seed. Requirements (docs/scenarios.md,
+/// `start_jitter`): with it, repetitions of a loss-free drop-tail scenario differ; the same
+/// seed still gives bit-identical runs; without it repetitions stay identical (the old
+/// behaviour, kept for every file that does not set it); arrival groups refuse it.
+#[test]
+fn start_jitter_makes_loss_free_repetitions_differ() {
+    let text = |jitter: &str| {
+        format!(
+            r#"
+name = "phase"
+duration = "10s"
+seed = 11
+repetitions = 4
+
+[[links]]
+name = "b"
+rate = "20Mbps"
+delay = "20ms"
+queue = 70
+
+[[flows]]
+name = "f"
+paths = ["b"]
+cc = "cubic"
+{jitter}
+
+[[flows]]
+name = "g"
+paths = ["b"]
+cc = "new-reno"
+{jitter}
+"#
+        )
+    };
+    let goodputs = |src: &str| -> Vec<(f64, f64)> {
+        let s = Scenario::parse(src, "phase.toml").unwrap();
+        let report = tributary_lab::run::run(&s, &RunOptions::default(), &|| {}).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        json["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["flows"][0]["goodput_mbps"].as_f64().unwrap(),
+                    r["flows"][1]["goodput_mbps"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let fixed = goodputs(&text(""));
+    assert!(
+        fixed.windows(2).all(|w| w[0] == w[1]),
+        "loss-free repetitions without jitter should repeat one run: {fixed:?}"
+    );
+    let jittered = goodputs(&text("start_jitter = \"100ms\""));
+    assert!(
+        jittered.windows(2).any(|w| w[0] != w[1]),
+        "start_jitter left every repetition identical: {jittered:?}"
+    );
+    assert_eq!(
+        jittered,
+        goodputs(&text("start_jitter = \"100ms\"")),
+        "same seed, different runs"
+    );
+    let arrivals = r#"
+name = "a"
+duration = "10s"
+
+[[links]]
+name = "b"
+rate = "20Mbps"
+delay = "20ms"
+
+[[arrivals]]
+name = "short"
+rate = 2.0
+count = 3
+flow = { paths = ["b"], app = { name = "file", bytes = "10KB" }, start_jitter = "1s" }
+"#;
+    let e = Scenario::parse(arrivals, "a.toml").unwrap_err().to_string();
+    assert!(e.contains("start_jitter"), "{e}");
+}

@@ -53,6 +53,7 @@ fn bulk(paths: Vec<Vec<usize>>, scheme: SchemeConfig, cc: CcConfig) -> FlowConfi
         },
         kind: FlowKind::Multipath,
         start: Duration::ZERO,
+        start_jitter: Duration::ZERO,
         app: AppConfig::default(),
         qlog: false,
     }

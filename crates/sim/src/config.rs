@@ -42,8 +42,14 @@ pub struct FlowConfig {
     pub conn: ConnectionConfig,
     /// Multipath or one connection per path.
     pub kind: FlowKind,
-    /// When the application starts (the flow's endpoints are built then).
+    /// When the application starts (the flow's endpoints are built then), before
+    /// [`FlowConfig::start_jitter`].
     pub start: Duration,
+    /// The start is delayed by a uniform draw from [0, `start_jitter`], per flow and per run
+    /// (from the run's seed): repetitions of a scenario without random loss then differ in
+    /// the phase of their flows instead of repeating one deterministic run (0: no jitter).
+    #[serde(default)]
+    pub start_jitter: Duration,
     /// What the application does (bulk by default).
     pub app: AppConfig,
     /// Write a qlog trace of this flow's connections (needs [`SimConfig::qlog_dir`]).
@@ -60,6 +66,7 @@ impl FlowConfig {
             conn,
             kind: FlowKind::Multipath,
             start: Duration::ZERO,
+            start_jitter: Duration::ZERO,
             app: AppConfig::default(),
             qlog: false,
         }

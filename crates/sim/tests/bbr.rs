@@ -177,6 +177,7 @@ fn share(other: &str, bdps: f64, seed: u64) -> f64 {
         ),
         FlowConfig {
             start: tributary_proto::time::Duration::from_millis(100 + 37 * seed),
+            start_jitter: tributary_proto::time::Duration::ZERO,
             ..flow(
                 "other",
                 vec![vec![1, 2]],

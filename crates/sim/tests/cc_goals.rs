@@ -174,6 +174,7 @@ fn goal2(cc: &'static str, tcp_cc: &'static str, random_loss: bool, seed: u64) -
         ),
         FlowConfig {
             start: stagger(seed, 1),
+            start_jitter: tributary_proto::time::Duration::ZERO,
             ..flow(
                 "tcp",
                 vec![vec![2, 3]],
@@ -357,6 +358,7 @@ fn goal3(cc: &'static str, seed: u64) -> (f64, f64, f64) {
         links.push(link(&format!("acc{i}"), 100_000_000, 1, 1000, 0.0));
         flows.push(FlowConfig {
             start: stagger(seed, i as u64 + 1),
+            start_jitter: tributary_proto::time::Duration::ZERO,
             ..flow(
                 &format!("bg{i}"),
                 vec![vec![2 + i, 1]],

@@ -55,6 +55,7 @@ pub fn flow(
         conn,
         kind,
         start: Duration::ZERO,
+        start_jitter: Duration::ZERO,
         app: AppConfig::default(),
         qlog: false,
     }
