@@ -5,7 +5,7 @@
 Usage: scripts/stress-paired.py report.json [report.json ...]
 
 Per sweep point and variant: mean of the per-seed goodput ratio (same repetition, same sweep
-point) ± 95 % interval (Student's t at 30 seeds, else 1.96), seeds where it is >= 1, and the
+point) ± 95 % interval (Student's t; before 2026-11-27 evening 1.96 for any n other than 30, which only the 30-seed files used), seeds where it is >= 1, and the
 exact decomposition ratio = packets x stream bytes per packet x efficiency (geometric means of
 the per-seed factors; efficiency = delivered / payload bytes sent), overhead, late symbols
 (fmtcp's receiver counter over symbols sent), forward wire bytes per packet, and reverse (ACK)
@@ -13,11 +13,16 @@ bytes per delivered stream byte.
 """
 import json, sys, math, collections
 
+# Two-sided 95 % quantiles of Student's t by degrees of freedom (1-30); 1.96 beyond.
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+       2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+       2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
 def ci(xs):
     n = len(xs); m = sum(xs) / n
     if n < 2: return m, 0.0
     sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
-    t = 2.045 if n == 30 else 1.96
+    t = T95[n - 2] if n - 2 < len(T95) else 1.96
     return m, t * sd / math.sqrt(n)
 
 def gm(xs):
