@@ -268,3 +268,23 @@ trace = "qlog"
     assert!(String::from_utf8_lossy(&out.stderr).contains("qlog"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The summary of `tributary list --help` (its first line, also in `tributary --help`) names
+/// every registry `tributary list` prints.
+#[test]
+fn list_help_names_every_registry_it_lists() {
+    let list = tributary(&["list"]);
+    assert!(list.status.success());
+    let titles: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+        .map(|l| l.trim_end_matches(':').to_owned())
+        .collect();
+    assert_eq!(titles.len(), 4, "{titles:?}");
+    let help = tributary(&["list", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let summary = help.split("\n\n").next().unwrap_or_default().to_lowercase();
+    for t in &titles {
+        assert!(summary.contains(t.as_str()), "{t:?} missing from {summary:?}");
+    }
+}
