@@ -109,7 +109,7 @@ pub struct ConnArgs {
     /// Multipath: probe a path that stopped answering at least every this many seconds
     /// (its retransmission timer backs off no further), so a link that comes back after an
     /// outage is used again within about this time; default: back off up to 60 s (RFC 6298,
-    /// as Linux MPTCP). E.g. 1 for Wi-Fi + cellular bonding.
+    /// as Linux MPTCP). At least 0.2 (the minimum RTO). E.g. 1 for Wi-Fi + cellular bonding.
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub max_probe_interval: Option<f64>,
 }

@@ -288,3 +288,35 @@ fn list_help_names_every_registry_it_lists() {
         assert!(summary.contains(t.as_str()), "{t:?} missing from {summary:?}");
     }
 }
+
+/// `--max-probe-interval`'s help states the floor that a smaller value is refused for.
+#[test]
+fn max_probe_interval_help_states_its_floor() {
+    let help = tributary(&["send", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let text = help
+        .split("--max-probe-interval")
+        .nth(1)
+        .and_then(|t| t.split("\n\n").next())
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains("At least 0.2 (the minimum RTO)"), "{text}");
+    // Just below the floor: refused, naming it.
+    let out = tributary(&[
+        "send",
+        "/dev/null",
+        "--insecure",
+        "--path",
+        "127.0.0.1:0=127.0.0.1:9",
+        "--max-probe-interval",
+        "0.19",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("max_probe_interval") && err.contains("min_rto (200ms)"),
+        "{err}"
+    );
+}
