@@ -285,7 +285,10 @@ fn list_help_names_every_registry_it_lists() {
     let help = String::from_utf8_lossy(&help.stdout);
     let summary = help.split("\n\n").next().unwrap_or_default().to_lowercase();
     for t in &titles {
-        assert!(summary.contains(t.as_str()), "{t:?} missing from {summary:?}");
+        assert!(
+            summary.contains(t.as_str()),
+            "{t:?} missing from {summary:?}"
+        );
     }
 }
 
