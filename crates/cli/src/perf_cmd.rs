@@ -82,7 +82,7 @@ fn client(a: &PerfArgs) -> anyhow::Result<()> {
     let duration = Duration::from_secs_f64(a.time);
     let mut d = match &creds {
         None => UdpDriver::connect(cfg, &a.paths, a.conn.sockets())?,
-        Some(c) => UdpDriver::connect_secure(
+        Some(c) => UdpDriver::connect_secure_with_limits(
             cfg,
             &a.paths,
             a.conn.sockets(),
@@ -91,7 +91,9 @@ fn client(a: &PerfArgs) -> anyhow::Result<()> {
                 reverse: a.reverse,
                 duration_ms: duration.as_millis().try_into().unwrap_or(u64::MAX),
             },
-        )?,
+            &a.conn.limits(),
+        )
+        .map_err(|e| a.conn.connect_error(e))?,
     };
     start_qlog(&mut d, &qlog)?;
     let opts = PerfOptions {

@@ -445,6 +445,27 @@ fn clear_errors_of_the_protected_mode() {
         text(&o.stderr)
     );
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    // --max-buffer raises the sender's own limit too (`send` and `perf`): a buffer above
+    // the default 256 MiB gets as far as the network (buffers fill lazily), here the
+    // closed port.
+    for cmd in [&["send", BIN][..], &["perf"][..]] {
+        let mut args = cmd.to_vec();
+        let path = format!("127.0.0.1:0={port}");
+        args.extend([
+            "--path",
+            &path,
+            "--psk",
+            psk.to_str().unwrap(),
+            "--buffer",
+            "300M",
+            "--max-buffer",
+            "1G",
+        ]);
+        let o = run(&args);
+        assert!(!o.status.success());
+        let e = text(&o.stderr);
+        assert!(e.contains("unreachable") && !e.contains("exceeds"), "{e}");
+    }
     // Unknown scheme and controller names list the known ones.
     let o = run(&[
         "send",

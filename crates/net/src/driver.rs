@@ -290,24 +290,40 @@ impl UdpDriver {
     /// data flows once the receiver accepted. The connection id is drawn at random. The
     /// sockets are connected to their remote, so that an ICMP "port unreachable" is
     /// reported ([`DriverStats::unreachable`]).
+    ///
+    /// `cfg` is checked against the default [`Limits`] (256 MiB of buffer per connection);
+    /// [`connect_secure_with_limits`](Self::connect_secure_with_limits) takes this end's own.
     pub fn connect_secure(
+        cfg: ConnectionConfig,
+        paths: &[(SocketAddr, SocketAddr)],
+        opts: SocketOptions,
+        creds: &Credentials,
+        content: Content,
+    ) -> Result<Self, NetError> {
+        let limits = Limits {
+            max_paths: 255,
+            ..Limits::default()
+        };
+        Self::connect_secure_with_limits(cfg, paths, opts, creds, content, &limits)
+    }
+
+    /// [`connect_secure`](Self::connect_secure), checking `cfg` against `limits` (this
+    /// end's resource limits, e.g. a larger [`Limits::max_buffer`]) before anything is
+    /// allocated: a configuration beyond them is [`NetError::Limit`], naming the limit.
+    pub fn connect_secure_with_limits(
         mut cfg: ConnectionConfig,
         paths: &[(SocketAddr, SocketAddr)],
         opts: SocketOptions,
         creds: &Credentials,
         content: Content,
+        limits: &Limits,
     ) -> Result<Self, NetError> {
         if paths.is_empty() {
             return Err(NetError::NoPaths("path"));
         }
         cfg.conn_id = u64::from_be_bytes(os_random());
         cfg.seed = u64::from_be_bytes(os_random());
-        Limits {
-            max_paths: 255,
-            ..Limits::default()
-        }
-        .check(&cfg, paths.len())
-        .map_err(NetError::Limit)?;
+        limits.check(&cfg, paths.len()).map_err(NetError::Limit)?;
         let offer = Offer {
             config: cfg.clone(),
             paths: paths.len(),
