@@ -265,6 +265,28 @@ fn clear_errors() {
         text(&o.stderr)
     );
     assert!(t0.elapsed() < Duration::from_secs(10));
+    // Nothing listens: ICMP port unreachable ends an unprotected sender (`send`, `perf`) at
+    // once, as it ends a protected one's handshake, naming the address (here path 1's).
+    let closed = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let path1 = format!("127.0.0.1:0={closed}");
+    for cmd in [&["send", BIN][..], &["perf"][..]] {
+        let mut args = cmd.to_vec();
+        args.extend(["--path", &remote, "--path", &path1, "--insecure"]);
+        args.extend(["--timeout", "5"]);
+        let t0 = Instant::now();
+        let o = run(&args);
+        assert!(!o.status.success());
+        let e = text(&o.stderr);
+        assert!(
+            e.contains(&format!("{closed} is unreachable: nothing listens")),
+            "{e}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    }
     // And a receiver nobody sends to, leaving no partial output behind.
     let o = run(&[
         "recv",
