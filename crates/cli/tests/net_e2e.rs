@@ -803,6 +803,28 @@ fn perf_client_and_server_with_json() {
         "{log}"
     );
 
+    // Text: the interval lines add up to the summary, per path and over all, also when
+    // the end is folded into the last interval (-t 1 -i 1: the interval closes at 1 s and
+    // the last acknowledgement comes milliseconds later, usually).
+    let (server, addr, _) = start_perf_server(&["--psk", psk]);
+    let p = format!("127.0.0.1:0={addr}");
+    let o = run(&[
+        "perf", "--path", &p, "--path", &p, "--psk", psk, "-t", "1", "-i", "1",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let (lines, summary) = out.split_once("- - -").unwrap();
+    let bytes = |l: &str, what: &str| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 2 && f[1] == what).then(|| f[2].parse::<u64>().unwrap())
+    };
+    for what in ["0", "1", "all"] {
+        let sum: u64 = lines.lines().filter_map(|l| bytes(l, what)).sum();
+        let total: Vec<u64> = summary.lines().filter_map(|l| bytes(l, what)).collect();
+        assert_eq!(total, [sum], "{what}: {out}");
+    }
+    assert!(wait(server).status.success());
+
     // Reverse, text: intervals as they come, then both ends' summaries.
     let (server, addr, _) = start_perf_server(&["--psk", psk]);
     let p = format!("127.0.0.1:0={addr}");
