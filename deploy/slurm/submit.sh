@@ -5,11 +5,11 @@
 #   deploy/slurm/submit.sh [SCENARIO] [SHARDS]
 #
 # e.g. deploy/slurm/submit.sh scenarios/fmtcp/section6-fig10.toml 8
-# SCENARIO, OUT, TRIBUTARY and RUN_ARGS are passed to both jobs (see sweep.sbatch).
+# SHARDS, SCENARIO, OUT, TRIBUTARY and RUN_ARGS are passed to both jobs (see sweep.sbatch).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export SCENARIO=${1:-${SCENARIO:-scenarios/fmtcp/section6-fig10.toml}}
-SHARDS=${2:-8}
+export SHARDS=${2:-${SHARDS:-8}}
 export OUT=${OUT:-results/$(basename "$SCENARIO" .toml)}
 export TRIBUTARY=${TRIBUTARY:-target/release/tributary}
 [ -x "$TRIBUTARY" ] || cargo build --release -p tributary

@@ -42,7 +42,8 @@ enum Cmd {
     Keygen(net_cmds::KeygenArgs),
     /// Measure simulator speed (delivered packets per wall-clock second).
     Bench(bench_cmd::BenchArgs),
-    /// List the registered schemes, congestion controllers and schedulers with their options.
+    /// List the registered schemes, congestion controllers, schedulers and applications with
+    /// their options.
     List(list_cmd::ListArgs),
     /// Emulate a scenario's paths between two network namespaces (root; see docs/emulate.md).
     Emulate(emulate_cmd::EmulateArgs),

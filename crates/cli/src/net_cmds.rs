@@ -18,8 +18,8 @@ use std::time::Duration;
 use tributary_net::keys;
 use tributary_net::qlog::QlogDir;
 use tributary_net::{
-    Admission, Content, Limits, Listener, Resume, RetryPolicy, ServeOptions, ServerEvent, Service,
-    Sink, SocketOptions, TransferOptions, TransferProgress, UdpDriver,
+    Admission, Content, Limits, Listener, NetError, Resume, RetryPolicy, ServeOptions, ServerEvent,
+    Service, Sink, SocketOptions, TransferOptions, TransferProgress, UdpDriver,
 };
 use tributary_proto::cc::{CcConfig, Controllers};
 use tributary_proto::handshake::Credentials;
@@ -109,7 +109,7 @@ pub struct ConnArgs {
     /// Multipath: probe a path that stopped answering at least every this many seconds
     /// (its retransmission timer backs off no further), so a link that comes back after an
     /// outage is used again within about this time; default: back off up to 60 s (RFC 6298,
-    /// as Linux MPTCP). E.g. 1 for Wi-Fi + cellular bonding.
+    /// as Linux MPTCP). At least 0.2 (the minimum RTO). E.g. 1 for Wi-Fi + cellular bonding.
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub max_probe_interval: Option<f64>,
 }
@@ -134,10 +134,20 @@ impl ConnArgs {
         // Options that cannot work (the message names the field), then resource limits,
         // before anything is allocated.
         cfg.validate(paths).map_err(|e| anyhow::anyhow!("{e}"))?;
-        self.limits().check(&cfg, paths).map_err(|e| {
-            anyhow::anyhow!("{e} (--buffer; raise --max-buffer if the machine has the memory)")
-        })?;
+        self.limits()
+            .check(&cfg, paths)
+            .map_err(|e| self.connect_error(NetError::Limit(e)))?;
         Ok(cfg)
+    }
+
+    /// A sender's connect error; one of this end's resource limits names the options.
+    pub(crate) fn connect_error(&self, e: NetError) -> anyhow::Error {
+        match e {
+            NetError::Limit(e) => {
+                anyhow::anyhow!("{e} (--buffer; raise --max-buffer if the machine has the memory)")
+            }
+            e => e.into(),
+        }
     }
 
     pub(crate) fn admission(&self) -> Admission {
@@ -347,7 +357,7 @@ pub fn send(a: SendArgs) -> anyhow::Result<()> {
         None => UdpDriver::connect(cfg, &a.paths, a.conn.sockets())?,
         Some(c) => {
             let name = a.file.file_name().map(|n| n.to_string_lossy().into_owned());
-            UdpDriver::connect_secure(
+            UdpDriver::connect_secure_with_limits(
                 cfg,
                 &a.paths,
                 a.conn.sockets(),
@@ -357,7 +367,9 @@ pub fn send(a: SendArgs) -> anyhow::Result<()> {
                     size,
                     resumable: true,
                 },
-            )?
+                &a.conn.limits(),
+            )
+            .map_err(|e| a.conn.connect_error(e))?
         }
     };
     start_qlog(&mut d, &qlog)?;

@@ -82,7 +82,7 @@ fn client(a: &PerfArgs) -> anyhow::Result<()> {
     let duration = Duration::from_secs_f64(a.time);
     let mut d = match &creds {
         None => UdpDriver::connect(cfg, &a.paths, a.conn.sockets())?,
-        Some(c) => UdpDriver::connect_secure(
+        Some(c) => UdpDriver::connect_secure_with_limits(
             cfg,
             &a.paths,
             a.conn.sockets(),
@@ -91,7 +91,9 @@ fn client(a: &PerfArgs) -> anyhow::Result<()> {
                 reverse: a.reverse,
                 duration_ms: duration.as_millis().try_into().unwrap_or(u64::MAX),
             },
-        )?,
+            &a.conn.limits(),
+        )
+        .map_err(|e| a.conn.connect_error(e))?,
     };
     start_qlog(&mut d, &qlog)?;
     let opts = PerfOptions {
@@ -119,9 +121,11 @@ fn client(a: &PerfArgs) -> anyhow::Result<()> {
         println!("{}", header());
     }
     let json = a.json;
+    let mut printed: Option<Interval> = None;
     let r = tributary_net::perf_client(&mut d, &opts, &mut |i| {
         if !json {
             print_interval(i);
+            printed = Some(i.clone());
         }
     });
     drop(d);
@@ -129,6 +133,9 @@ fn client(a: &PerfArgs) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
+        if let (Some(p), Some(last)) = (&printed, r.local.intervals.last()) {
+            print_remainder(p, last);
+        }
         print_summary(&r);
     }
     finish_qlog(qlog)
@@ -158,13 +165,67 @@ fn path_line(span: &str, p: &PathSample) -> String {
 }
 
 fn print_interval(i: &Interval) {
+    for l in interval_lines(i) {
+        println!("{l}");
+    }
+}
+
+fn interval_lines(i: &Interval) -> Vec<String> {
     let span = format!("{:.2}-{:.2}", i.start, i.end);
-    for p in &i.paths {
-        println!("{}", path_line(&span, p));
-    }
+    let mut lines: Vec<String> = i.paths.iter().map(|p| path_line(&span, p)).collect();
     if i.paths.len() != 1 {
-        println!("{span:>13}  {:<6} {:>12} {:>10.1}", "all", i.bytes, i.mbps);
+        lines.push(format!(
+            "{span:>13}  {:<6} {:>12} {:>10.1}",
+            "all", i.bytes, i.mbps
+        ));
     }
+    lines
+}
+
+/// If the end of the test was folded into the last interval after it was printed (a
+/// remainder shorter than a tenth of an interval), prints the remainder, so that the
+/// printed lines add up to the summary.
+fn print_remainder(printed: &Interval, last: &Interval) {
+    for l in remainder_lines(printed, last) {
+        println!("{l}");
+    }
+}
+
+/// The lines of [`print_remainder`]: none unless `last` is `printed` extended. The rate
+/// over a few milliseconds would mean nothing, so it is shown as `-`; RTT and window are
+/// those at the end.
+fn remainder_lines(printed: &Interval, last: &Interval) -> Vec<String> {
+    if last.start != printed.start || last.end <= printed.end {
+        return Vec::new();
+    }
+    // Milliseconds: both ends can round to the same hundredth.
+    let span = format!("{:.3}-{:.3}", printed.end, last.end);
+    let mut lines: Vec<String> = last
+        .paths
+        .iter()
+        .zip(&printed.paths)
+        .map(|(p, q)| {
+            let lost = p.lost.map(|l| l.saturating_sub(q.lost.unwrap_or(0)));
+            format!(
+                "{span:>13}  {:<6} {:>12} {:>10} {:>9} {:>10} {:>6}",
+                p.path,
+                p.bytes.saturating_sub(q.bytes),
+                "-",
+                opt(p.rtt_ms.map(|r| format!("{r:.2}"))),
+                opt(p.cwnd),
+                opt(lost)
+            )
+        })
+        .collect();
+    if last.paths.len() != 1 {
+        lines.push(format!(
+            "{span:>13}  {:<6} {:>12} {:>10}",
+            "all",
+            last.bytes.saturating_sub(printed.bytes),
+            "-"
+        ));
+    }
+    lines
 }
 
 fn print_side(name: &str, s: &Side) {
@@ -307,5 +368,92 @@ fn insecure_server(a: &PerfArgs, qlog: &Option<QlogDir>) -> anyhow::Result<()> {
         if a.one_off {
             return finish_qlog(qlog.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(path: usize, bytes: u64, lost: u64) -> PathSample {
+        PathSample {
+            path,
+            bytes,
+            mbps: 0.0,
+            rtt_ms: Some(1.0),
+            cwnd: Some(10_000),
+            lost: Some(lost),
+        }
+    }
+
+    /// Per path (`0`, `1`) and `all`: the bytes and losses of `lines`, summed.
+    fn sums(lines: &[String]) -> Vec<(String, u64, u64)> {
+        let mut out: Vec<(String, u64, u64)> = Vec::new();
+        for l in lines {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let bytes: u64 = f[2].parse().unwrap();
+            let lost: u64 = f.get(6).map_or(0, |v| v.parse().unwrap());
+            match out.iter_mut().find(|(k, ..)| k == f[1]) {
+                Some(e) => {
+                    e.1 += bytes;
+                    e.2 += lost;
+                }
+                None => out.push((f[1].to_owned(), bytes, lost)),
+            }
+        }
+        out
+    }
+
+    /// An end folded into the printed last interval: the printed lines plus the remainder
+    /// add up to the final interval (the one the summary adds up), per path and over all.
+    #[test]
+    fn a_folded_remainder_is_printed_so_the_lines_add_up() {
+        let printed = Interval {
+            start: 2.0,
+            end: 3.0,
+            bytes: 1_000_000,
+            mbps: 8.0,
+            paths: vec![sample(0, 700_000, 1), sample(1, 400_000, 0)],
+        };
+        let last = Interval {
+            start: 2.0,
+            end: 3.01,
+            bytes: 1_050_000,
+            mbps: 8.3,
+            paths: vec![sample(0, 780_000, 3), sample(1, 400_500, 0)],
+        };
+        let rest = remainder_lines(&printed, &last);
+        assert_eq!(rest.len(), 3, "{rest:#?}");
+        assert!(rest
+            .iter()
+            .all(|l| l.trim_start().starts_with("3.000-3.010")));
+        let mut all = interval_lines(&printed);
+        all.extend(rest);
+        assert_eq!(sums(&all), sums(&interval_lines(&last)));
+        // One path: no `all` line, as in the intervals.
+        let one = |i: &Interval| Interval {
+            paths: i.paths[..1].to_vec(),
+            ..i.clone()
+        };
+        assert_eq!(remainder_lines(&one(&printed), &one(&last)).len(), 1);
+    }
+
+    /// Nothing folded (the last interval is the one printed, or a later one): no lines.
+    #[test]
+    fn no_remainder_without_a_fold() {
+        let i = Interval {
+            start: 2.0,
+            end: 3.0,
+            bytes: 10,
+            mbps: 0.0,
+            paths: vec![sample(0, 10, 0)],
+        };
+        assert!(remainder_lines(&i, &i).is_empty());
+        let next = Interval {
+            start: 3.0,
+            end: 4.0,
+            ..i.clone()
+        };
+        assert!(remainder_lines(&i, &next).is_empty());
     }
 }

@@ -265,6 +265,28 @@ fn clear_errors() {
         text(&o.stderr)
     );
     assert!(t0.elapsed() < Duration::from_secs(10));
+    // Nothing listens: ICMP port unreachable ends an unprotected sender (`send`, `perf`) at
+    // once, as it ends a protected one's handshake, naming the address (here path 1's).
+    let closed = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let path1 = format!("127.0.0.1:0={closed}");
+    for cmd in [&["send", BIN][..], &["perf"][..]] {
+        let mut args = cmd.to_vec();
+        args.extend(["--path", &remote, "--path", &path1, "--insecure"]);
+        args.extend(["--timeout", "5"]);
+        let t0 = Instant::now();
+        let o = run(&args);
+        assert!(!o.status.success());
+        let e = text(&o.stderr);
+        assert!(
+            e.contains(&format!("{closed} is unreachable: nothing listens")),
+            "{e}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    }
     // And a receiver nobody sends to, leaving no partial output behind.
     let o = run(&[
         "recv",
@@ -445,6 +467,27 @@ fn clear_errors_of_the_protected_mode() {
         text(&o.stderr)
     );
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    // --max-buffer raises the sender's own limit too (`send` and `perf`): a buffer above
+    // the default 256 MiB gets as far as the network (buffers fill lazily), here the
+    // closed port.
+    for cmd in [&["send", BIN][..], &["perf"][..]] {
+        let mut args = cmd.to_vec();
+        let path = format!("127.0.0.1:0={port}");
+        args.extend([
+            "--path",
+            &path,
+            "--psk",
+            psk.to_str().unwrap(),
+            "--buffer",
+            "300M",
+            "--max-buffer",
+            "1G",
+        ]);
+        let o = run(&args);
+        assert!(!o.status.success());
+        let e = text(&o.stderr);
+        assert!(e.contains("unreachable") && !e.contains("exceeds"), "{e}");
+    }
     // Unknown scheme and controller names list the known ones.
     let o = run(&[
         "send",
@@ -759,6 +802,28 @@ fn perf_client_and_server_with_json() {
         log.contains(&format!("done, received {total} bytes")),
         "{log}"
     );
+
+    // Text: the interval lines add up to the summary, per path and over all, also when
+    // the end is folded into the last interval (-t 1 -i 1: the interval closes at 1 s and
+    // the last acknowledgement comes milliseconds later, usually).
+    let (server, addr, _) = start_perf_server(&["--psk", psk]);
+    let p = format!("127.0.0.1:0={addr}");
+    let o = run(&[
+        "perf", "--path", &p, "--path", &p, "--psk", psk, "-t", "1", "-i", "1",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let (lines, summary) = out.split_once("- - -").unwrap();
+    let bytes = |l: &str, what: &str| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 2 && f[1] == what).then(|| f[2].parse::<u64>().unwrap())
+    };
+    for what in ["0", "1", "all"] {
+        let sum: u64 = lines.lines().filter_map(|l| bytes(l, what)).sum();
+        let total: Vec<u64> = summary.lines().filter_map(|l| bytes(l, what)).collect();
+        assert_eq!(total, [sum], "{what}: {out}");
+    }
+    assert!(wait(server).status.success());
 
     // Reverse, text: intervals as they come, then both ends' summaries.
     let (server, addr, _) = start_perf_server(&["--psk", psk]);

@@ -268,3 +268,58 @@ trace = "qlog"
     assert!(String::from_utf8_lossy(&out.stderr).contains("qlog"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The summary of `tributary list --help` (its first line, also in `tributary --help`) names
+/// every registry `tributary list` prints.
+#[test]
+fn list_help_names_every_registry_it_lists() {
+    let list = tributary(&["list"]);
+    assert!(list.status.success());
+    let titles: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+        .map(|l| l.trim_end_matches(':').to_owned())
+        .collect();
+    assert_eq!(titles.len(), 4, "{titles:?}");
+    let help = tributary(&["list", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let summary = help.split("\n\n").next().unwrap_or_default().to_lowercase();
+    for t in &titles {
+        assert!(
+            summary.contains(t.as_str()),
+            "{t:?} missing from {summary:?}"
+        );
+    }
+}
+
+/// `--max-probe-interval`'s help states the floor that a smaller value is refused for.
+#[test]
+fn max_probe_interval_help_states_its_floor() {
+    let help = tributary(&["send", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let text = help
+        .split("--max-probe-interval")
+        .nth(1)
+        .and_then(|t| t.split("\n\n").next())
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains("At least 0.2 (the minimum RTO)"), "{text}");
+    // Just below the floor: refused, naming it.
+    let out = tributary(&[
+        "send",
+        "/dev/null",
+        "--insecure",
+        "--path",
+        "127.0.0.1:0=127.0.0.1:9",
+        "--max-probe-interval",
+        "0.19",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("max_probe_interval") && err.contains("min_rto (200ms)"),
+        "{err}"
+    );
+}

@@ -203,7 +203,9 @@ impl Kernel {
         Ok(())
     }
 
-    /// `dst ^= Σ cⱼ·srcⱼ`, reading `dst` once per group of four sources.
+    /// `dst ^= Σ cⱼ·srcⱼ`, reading `dst` once per group of sources: up to 16 with
+    /// [`Kernel::Gfni512`], four with [`Kernel::Gfni`] and [`Kernel::Avx2`], one (a
+    /// [`Kernel::mul_add`] per source) with the others.
     ///
     /// Errors if any source length differs from `dst`, or the CPU lacks the kernel.
     pub fn mul_add_multi(self, dst: &mut [u8], srcs: &[(u8, &[u8])]) -> Result<()> {
@@ -689,8 +691,10 @@ mod x86 {
         }
     }
 
-    /// `VGF2P8MULB ymm`: 32 products in the 0x11B field. Written as inline assembly because
-    /// the GFNI intrinsics are newer than the workspace's minimum Rust version.
+    /// `VGF2P8MULB ymm`: 32 products in the 0x11B field. Inline assembly, so that the
+    /// functions using it need only `avx2` enabled (callers checked GFNI at run time); the
+    /// intrinsic `_mm256_gf2p8mul_epi8` (stable since Rust 1.89, the workspace's minimum,
+    /// and used by the AVX-512 kernel) would do the same with `gfni` enabled as well.
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn gf_mul(a: __m256i, b: __m256i) -> __m256i {

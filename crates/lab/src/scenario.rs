@@ -79,8 +79,8 @@ pub struct Scenario {
     pub name: String,
     /// `description`.
     pub description: Option<String>,
-    /// Master seed; repetition `r` runs with `derive_seed(seed, [r])` in every variant and
-    /// sweep point.
+    /// Master seed; repetition `r` runs with `derive_seed(seed, [0x1ab, r])`
+    /// ([`crate::run::repetition_seed`]) in every variant and sweep point.
     pub seed: u64,
     /// Repetitions per (variant, sweep point).
     pub repetitions: u64,

@@ -237,6 +237,8 @@ pub struct UdpDriver {
     /// Use UDP GSO (cleared if the kernel refuses it).
     gso: bool,
     stats: DriverStats,
+    /// The socket that first reported ICMP port unreachable.
+    unreachable_socket: Option<usize>,
     /// Gives each new connection a tracer ([`UdpDriver::set_tracer_factory`]).
     tracers: Option<TracerFactory>,
 }
@@ -267,7 +269,9 @@ pub(crate) fn os_random<const N: usize>() -> [u8; N] {
 
 impl UdpDriver {
     /// An unprotected sending endpoint: path `i` binds `paths[i].0` and sends to
-    /// `paths[i].1`. Both ends must be configured alike (no handshake).
+    /// `paths[i].1`. Both ends must be configured alike (no handshake). As with
+    /// [`connect_secure`](Self::connect_secure), the sockets are connected to their remote,
+    /// so that an ICMP "port unreachable" is reported ([`DriverStats::unreachable`]).
     pub fn connect(
         cfg: ConnectionConfig,
         paths: &[(SocketAddr, SocketAddr)],
@@ -278,7 +282,8 @@ impl UdpDriver {
         }
         let conn = new_connection(cfg, paths.len())?;
         let locals: Vec<SocketAddr> = paths.iter().map(|p| p.0).collect();
-        let mut d = Self::bind(&locals, opts, None)?;
+        let remotes: Vec<SocketAddr> = paths.iter().map(|p| p.1).collect();
+        let mut d = Self::bind(&locals, opts, Some(&remotes))?;
         let routes = Self::routes(paths);
         let s = Session::plain(conn, &routes);
         d.insert(s);
@@ -290,24 +295,40 @@ impl UdpDriver {
     /// data flows once the receiver accepted. The connection id is drawn at random. The
     /// sockets are connected to their remote, so that an ICMP "port unreachable" is
     /// reported ([`DriverStats::unreachable`]).
+    ///
+    /// `cfg` is checked against the default [`Limits`] (256 MiB of buffer per connection);
+    /// [`connect_secure_with_limits`](Self::connect_secure_with_limits) takes this end's own.
     pub fn connect_secure(
+        cfg: ConnectionConfig,
+        paths: &[(SocketAddr, SocketAddr)],
+        opts: SocketOptions,
+        creds: &Credentials,
+        content: Content,
+    ) -> Result<Self, NetError> {
+        let limits = Limits {
+            max_paths: 255,
+            ..Limits::default()
+        };
+        Self::connect_secure_with_limits(cfg, paths, opts, creds, content, &limits)
+    }
+
+    /// [`connect_secure`](Self::connect_secure), checking `cfg` against `limits` (this
+    /// end's resource limits, e.g. a larger [`Limits::max_buffer`]) before anything is
+    /// allocated: a configuration beyond them is [`NetError::Limit`], naming the limit.
+    pub fn connect_secure_with_limits(
         mut cfg: ConnectionConfig,
         paths: &[(SocketAddr, SocketAddr)],
         opts: SocketOptions,
         creds: &Credentials,
         content: Content,
+        limits: &Limits,
     ) -> Result<Self, NetError> {
         if paths.is_empty() {
             return Err(NetError::NoPaths("path"));
         }
         cfg.conn_id = u64::from_be_bytes(os_random());
         cfg.seed = u64::from_be_bytes(os_random());
-        Limits {
-            max_paths: 255,
-            ..Limits::default()
-        }
-        .check(&cfg, paths.len())
-        .map_err(NetError::Limit)?;
+        limits.check(&cfg, paths.len()).map_err(NetError::Limit)?;
         let offer = Offer {
             config: cfg.clone(),
             paths: paths.len(),
@@ -482,6 +503,7 @@ impl UdpDriver {
             buf: vec![0; gso::MAX_BYTES.max(MAX_UDP) + MAX_UDP],
             gso,
             stats: DriverStats::default(),
+            unreachable_socket: None,
             tracers: None,
         })
     }
@@ -489,6 +511,14 @@ impl UdpDriver {
     /// The bound local addresses, one per socket (with the OS-chosen port for port 0).
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local_addrs
+    }
+
+    /// The remote address of the first socket that reported ICMP port unreachable
+    /// ([`DriverStats::unreachable`]), if any did: a sender's socket is connected to it.
+    pub fn unreachable(&self) -> Option<SocketAddr> {
+        self.unreachable_socket
+            .and_then(|i| self.sockets.get(i))
+            .and_then(|s| s.peer_addr().ok())
     }
 
     /// The remote address path `path` of the first connection currently sends to.
@@ -689,6 +719,9 @@ impl UdpDriver {
     fn on_batch(&mut self, mut b: Batch) {
         self.stats.recv_errors += b.recv_errors;
         self.stats.unreachable += b.refused;
+        if b.refused > 0 {
+            self.unreachable_socket.get_or_insert(b.socket);
+        }
         let mut at = 0;
         for &(from, len) in &b.items {
             // Decrypted in place: the batch's bytes are not needed afterwards.
@@ -1071,6 +1104,7 @@ impl UdpDriver {
                             &self.sockets,
                             &mut self.gso,
                             &mut self.stats,
+                            &mut self.unreachable_socket,
                             &self.buf,
                             &r,
                             used,
@@ -1085,6 +1119,7 @@ impl UdpDriver {
                         &self.sockets,
                         &mut self.gso,
                         &mut self.stats,
+                        &mut self.unreachable_socket,
                         &self.buf,
                         &r,
                         used,
@@ -1104,6 +1139,7 @@ impl UdpDriver {
                         &self.sockets,
                         &mut self.gso,
                         &mut self.stats,
+                        &mut self.unreachable_socket,
                         &self.buf,
                         &r,
                         used,
@@ -1117,6 +1153,7 @@ impl UdpDriver {
                 &self.sockets,
                 &mut self.gso,
                 &mut self.stats,
+                &mut self.unreachable_socket,
                 &self.buf,
                 &r,
                 used,
@@ -1274,17 +1311,27 @@ impl ReplayCache {
     }
 }
 
-/// Sends the run of datagrams in `buf[..len]`.
+/// Sends the run of datagrams in `buf[..len]`. An ICMP port unreachable that a connected
+/// socket reports on a send (`ECONNREFUSED`; the receiving thread may not see it then) is
+/// counted as [`DriverStats::unreachable`] too, and its socket noted in `unreachable`.
 fn send_run(
     sockets: &[Arc<UdpSocket>],
     use_gso: &mut bool,
     stats: &mut DriverStats,
+    unreachable: &mut Option<usize>,
     buf: &[u8],
     r: &Run,
     len: usize,
 ) {
     let data = &buf[..len];
     let socket = &sockets[r.route.socket];
+    let mut failed = |e: &std::io::Error, n: usize, stats: &mut DriverStats| {
+        stats.send_errors += n as u64;
+        if e.kind() == std::io::ErrorKind::ConnectionRefused {
+            stats.unreachable += 1;
+            unreachable.get_or_insert(r.route.socket);
+        }
+    };
     if r.count > 1 && *use_gso {
         match gso::send(socket, data, r.segment, r.route.remote) {
             Ok(()) => {
@@ -1293,8 +1340,8 @@ fn send_run(
                 return;
             }
             Err(e) if gso::unsupported(&e) => *use_gso = false,
-            Err(_) => {
-                stats.send_errors += r.count as u64;
+            Err(e) => {
+                failed(&e, r.count, stats);
                 return;
             }
         }
@@ -1302,7 +1349,7 @@ fn send_run(
     for d in data.chunks(r.segment) {
         match socket.send_to(d, r.route.remote) {
             Ok(_) => stats.datagrams_sent += 1,
-            Err(_) => stats.send_errors += 1,
+            Err(e) => failed(&e, 1, stats),
         }
     }
 }

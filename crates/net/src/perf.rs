@@ -19,7 +19,7 @@
 use crate::driver::UdpDriver;
 use crate::negotiate::Content;
 use crate::server::{live_session, next_accepted, ServerEvent, Visits};
-use crate::transfer::{wait_open, Linger, CLOSE_DONE};
+use crate::transfer::{check_reachable, wait_open, Linger, CLOSE_DONE};
 use crate::NetError;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -591,6 +591,7 @@ pub fn perf_client(
             if done {
                 break;
             }
+            check_reachable(d)?;
             idle.update(conn(d)?.data_acked())?;
             let wait = if closed {
                 TICK

@@ -304,7 +304,7 @@ pub fn wait_open(d: &mut UdpDriver, timeout: StdDuration) -> Result<(), NetError
             Some(SessionError::Refused(r)) => return Err(NetError::Refused(r.clone())),
             _ => {}
         }
-        if d.stats().unreachable > 0 {
+        if let Some(addr) = d.unreachable() {
             return Err(NetError::Unreachable { addr });
         }
         if t0.elapsed() >= timeout {
@@ -323,6 +323,21 @@ pub fn wait_open(d: &mut UdpDriver, timeout: StdDuration) -> Result<(), NetError
             });
         }
         d.poll_io(TICK.min(timeout.saturating_sub(t0.elapsed())))?;
+    }
+}
+
+/// Fails with [`NetError::Unreachable`] if a path reported ICMP port unreachable before
+/// anything from the peer arrived: an unprotected sender's first contact is its data, so
+/// this is where it learns that nothing listens (a protected one learns it in
+/// [`wait_open`]). Later reports (a receiver that exited after the end) are left to the
+/// idle timeout and the connection's own failure detection.
+pub(crate) fn check_reachable(d: &UdpDriver) -> Result<(), NetError> {
+    let s = d.stats();
+    match d.unreachable() {
+        Some(addr) if s.datagrams_received == s.datagrams_dropped => {
+            Err(NetError::Unreachable { addr })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -533,6 +548,7 @@ fn send_loop(
             // Everything written is acknowledged: waiting for the source, not the network.
             progress.touch();
         }
+        check_reachable(d)?;
         progress.update(acked)?;
         progress_fn(TransferProgress {
             bytes: acked,

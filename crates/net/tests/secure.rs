@@ -194,6 +194,48 @@ fn psk_only_transfer_and_the_receivers_limits() {
     assert!(recv.join().unwrap().unwrap() == data);
 }
 
+/// The sender checks its configuration against the limits it is given, not the defaults:
+/// one below the default refuses the default buffers, one above it admits a buffer the
+/// default refuses (buffers are allocated as they fill, so nothing that large is).
+#[test]
+fn the_senders_own_limits_are_honoured() {
+    // Port 9 (discard): nothing is sent before the check, which comes first.
+    let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let psk = Credentials::Psk([7u8; 32]);
+    let connect = |cfg: ConnectionConfig, max_buffer: usize| {
+        let limits = Limits {
+            max_buffer,
+            ..Limits::default()
+        };
+        let paths = [(local(), to)];
+        UdpDriver::connect_secure_with_limits(
+            cfg,
+            &paths,
+            SocketOptions::default(),
+            &psk,
+            file(1),
+            &limits,
+        )
+    };
+    // Below the default: the default buffers (2 MiB receive, 4 MiB send) are over 1 MiB.
+    let e = connect(ConnectionConfig::default(), 1 << 20).unwrap_err();
+    let m = e.to_string();
+    assert!(matches!(e, NetError::Limit(_)), "{m}");
+    assert!(m.contains("exceeds the limit of 1.0 MiB"), "{m}");
+    // Above the default: a 300 MiB buffer, refused by connect_secure's default limits, is
+    // accepted within a 512 MiB limit.
+    let big = ConnectionConfig {
+        recv_buffer: 300 << 20,
+        send_buffer: 300 << 20,
+        ..ConnectionConfig::default()
+    };
+    let paths = [(local(), to)];
+    let e = UdpDriver::connect_secure(big.clone(), &paths, SocketOptions::default(), &psk, file(1))
+        .unwrap_err();
+    assert!(e.to_string().contains("limit of 256.0 MiB"), "{e}");
+    assert!(connect(big, 512 << 20).is_ok());
+}
+
 /// Runs a sender with `client` credentials against a receiver with `server` ones; returns
 /// the sender's error, how long it took, and whether the receiver got as far as answering
 /// the INIT (it never receives a byte either way).
