@@ -35,7 +35,9 @@ pub mod session;
 mod transfer;
 
 pub use admission::{Admission, RetryPolicy, DEFAULT_CLOCK_TOLERANCE};
-pub use driver::{next_timestamp, DriverStats, Listener, Refusal, SocketOptions, UdpDriver};
+pub use driver::{
+    next_timestamp, DriverStats, Listener, Refusal, SocketOptions, UdpDriver, REPLAY_CACHE,
+};
 pub use negotiate::{Answer, Content, Limits, Offer, Resume, Service, CLOSE_RESUME_MISMATCH};
 pub use perf::{perf_client, perf_serve, PerfDone, PerfOptions, PerfReport};
 pub use server::{serve, ServeOptions, ServerEvent, Sink};

@@ -6,7 +6,7 @@
 //!
 //! - **Handshake** ([`tributary_proto::handshake`]): the initiator sends INIT on path 0 and
 //!   repeats it (1 s, doubling) until a RESPONSE or REJECT. The responder answers from the
-//!   driver ([`crate::driver`]), which owns the credentials and limits.
+//!   driver ([`crate::UdpDriver`]), which owns the credentials and limits.
 //! - **Reply addresses**: a path's datagrams go to the address its packets come from, but
 //!   the address changes only for an authenticated packet that is the newest of its path
 //!   (RFC 9000 §9.3), and only after the new address answered a challenge: a PATH_CHALLENGE

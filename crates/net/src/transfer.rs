@@ -89,7 +89,7 @@ pub struct TransferOptions {
     /// Receiver: after the stream finished, keep answering (re-acknowledging the sender's
     /// retransmissions, should the last ACKs be lost) until the sender's CLOSE arrives or
     /// this long has passed since the later of the end and the sender's last datagram, and
-    /// at least three of the connection's retransmission timeouts (see [`Linger`]).
+    /// at least three of the connection's retransmission timeouts (the `Linger` rule of this module).
     pub linger: StdDuration,
 }
 

@@ -52,7 +52,7 @@ pub struct AppContext {
 /// is done and none is [`Lifetime::Endless`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lifetime {
-    /// Ends by itself ([`AppReceiver::done`]); the flow's completion time is reported.
+    /// Ends by itself ([`AppHalf::done`]); the flow's completion time is reported.
     Finite,
     /// Runs for the whole simulation (a bulk transfer).
     Endless,
