@@ -505,6 +505,7 @@ fn flow_config(
         profile: f.profile.unwrap_or(d.profile),
         pacing: f.pacing.unwrap_or(d.pacing),
         tail_loss_probe: f.tail_loss_probe.unwrap_or(d.tail_loss_probe),
+        cwnd_validation: f.cwnd_validation.unwrap_or(d.cwnd_validation),
         max_probe_interval: f.max_probe_interval.map(|x| x.0).or(d.max_probe_interval),
         ..d
     };

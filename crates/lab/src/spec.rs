@@ -147,6 +147,8 @@ pub struct FlowSpec {
     #[serde(default)]
     pub tail_loss_probe: Option<bool>,
     #[serde(default)]
+    pub cwnd_validation: Option<bool>,
+    #[serde(default)]
     pub max_probe_interval: Option<Dur>,
     #[serde(default)]
     pub app: Option<toml::Value>,

@@ -68,6 +68,19 @@ pub struct ConnectionConfig {
     /// probe's acknowledgement needs). Off by default (neither Linux of the papers' time nor
     /// ns-2/ns-3 NewReno had it).
     pub tail_loss_probe: bool,
+    /// Congestion window validation, in the form Linux applies with its default
+    /// `tcp_slow_start_after_idle` = 1 (RFC 2861, RFC 7661 §4.4; `tcp_cwnd_application_limited`
+    /// and `tcp_cwnd_restart`): a path whose window did not limit sending for a
+    /// retransmission timeout gives back half of the part it did not use (cwnd ← (cwnd +
+    /// used)/2, used at least the initial window), and a path that sends again after more
+    /// than a timeout with nothing in flight halves its window per timeout it was idle, down
+    /// to the initial window; either keeps ssthresh at least ¾ of the old window. Only for
+    /// window-based controllers outside recovery (a controller with its own rate, e.g. BBR,
+    /// manages its window itself). Matters for multipath: a path a scheduler holds back, or a
+    /// flow limited by its application, otherwise keeps a window it does not use, which
+    /// coupled controllers (LIA, OLIA, BALIA) count. Off by default (the results in `docs/`
+    /// were made without it).
+    pub cwnd_validation: bool,
     /// Multipath: longest interval between probes of a suspect or failed path. Its
     /// retransmission timer backs off (RFC 6298 §5.5) up to this rather than `max_rto` (never
     /// below its RTO without backoff), so a path that comes back after an outage is found
@@ -131,6 +144,7 @@ impl Default for ConnectionConfig {
             profile: TcpProfile::Linux,
             pacing: false,
             tail_loss_probe: false,
+            cwnd_validation: false,
             max_probe_interval: None,
         }
     }

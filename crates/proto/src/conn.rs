@@ -1258,6 +1258,7 @@ impl Connection {
             }
             self.apply_window(p, w);
         }
+        self.validate_window(now, p, None);
         self.detect_losses(now, p);
         self.arm_tlp(now, p);
         // The delivery-rate sample of this ACK, with the losses it revealed.
@@ -1455,6 +1456,61 @@ impl Connection {
         self.report_lost(now);
         self.apply_actions(now);
         self.trace_metrics(now, p);
+    }
+
+    /// Congestion window validation ([`ConnectionConfig::cwnd_validation`]) of path `p`,
+    /// after it sent (`idle_since`: when it last sent before, if its flight was empty) or was
+    /// acknowledged. Linux's rules (`tcp_cwnd_restart`, `tcp_cwnd_application_limited`;
+    /// RFC 2861 §3, RFC 7661 §4.4).
+    fn validate_window(&mut self, now: Instant, p: usize, idle_since: Option<Instant>) {
+        if !self.cfg.cwnd_validation
+            || self.views[p].in_recovery
+            || self.cc.pacing_rate(p, &self.views).is_some()
+        {
+            return;
+        }
+        let path = &mut self.paths[p];
+        let rto = path.rtt.base_rto();
+        let iw = path.initial_cwnd;
+        let mut w = Window {
+            cwnd: path.cwnd,
+            ssthresh: path.ssthresh,
+        };
+        // Restart after idle: one halving per whole timeout without anything in flight.
+        if let Some(t) = idle_since {
+            let mut idle = now.saturating_since(t);
+            let restart = iw.min(w.cwnd);
+            if idle > rto && w.cwnd > restart {
+                w.ssthresh = w.ssthresh.max(w.cwnd / 2 + w.cwnd / 4);
+                while idle > rto && w.cwnd > restart {
+                    w.cwnd /= 2;
+                    idle = idle - rto;
+                }
+                w.cwnd = w.cwnd.max(restart);
+            }
+            path.cwv_used = 0;
+            path.cwv_stamp = now;
+        }
+        // Application- (or scheduler-) limited for a timeout: give back half the unused part.
+        if path.cwnd_limited() {
+            path.cwv_used = 0;
+            path.cwv_stamp = now;
+        } else {
+            path.cwv_used = path.cwv_used.max(path.bytes_in_flight);
+            if now.saturating_since(path.cwv_stamp) >= rto {
+                let used = path.cwv_used.max(iw);
+                if used < w.cwnd {
+                    w.ssthresh = w.ssthresh.max(w.cwnd / 2 + w.cwnd / 4);
+                    w.cwnd = (w.cwnd + used) / 2;
+                }
+                path.cwv_used = 0;
+                path.cwv_stamp = now;
+            }
+        }
+        if w.cwnd != path.cwnd || w.ssthresh != path.ssthresh {
+            self.apply_window(p, w);
+            self.trace_metrics(now, p);
+        }
     }
 
     fn apply_window(&mut self, p: usize, w: Window) {
@@ -1895,9 +1951,11 @@ impl Connection {
             if resent {
                 flags |= SENT_RETRANSMISSION;
             }
+            let idle_since = path.last_sent.filter(|_| path.packets_in_flight == 0);
             path.on_sent(pn, now, len, true, tag, flags);
             path.tlp_due = false;
             self.paths[p].refresh_view_after_send(&mut self.views[p]);
+            self.validate_window(now, p, idle_since);
             self.pace(now, p, len);
             self.arm_tlp(now, p);
             self.cc.on_packet_sent(p, now, len as u64, &self.views);

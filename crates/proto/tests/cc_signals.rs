@@ -631,3 +631,69 @@ fn repeated_timeouts_hold_ssthresh() {
         );
     }
 }
+
+/// Congestion window validation (`cwnd_validation`, Linux's default rules: RFC 2861,
+/// RFC 7661 §4.4). A bulk transfer grows the window over 1 s on a 100 Mbit/s, 50 ms path;
+/// then the source pauses. (1) Restart after idle (`tcp_cwnd_restart`): after 2 s with
+/// nothing in flight (several RTOs), the first packets sent again leave the window at the
+/// initial window (one halving per RTO idle, floored at the initial window) with ssthresh at
+/// least ¾ of the old window; without the option the whole old window is usable at once.
+/// (2) Application-limited decay (`tcp_cwnd_application_limited`): a source that then writes
+/// one packet every 20 ms (far below the window) for 2 s must see the window shrink towards
+/// what it uses; without the option it keeps the window it grew.
+#[test]
+fn cwnd_validation_restarts_after_idle_and_decays_unused_windows() {
+    for on in [false, true] {
+        let cfg = ConnectionConfig {
+            cwnd_validation: on,
+            ..tcp(TcpProfile::Linux)
+        };
+        // (1) restart after idle
+        let mut net = Net::new(cfg.clone(), Duration::from_millis(25));
+        let iw = cfg.initial_window * net.a.path(0).unwrap().mss;
+        net.bulk_left = 4 << 20;
+        net.run(Instant::ZERO + Duration::from_secs(1));
+        net.bulk_left = 0;
+        // Let the flight drain, then stay idle (the network's clock stops at its last event).
+        net.run(Instant::ZERO + Duration::from_secs(3));
+        net.now = net.now.max(Instant::ZERO + Duration::from_secs(3));
+        let grown = net.a.path(0).unwrap().cwnd;
+        assert!(grown > 8 * iw, "on {on}: window {grown} after 1 s of bulk");
+        assert_eq!(net.a.path(0).unwrap().packets_in_flight, 0);
+        net.bulk_left = 1400;
+        net.pump();
+        let after = net.a.path(0).unwrap();
+        if on {
+            assert!(after.cwnd <= iw, "on: window {} after 2 s idle", after.cwnd);
+            assert!(
+                after.ssthresh >= grown * 3 / 4,
+                "on: ssthresh {}",
+                after.ssthresh
+            );
+        } else {
+            assert_eq!(after.cwnd, grown, "off: the window must stay");
+        }
+        // (2) application-limited decay
+        let mut net = Net::new(cfg, Duration::from_millis(25));
+        net.bulk_left = 4 << 20;
+        net.run(Instant::ZERO + Duration::from_secs(1));
+        let grown = net.a.path(0).unwrap().cwnd;
+        net.bulk_left = 0;
+        let mut t = Instant::ZERO + Duration::from_secs(1);
+        while t < Instant::ZERO + Duration::from_secs(3) {
+            t += Duration::from_millis(20);
+            net.run(t);
+            net.now = net.now.max(t);
+            net.bulk_left += 1400;
+        }
+        let now = net.a.path(0).unwrap().cwnd;
+        if on {
+            assert!(
+                now < grown / 4,
+                "on: window {now} of {grown} after 2 s of trickle"
+            );
+        } else {
+            assert_eq!(now, grown, "off: a window that does not limit must stay");
+        }
+    }
+}

@@ -285,6 +285,15 @@ pub struct Path {
     pub(crate) loss_scan: u64,
     /// Pacing: earliest time the next data packet may leave.
     pub(crate) next_send: Instant,
+    /// Window validation (`ConnectionConfig::cwnd_validation`): the window a new path
+    /// starts with (the restart and the floor of a decay).
+    pub(crate) initial_cwnd: u64,
+    /// Window validation: the largest flight since the window last limited sending, and
+    /// when it did (or was last decayed).
+    pub(crate) cwv_used: u64,
+    pub(crate) cwv_stamp: Instant,
+    /// When this path last sent an ack-eliciting packet (restart after idle).
+    pub(crate) last_sent: Option<Instant>,
     /// Tail-loss probe: when the probe timeout expires.
     pub(crate) tlp_deadline: Option<Instant>,
     /// A tail-loss probe is owed.
@@ -349,6 +358,10 @@ impl Path {
             loss: LossEstimator::new(100),
             stats: PathStats::default(),
             round_end: 0,
+            initial_cwnd: cwnd,
+            cwv_used: 0,
+            cwv_stamp: Instant::ZERO,
+            last_sent: None,
             round_max_flight: 0,
             prev_round_max_flight: 0,
             loss_scan: 0,
@@ -502,6 +515,7 @@ impl Path {
         }
         self.bytes_in_flight += size as u64;
         self.packets_in_flight += 1;
+        self.last_sent = Some(now);
         self.round_max_flight = self.round_max_flight.max(self.bytes_in_flight);
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.timer());
