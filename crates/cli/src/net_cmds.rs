@@ -112,6 +112,13 @@ pub struct ConnArgs {
     /// as Linux MPTCP). At least 0.2 (the minimum RTO). E.g. 1 for Wi-Fi + cellular bonding.
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub max_probe_interval: Option<f64>,
+    /// Congestion window validation as the Linux kernel does it by default: a path whose
+    /// window went unused for a retransmission timeout gives back half the unused part, and
+    /// a path idle for longer restarts near its initial window (RFC 2861, RFC 7661). For
+    /// traffic that does not fill the paths (video, interactive) and for schedulers that
+    /// hold paths back; off by default, as in the simulator.
+    #[arg(long)]
+    pub cwnd_validation: bool,
 }
 
 impl ConnArgs {
@@ -129,6 +136,7 @@ impl ConnArgs {
             max_probe_interval: self
                 .max_probe_interval
                 .map(tributary_proto::Duration::from_secs_f64),
+            cwnd_validation: self.cwnd_validation,
             ..ConnectionConfig::default()
         };
         // Options that cannot work (the message names the field), then resource limits,

@@ -1013,3 +1013,40 @@ fn qlog_traces_of_send_and_recv() {
     let _ = fs::remove_file(input);
     let _ = fs::remove_file(output);
 }
+
+/// `--cwnd-validation` (docs/udp.md, "Bonding two real interfaces", step 5) reaches the
+/// sender's connection and a coupled two-path transfer with it still delivers every byte.
+#[test]
+fn cwnd_validation_flag_over_two_paths() {
+    let data = payload(2 << 20, 11);
+    let input = tmp("cwv-in.bin");
+    let output = tmp("cwv-out.bin");
+    fs::write(&input, &data).unwrap();
+    let common = ["--buffer", "256K", "--conn-id", "12", "--insecure"];
+    let (receiver, addrs) = start_receiver(2, &output, &common);
+    let p0 = format!("127.0.0.1:0={}", addrs[0]);
+    let p1 = format!("127.0.0.1:0={}", addrs[1]);
+    let mut args = vec![
+        "send",
+        input.to_str().unwrap(),
+        "--path",
+        &p0,
+        "--path",
+        &p1,
+        "--cc",
+        "lia",
+        "--cwnd-validation",
+    ];
+    args.extend(common);
+    let sent = run(&args);
+    let recvd = wait(receiver);
+    assert!(sent.status.success(), "send failed: {}", text(&sent.stderr));
+    assert!(
+        recvd.status.success(),
+        "recv failed: {}",
+        text(&recvd.stderr)
+    );
+    assert!(fs::read(&output).unwrap() == data);
+    let _ = fs::remove_file(input);
+    let _ = fs::remove_file(output);
+}
