@@ -156,10 +156,6 @@ fn file_over_two_loopback_paths_arrives_intact() {
 
 #[test]
 fn tcp_scheme_over_one_path() {
-    let data = payload(2 << 20, 7);
-    let input = tmp("tcp-in.bin");
-    let output = tmp("tcp-out.bin");
-    fs::write(&input, &data).unwrap();
     let common = [
         "--scheme",
         "tcp",
@@ -169,9 +165,23 @@ fn tcp_scheme_over_one_path() {
         "9",
         "--insecure",
     ];
-    let (receiver, addrs) = start_receiver(1, &output, &common);
-    let p0 = format!("127.0.0.1:0={}", addrs[0]);
-    let mut args = vec!["send", input.to_str().unwrap(), "--path", &p0];
+    transfer_intact("tcp", 7, 1, &common, &[]);
+}
+
+/// Sends 2 MiB over `paths` loopback paths with `common` options on both ends and
+/// `sender_only` on the sender; both ends must succeed and the file arrive intact.
+fn transfer_intact(name: &str, seed: u64, paths: usize, common: &[&str], sender_only: &[&str]) {
+    let data = payload(2 << 20, seed);
+    let input = tmp(&format!("{name}-in.bin"));
+    let output = tmp(&format!("{name}-out.bin"));
+    fs::write(&input, &data).unwrap();
+    let (receiver, addrs) = start_receiver(paths, &output, common);
+    let specs: Vec<String> = addrs.iter().map(|a| format!("127.0.0.1:0={a}")).collect();
+    let mut args = vec!["send", input.to_str().unwrap()];
+    for p in &specs {
+        args.extend(["--path", p.as_str()]);
+    }
+    args.extend(sender_only);
     args.extend(common);
     let sent = run(&args);
     let recvd = wait(receiver);
@@ -1018,35 +1028,6 @@ fn qlog_traces_of_send_and_recv() {
 /// sender's connection and a coupled two-path transfer with it still delivers every byte.
 #[test]
 fn cwnd_validation_flag_over_two_paths() {
-    let data = payload(2 << 20, 11);
-    let input = tmp("cwv-in.bin");
-    let output = tmp("cwv-out.bin");
-    fs::write(&input, &data).unwrap();
     let common = ["--buffer", "256K", "--conn-id", "12", "--insecure"];
-    let (receiver, addrs) = start_receiver(2, &output, &common);
-    let p0 = format!("127.0.0.1:0={}", addrs[0]);
-    let p1 = format!("127.0.0.1:0={}", addrs[1]);
-    let mut args = vec![
-        "send",
-        input.to_str().unwrap(),
-        "--path",
-        &p0,
-        "--path",
-        &p1,
-        "--cc",
-        "lia",
-        "--cwnd-validation",
-    ];
-    args.extend(common);
-    let sent = run(&args);
-    let recvd = wait(receiver);
-    assert!(sent.status.success(), "send failed: {}", text(&sent.stderr));
-    assert!(
-        recvd.status.success(),
-        "recv failed: {}",
-        text(&recvd.stderr)
-    );
-    assert!(fs::read(&output).unwrap() == data);
-    let _ = fs::remove_file(input);
-    let _ = fs::remove_file(output);
+    transfer_intact("cwv", 11, 2, &common, &["--cc", "lia", "--cwnd-validation"]);
 }
