@@ -496,7 +496,13 @@ fn transfer(
     };
     let conn = f.conn.clone();
     let duration = StdDuration::from_nanos(cfg.duration.as_nanos());
-    let start_delay = StdDuration::from_nanos(f.start.as_nanos());
+    // The simulator's start for this flow run alone (as `--compare` runs it): `start` plus
+    // its `start_jitter` draw for the seed.
+    let alone = SimConfig {
+        flows: vec![f.clone()],
+        ..cfg.clone()
+    };
+    let start_delay = StdDuration::from_nanos(tributary_sim::flow_start(&alone, 0).as_nanos());
     let listen: Vec<SocketAddr> = emu
         .paths()
         .iter()

@@ -284,6 +284,15 @@ pub fn derive_seed(master: u64, parts: &[u64]) -> u64 {
     x
 }
 
+/// When configured flow `fi` of `cfg` starts in a run: its `start` plus its
+/// [`FlowConfig::start_jitter`](crate::FlowConfig::start_jitter) draw, which depends on the
+/// run's seed and the flow's index only (a driver that runs the flow elsewhere, e.g.
+/// `tributary emulate`, starts it at the same time).
+pub fn flow_start(cfg: &SimConfig, fi: usize) -> Duration {
+    let f = &cfg.flows[fi];
+    f.start + jitter(derive_seed(cfg.seed, &[14, fi as u64]), f.start_jitter)
+}
+
 /// A uniform draw from [0, `max`] (nanoseconds) made from a 64-bit random word: integer
 /// arithmetic only, so every platform draws the same.
 fn jitter(word: u64, max: Duration) -> Duration {
@@ -408,10 +417,7 @@ impl Simulator {
     /// Runs to the end and reports. Fails if any flow received wrong bytes.
     pub fn run(mut self) -> Result<SimResult, SimError> {
         for fi in 0..self.cfg.flows.len() {
-            let f = &self.cfg.flows[fi];
-            let t = Instant::ZERO
-                + f.start
-                + jitter(derive_seed(self.cfg.seed, &[14, fi as u64]), f.start_jitter);
+            let t = Instant::ZERO + flow_start(&self.cfg, fi);
             self.push(t, Ev::Start(fi as u32));
         }
         for g in 0..self.cfg.arrivals.len() {
@@ -1501,5 +1507,48 @@ mod tests {
             .sum();
         let mean = sum as f64 / n as f64 / max.as_nanos() as f64;
         assert!((mean - 0.5).abs() < 0.01, "mean {mean} of max");
+    }
+
+    /// `flow_start` (what `tributary emulate --transfer` uses to start its flow when the
+    /// simulator would): `start` exactly without jitter; with it, within [start, start +
+    /// jitter], different for two flows of one run and for two seeds, the same for the same
+    /// seed and index.
+    #[test]
+    fn flow_start_is_start_plus_the_runs_draw() {
+        use crate::config::{FlowConfig, SimConfig};
+        use tributary_proto::ConnectionConfig;
+        let mut flow = FlowConfig::new("f", vec![vec![0]], ConnectionConfig::default());
+        flow.start = Duration::from_secs(1);
+        let mut cfg = SimConfig {
+            links: vec![],
+            flows: vec![flow.clone(), flow],
+            changes: vec![],
+            duration: Duration::from_secs(5),
+            seed: 3,
+            header_overhead: 28,
+            sample_interval: None,
+            arrivals: vec![],
+            qlog_dir: None,
+        };
+        assert_eq!(super::flow_start(&cfg, 0), Duration::from_secs(1));
+        let j = Duration::from_millis(50);
+        for f in &mut cfg.flows {
+            f.start_jitter = j;
+        }
+        let (a, b) = (super::flow_start(&cfg, 0), super::flow_start(&cfg, 1));
+        for t in [a, b] {
+            assert!(
+                t >= Duration::from_secs(1) && t <= Duration::from_secs(1) + j,
+                "{t}"
+            );
+        }
+        assert_ne!(a, b, "two flows drew the same start");
+        assert_eq!(a, super::flow_start(&cfg, 0));
+        cfg.seed = 4;
+        assert_ne!(
+            a,
+            super::flow_start(&cfg, 0),
+            "the seed does not move the draw"
+        );
     }
 }

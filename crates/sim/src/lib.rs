@@ -28,7 +28,7 @@ pub use config::{
     ArrivalConfig, Direction, FlowConfig, FlowKind, LinkChange, LinkConfig, SimConfig,
     SimConfigError, TimedChange,
 };
-pub use engine::{derive_seed, SimError, Simulator};
+pub use engine::{derive_seed, flow_start, SimError, Simulator};
 pub use result::{
     AppCounters, ArrivalResult, BlockDelay, DistributionSummary, FlowResult, LinkResult,
     PathResult, PathSeries, SimResult,
