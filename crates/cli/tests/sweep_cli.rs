@@ -328,7 +328,10 @@ fn report_outputs_never_overwrite_inputs_and_are_checked_before_running() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("does not exist"), "{err}");
-    assert!(out.stdout.is_empty(), "the sweep ran before the output was checked");
+    assert!(
+        out.stdout.is_empty(),
+        "the sweep ran before the output was checked"
+    );
     // A slice given to merge.
     ok(&["run", f, "--stream", s(&results)]);
     let kept = std::fs::read(&results).unwrap();
