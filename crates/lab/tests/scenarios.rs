@@ -294,6 +294,35 @@ fn variant_and_sweep_errors() {
     assert!(e.contains("sweep.labels: 2 labels for 1 values"), "{e}");
 }
 
+/// Summary rows group runs by sweep label, so two points with one label would be averaged
+/// together as repetitions (found by held-out testing: loss 0 and loss 0.1 both reported as
+/// their mean). A repeated label, or a repeated value under default labels, is refused.
+#[test]
+fn sweep_points_have_distinct_labels() {
+    let e = err(
+        "[sweep]\nparameter = \"links.cell.loss\"\nvalues = [0.0, 0.1]\nlabels = [\"x\", \"x\"]",
+    );
+    assert!(
+        e.contains("sweep: points 0 and 1 are both labelled `x`"),
+        "{e}"
+    );
+    let e = err("[sweep]\nparameter = \"links.cell.loss\"\nvalues = [0.1, 0.2, 0.1]");
+    assert!(
+        e.contains("points 0 and 2 are both labelled `loss=0.1`"),
+        "{e}"
+    );
+    // Labels of several sweeps joined: `a b` + `c` and `a` + `b c` collide.
+    let e = err("[[sweep]]\nparameter = \"links.cell.loss\"\nvalues = [0.1, 0.2]\nlabels = [\"a b\", \"a\"]\n\
+                 [[sweep]]\nparameter = \"links.wifi.loss\"\nvalues = [0.1, 0.2]\nlabels = [\"c\", \"b c\"]");
+    assert!(e.contains("are both labelled `a b c`"), "{e}");
+    // Distinct labels over equal values stay allowed.
+    let s = parse(
+        "[sweep]\nparameter = \"links.cell.loss\"\nvalues = [0.1, 0.1]\nlabels = [\"x\", \"y\"]",
+    )
+    .unwrap();
+    assert_eq!(s.points.len(), 2);
+}
+
 #[test]
 fn variants_sweeps_and_seeds() {
     let s = parse(
