@@ -323,6 +323,22 @@ fn sweep_points_have_distinct_labels() {
     assert_eq!(s.points.len(), 2);
 }
 
+/// A scheme option naming a path beyond the flow's paths is an error, not a silent no-op
+/// (found by held-out testing: `nc_paths = [5, 7]` on two paths ran with no NC subflow).
+#[test]
+fn nc_paths_must_name_the_flows_paths() {
+    let set = |v: &str| {
+        format!("[[variants]]\nname = \"nc\"\nset = {{ \"flows.f1.scheme\" = {{ name = \"nc-mptcp\", nc_paths = {v} }} }}")
+    };
+    let e = err(&set("[0, 2]"));
+    assert!(
+        e.contains("nc_paths: path index 2, but the connection has 2 path(s) (indices 0..=1)"),
+        "{e}"
+    );
+    parse(&set("[1]")).expect("index 1 of two paths");
+    parse(&set("[]")).expect("empty: the fastest subflow");
+}
+
 #[test]
 fn variants_sweeps_and_seeds() {
     let s = parse(
