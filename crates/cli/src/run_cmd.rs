@@ -169,6 +169,13 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     let mut inputs = vec![("the scenario file", a.file.as_path())];
     if let Some(p) = a.stream.as_deref().or(a.resume.as_deref()) {
+        if resolved(p) == resolved(&a.file) {
+            bail!(
+                "the results file {} is the scenario file: streaming runs there would destroy \
+                 it; give another path",
+                p.display()
+            );
+        }
         inputs.push(("the results file", p));
     }
     check_outputs(&inputs, a.json.as_deref(), a.csv.as_deref())?;

@@ -313,6 +313,10 @@ fn report_outputs_never_overwrite_inputs_and_are_checked_before_running() {
     let err = fails(&["run", f, "--csv", s(&roundabout)]);
     assert!(err.contains("is the scenario file"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    // The scenario as the results file, even with --force.
+    let err = fails(&["run", f, "--stream", f, "--force"]);
+    assert!(err.contains("is the scenario file"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
     // The results file being written.
     let results = d.join("results.jsonl");
     let err = fails(&["run", f, "--stream", s(&results), "--json", s(&results)]);
