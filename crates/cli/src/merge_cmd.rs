@@ -1,6 +1,6 @@
 //! `tributary merge SLICES...`: join the results files of a sweep's shards into its report.
 
-use crate::run_cmd::{print_report, write_outputs, Format};
+use crate::run_cmd::{check_outputs, print_report, write_outputs, Format};
 use anyhow::{bail, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -25,6 +25,12 @@ pub struct MergeArgs {
 
 /// Runs `tributary merge`.
 pub fn merge(a: MergeArgs) -> Result<()> {
+    let inputs: Vec<(&str, &std::path::Path)> = a
+        .slices
+        .iter()
+        .map(|p| ("a results file to merge", p.as_path()))
+        .collect();
+    check_outputs(&inputs, a.json.as_deref(), a.csv.as_deref())?;
     let (report, notices) = match sweep::merge(&a.slices) {
         Ok(x) => x,
         Err(e @ MergeError::Missing { .. }) => bail!(

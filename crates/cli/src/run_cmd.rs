@@ -167,6 +167,18 @@ pub fn run(a: RunArgs) -> Result<()> {
             );
         }
     }
+    let mut inputs = vec![("the scenario file", a.file.as_path())];
+    if let Some(p) = a.stream.as_deref().or(a.resume.as_deref()) {
+        if resolved(p) == resolved(&a.file) {
+            bail!(
+                "the results file {} is the scenario file: streaming runs there would destroy \
+                 it; give another path",
+                p.display()
+            );
+        }
+        inputs.push(("the results file", p));
+    }
+    check_outputs(&inputs, a.json.as_deref(), a.csv.as_deref())?;
     if a.check {
         let reps = opts.repetitions.unwrap_or(scenario.repetitions);
         print!(
@@ -238,6 +250,69 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     print_report(&report, a.format.unwrap_or(Format::Table));
     Ok(())
+}
+
+/// Checks `--json` and `--csv` before anything runs: each must be a file in an existing
+/// directory (so that a long sweep does not fail at its end, its report lost), and neither may
+/// name one of the command's `inputs` (the scenario, a results file, a slice) nor the other
+/// output: writing the report would destroy that file.
+pub fn check_outputs(
+    inputs: &[(&str, &Path)],
+    json: Option<&Path>,
+    csv: Option<&Path>,
+) -> Result<()> {
+    let outputs: Vec<(&str, &Path)> = [("--json", json), ("--csv", csv)]
+        .into_iter()
+        .filter_map(|(flag, p)| p.map(|p| (flag, p)))
+        .collect();
+    for (i, &(flag, out)) in outputs.iter().enumerate() {
+        if out.is_dir() {
+            bail!("{flag} {}: is a directory, not a file", out.display());
+        }
+        let parent = match out.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !parent.is_dir() {
+            bail!(
+                "{flag} {}: directory {} does not exist",
+                out.display(),
+                parent.display()
+            );
+        }
+        let target = resolved(out);
+        for &(what, input) in inputs {
+            if resolved(input) == target {
+                bail!(
+                    "{flag} {} is {what}: writing the report there would overwrite it; \
+                     give another path",
+                    out.display()
+                );
+            }
+        }
+        for &(other, p) in &outputs[..i] {
+            if resolved(p) == target {
+                bail!("{other} and {flag} name the same file {}", out.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `p` with its directory resolved (symbolic links, `..`), to tell whether two paths name
+/// one file; `p` itself when its directory cannot be resolved.
+fn resolved(p: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return c;
+    }
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(parent), p.file_name()) {
+        (Ok(d), Some(name)) => d.join(name),
+        _ => p.to_path_buf(),
+    }
 }
 
 /// Writes `--json` and `--csv`.

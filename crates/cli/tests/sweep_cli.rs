@@ -295,6 +295,60 @@ fn results_files_are_not_overwritten_without_force() {
     assert!(err.contains("--stream"), "{err}");
 }
 
+/// `--json`/`--csv` never destroy an input of the command (the scenario, the results file,
+/// a slice to merge) or each other, and a path in a missing directory is refused before
+/// anything runs, not after the sweep (whose report would be lost).
+#[test]
+fn report_outputs_never_overwrite_inputs_and_are_checked_before_running() {
+    let d = dir("outputs");
+    let file = d.join("sweep.toml");
+    let text = scenario(1, "1s");
+    std::fs::write(&file, &text).unwrap();
+    let f = s(&file);
+    // The scenario itself, also spelled through `..`.
+    let err = fails(&["run", f, "--json", f]);
+    assert!(err.contains("is the scenario file"), "{err}");
+    let roundabout = d.join("sub").join("..").join("sweep.toml");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    let err = fails(&["run", f, "--csv", s(&roundabout)]);
+    assert!(err.contains("is the scenario file"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    // The scenario as the results file, even with --force.
+    let err = fails(&["run", f, "--stream", f, "--force"]);
+    assert!(err.contains("is the scenario file"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    // The results file being written.
+    let results = d.join("results.jsonl");
+    let err = fails(&["run", f, "--stream", s(&results), "--json", s(&results)]);
+    assert!(err.contains("is the results file"), "{err}");
+    assert!(!results.exists());
+    // Both outputs on one file.
+    let both = d.join("both.out");
+    let err = fails(&["run", f, "--json", s(&both), "--csv", s(&both)]);
+    assert!(err.contains("--json and --csv name the same file"), "{err}");
+    // A missing directory: refused up front, nothing printed, nothing run.
+    let missing = d.join("no-such-dir").join("report.json");
+    let out = tributary(&["run", f, "--json", s(&missing)]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "the sweep ran before the output was checked"
+    );
+    // A slice given to merge.
+    ok(&["run", f, "--stream", s(&results)]);
+    let kept = std::fs::read(&results).unwrap();
+    let err = fails(&["merge", s(&results), "--json", s(&results)]);
+    assert!(err.contains("is a results file to merge"), "{err}");
+    assert_eq!(std::fs::read(&results).unwrap(), kept);
+    // An ordinary output file is still written (and replaced).
+    let report = d.join("report.json");
+    std::fs::write(&report, "old").unwrap();
+    ok(&["merge", s(&results), "--json", s(&report)]);
+    assert!(std::fs::read_to_string(&report).unwrap().starts_with('{'));
+}
+
 #[test]
 fn a_large_sweep_warns_with_an_estimate_before_it_runs() {
     let d = dir("large");

@@ -314,6 +314,17 @@ fn sweep_points(meta: &MetaSpec) -> Result<Vec<SweepPoint>, String> {
         }
         points = next;
     }
+    // Runs are grouped into summary rows by label: two points with one label would be
+    // averaged together as if they were repetitions of one point.
+    for (j, q) in points.iter().enumerate() {
+        if let Some(i) = points[..j].iter().position(|p| p.label == q.label) {
+            return Err(format!(
+                "sweep: points {i} and {j} are both labelled `{}`; a repeated value or label \
+                 would merge their runs in the report: give each point its own value and label",
+                q.label
+            ));
+        }
+    }
     Ok(points)
 }
 

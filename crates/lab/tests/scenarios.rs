@@ -294,6 +294,51 @@ fn variant_and_sweep_errors() {
     assert!(e.contains("sweep.labels: 2 labels for 1 values"), "{e}");
 }
 
+/// Summary rows group runs by sweep label, so two points with one label would be averaged
+/// together as repetitions (found by held-out testing: loss 0 and loss 0.1 both reported as
+/// their mean). A repeated label, or a repeated value under default labels, is refused.
+#[test]
+fn sweep_points_have_distinct_labels() {
+    let e = err(
+        "[sweep]\nparameter = \"links.cell.loss\"\nvalues = [0.0, 0.1]\nlabels = [\"x\", \"x\"]",
+    );
+    assert!(
+        e.contains("sweep: points 0 and 1 are both labelled `x`"),
+        "{e}"
+    );
+    let e = err("[sweep]\nparameter = \"links.cell.loss\"\nvalues = [0.1, 0.2, 0.1]");
+    assert!(
+        e.contains("points 0 and 2 are both labelled `loss=0.1`"),
+        "{e}"
+    );
+    // Labels of several sweeps joined: `a b` + `c` and `a` + `b c` collide.
+    let e = err("[[sweep]]\nparameter = \"links.cell.loss\"\nvalues = [0.1, 0.2]\nlabels = [\"a b\", \"a\"]\n\
+                 [[sweep]]\nparameter = \"links.wifi.loss\"\nvalues = [0.1, 0.2]\nlabels = [\"c\", \"b c\"]");
+    assert!(e.contains("are both labelled `a b c`"), "{e}");
+    // Distinct labels over equal values stay allowed.
+    let s = parse(
+        "[sweep]\nparameter = \"links.cell.loss\"\nvalues = [0.1, 0.1]\nlabels = [\"x\", \"y\"]",
+    )
+    .unwrap();
+    assert_eq!(s.points.len(), 2);
+}
+
+/// A scheme option naming a path beyond the flow's paths is an error, not a silent no-op
+/// (found by held-out testing: `nc_paths = [5, 7]` on two paths ran with no NC subflow).
+#[test]
+fn nc_paths_must_name_the_flows_paths() {
+    let set = |v: &str| {
+        format!("[[variants]]\nname = \"nc\"\nset = {{ \"flows.f1.scheme\" = {{ name = \"nc-mptcp\", nc_paths = {v} }} }}")
+    };
+    let e = err(&set("[0, 2]"));
+    assert!(
+        e.contains("nc_paths: path index 2, but the connection has 2 path(s) (indices 0..=1)"),
+        "{e}"
+    );
+    parse(&set("[1]")).expect("index 1 of two paths");
+    parse(&set("[]")).expect("empty: the fastest subflow");
+}
+
 #[test]
 fn variants_sweeps_and_seeds() {
     let s = parse(

@@ -245,6 +245,11 @@ impl ConnectionConfig {
         if let Err(reason) = self.scheme.factory().validate(self) {
             return bad("scheme", reason);
         }
+        if paths > 0 {
+            if let Err(reason) = self.scheme.factory().validate_paths(paths) {
+                return bad("scheme", reason);
+            }
+        }
         if let Some(max) = self.scheme.factory().max_paths() {
             if paths > max {
                 return bad(

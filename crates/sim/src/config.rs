@@ -1,7 +1,7 @@
 //! What a simulation is made of: links, flows over routes of links, and timed changes.
 
 use crate::app::{AppConfig, FlowShape, Lifetime};
-use crate::link::{LinkParams, LossModel};
+use crate::link::{LinkParams, LossModel, QueueLimit};
 use tributary_proto::time::Duration;
 use tributary_proto::ConnectionConfig;
 
@@ -291,6 +291,24 @@ impl SimConfig {
                     format!("{what}.paths[{j}]"),
                     format!("refers to link {bad}, but there are {}", self.links.len()),
                 );
+            }
+            // A drop-tail limit in bytes below one full datagram drops every full-sized
+            // packet of the flow (the packet being serialized counts): nothing would arrive.
+            let wire = f.conn.max_datagram() as u64 + self.header_overhead;
+            for &l in route {
+                if let QueueLimit::Bytes(q) = self.links[l].forward.queue {
+                    if q < wire {
+                        return err(
+                            format!("{what}.paths[{j}]"),
+                            format!(
+                                "link `{}` queues at most {q} bytes, less than one datagram of \
+                                 this flow ({wire} bytes on the wire with the MSS of {} bytes): \
+                                 every full packet would be dropped",
+                                self.links[l].name, f.conn.mss
+                            ),
+                        );
+                    }
+                }
             }
         }
         let n = match f.kind {

@@ -390,6 +390,39 @@ fn invalid_configurations_are_errors() {
     assert!(run(c).unwrap_err().to_string().contains("recv_buffer"));
 }
 
+/// A byte-limited queue below one datagram of a flow crossing it drops every full packet
+/// (the packet being serialized counts against the limit), so the flow could deliver
+/// nothing: an error, not a silent zero (found by held-out testing: `queue = "100B"` ran
+/// and reported 0 Mbit/s). One datagram exactly is accepted.
+#[test]
+fn a_byte_queue_below_one_datagram_is_an_error() {
+    let with_queue = |q: QueueLimit| {
+        let mut c = sim(
+            vec![link("a", 10_000_000, 20, 100, 0.0)],
+            vec![flow(
+                "f",
+                vec![vec![0]],
+                conn(tcp(), cc("new-reno"), 1 << 20),
+                FlowKind::Multipath,
+            )],
+            2,
+            1,
+        );
+        c.links[0].forward.queue = q;
+        c
+    };
+    let wire = with_queue(QueueLimit::Packets(1)).flows[0]
+        .conn
+        .max_datagram() as u64
+        + with_queue(QueueLimit::Packets(1)).header_overhead;
+    let e = run(with_queue(QueueLimit::Bytes(wire - 1)))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("less than one datagram of this flow"), "{e}");
+    let r = run(with_queue(QueueLimit::Bytes(wire))).expect("one datagram fits");
+    assert!(r.flows[0].bytes_delivered > 0);
+}
+
 #[test]
 fn block_delay_is_measured_for_every_block() {
     // 10 Mbit/s, 50 ms one way, 4 MiB buffer, 20 s bulk: a 32 KiB block needs at least its

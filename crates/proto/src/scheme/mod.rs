@@ -489,6 +489,12 @@ pub trait SchemeFactory: Factory {
         None
     }
 
+    /// Checks options that name paths against the connection's `paths` paths (called only
+    /// when the number is known: a receiver that learns its paths from packets passes none).
+    fn validate_paths(&self, _paths: usize) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Builds both halves for a connection (called only with a configuration that passed
     /// [`SchemeFactory::validate`]).
     fn build(&self, cfg: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>);

@@ -245,6 +245,16 @@ impl SchemeFactory for NcMptcpConfig {
         }
         Ok(())
     }
+    fn validate_paths(&self, paths: usize) -> Result<(), String> {
+        // An index beyond the connection's paths would silently leave no NC subflow.
+        match self.nc_paths.iter().find(|&&p| p >= paths) {
+            Some(&p) => Err(format!(
+                "nc_paths: path index {p}, but the connection has {paths} path(s) (indices 0..={})",
+                paths - 1
+            )),
+            None => Ok(()),
+        }
+    }
     fn build(&self, cfg: &ConnectionConfig) -> (Box<dyn SchemeSender>, Box<dyn SchemeReceiver>) {
         let t = self
             .segment_size(cfg.mss)
