@@ -156,6 +156,14 @@ pub struct TimedChange {
     pub change: LinkChange,
 }
 
+/// Most samples a time series may hold ([`SimConfig::sample_interval`] against the
+/// duration): one million, a millisecond's resolution over 16 minutes.
+pub const MAX_SAMPLES: u64 = 1_000_000;
+
+/// Largest [`SimConfig::header_overhead`] accepted: 256 bytes covers any realistic stack of
+/// lower-layer headers (IPv6 + UDP = 48, plus tunnels).
+pub const MAX_HEADER_OVERHEAD: u64 = 256;
+
 /// A whole simulation.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SimConfig {
@@ -253,8 +261,33 @@ impl SimConfig {
                 return err(format!("changes[{i}]"), "rate must be positive".into());
             }
         }
-        if self.sample_interval.is_some_and(|d| d.as_nanos() == 0) {
-            return err("sample_interval".into(), "must be positive".into());
+        if let Some(d) = self.sample_interval {
+            if d.as_nanos() == 0 {
+                return err("sample_interval".into(), "must be positive".into());
+            }
+            // Every flow and path keeps one sample per interval: bound the series (a 1 us
+            // interval over 5 s took 1.6 GB).
+            let samples = self.duration.as_nanos() / d.as_nanos();
+            if samples > MAX_SAMPLES {
+                return err(
+                    "sample_interval".into(),
+                    format!(
+                        "{d} gives {samples} samples per series over the {} run; at most \
+                         {MAX_SAMPLES} (use a longer interval)",
+                        self.duration
+                    ),
+                );
+            }
+        }
+        if self.header_overhead > MAX_HEADER_OVERHEAD {
+            return err(
+                "header_overhead".into(),
+                format!(
+                    "{} bytes per datagram is more than any lower-layer header stack; at \
+                     most {MAX_HEADER_OVERHEAD}",
+                    self.header_overhead
+                ),
+            );
         }
         if self.qlog_dir.is_none() {
             let traced = self

@@ -494,3 +494,43 @@ fn dead_path_does_not_stall_the_connection() {
     );
     assert!(mean > 1.0, "mean {mean}");
 }
+
+/// Bounds on two run-wide settings that held-out testing found accepted at absurd values
+/// (docs/scenarios.md): a `sample_interval` of 1 µs over 5 s took 1.6 GB and 24 s (every
+/// flow and path keeps a sample per interval), and `header_overhead = 100000` put 101 KB on
+/// the wire per datagram. Each is now an error naming the setting; the largest accepted
+/// values run.
+#[test]
+fn absurd_sample_interval_and_header_overhead_are_errors() {
+    let base = || {
+        sim(
+            vec![link("a", 10_000_000, 20, 100, 0.0)],
+            vec![flow(
+                "f",
+                vec![vec![0]],
+                conn(tcp(), cc("new-reno"), 1 << 20),
+                FlowKind::Multipath,
+            )],
+            2,
+            1,
+        )
+    };
+    let mut c = base();
+    c.sample_interval = Some(Duration::from_nanos(1_000));
+    let e = run(c).unwrap_err().to_string();
+    assert!(
+        e.contains("sample_interval") && e.contains("at most"),
+        "{e}"
+    );
+    let mut c = base();
+    // 2 s at 2 µs: exactly MAX_SAMPLES samples.
+    c.sample_interval = Some(Duration::from_nanos(2_000_000_000 / MAX_SAMPLES));
+    run(c).expect("the largest sample count runs");
+    let mut c = base();
+    c.header_overhead = MAX_HEADER_OVERHEAD + 1;
+    let e = run(c).unwrap_err().to_string();
+    assert!(e.contains("header_overhead"), "{e}");
+    let mut c = base();
+    c.header_overhead = MAX_HEADER_OVERHEAD;
+    assert!(run(c).unwrap().flows[0].bytes_delivered > 0);
+}
