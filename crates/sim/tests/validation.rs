@@ -349,21 +349,24 @@ fn shared_bottleneck_is_shared_fairly() {
     assert!(jain > 0.95, "jain {jain}: {a} vs {b}");
 }
 
+/// One NewReno `tcp` flow on a 10 Mbit/s, 20 ms link (seed 1), for the configuration checks.
+fn one_tcp_flow(secs: u64) -> SimConfig {
+    sim(
+        vec![link("a", 10_000_000, 20, 100, 0.0)],
+        vec![flow(
+            "f",
+            vec![vec![0]],
+            conn(tcp(), cc("new-reno"), 1 << 20),
+            FlowKind::Multipath,
+        )],
+        secs,
+        1,
+    )
+}
+
 #[test]
 fn invalid_configurations_are_errors() {
-    let ok = || {
-        sim(
-            vec![link("a", 10_000_000, 20, 100, 0.0)],
-            vec![flow(
-                "f",
-                vec![vec![0]],
-                conn(tcp(), cc("new-reno"), 1 << 20),
-                FlowKind::Multipath,
-            )],
-            10,
-            1,
-        )
-    };
+    let ok = || one_tcp_flow(10);
     let mut c = ok();
     c.flows[0].paths = vec![vec![3]];
     assert!(run(c).unwrap_err().to_string().contains("refers to link 3"));
@@ -397,17 +400,7 @@ fn invalid_configurations_are_errors() {
 #[test]
 fn a_byte_queue_below_one_datagram_is_an_error() {
     let with_queue = |q: QueueLimit| {
-        let mut c = sim(
-            vec![link("a", 10_000_000, 20, 100, 0.0)],
-            vec![flow(
-                "f",
-                vec![vec![0]],
-                conn(tcp(), cc("new-reno"), 1 << 20),
-                FlowKind::Multipath,
-            )],
-            2,
-            1,
-        );
+        let mut c = one_tcp_flow(2);
         c.links[0].forward.queue = q;
         c
     };
@@ -502,19 +495,7 @@ fn dead_path_does_not_stall_the_connection() {
 /// values run.
 #[test]
 fn absurd_sample_interval_and_header_overhead_are_errors() {
-    let base = || {
-        sim(
-            vec![link("a", 10_000_000, 20, 100, 0.0)],
-            vec![flow(
-                "f",
-                vec![vec![0]],
-                conn(tcp(), cc("new-reno"), 1 << 20),
-                FlowKind::Multipath,
-            )],
-            2,
-            1,
-        )
-    };
+    let base = || one_tcp_flow(2);
     let mut c = base();
     c.sample_interval = Some(Duration::from_nanos(1_000));
     let e = run(c).unwrap_err().to_string();
