@@ -119,6 +119,11 @@ pub struct ConnArgs {
     /// hold paths back; off by default, as in the simulator.
     #[arg(long)]
     pub cwnd_validation: bool,
+    /// Tail-loss probe (RFC 8985 §7, on by default in Linux): when nothing is acknowledged
+    /// for about two RTTs, send one probe so a lost tail is found without waiting for the
+    /// retransmission timeout. Sender side; off by default, as in the simulator.
+    #[arg(long)]
+    pub tail_loss_probe: bool,
 }
 
 impl ConnArgs {
@@ -137,6 +142,7 @@ impl ConnArgs {
                 .max_probe_interval
                 .map(tributary_proto::Duration::from_secs_f64),
             cwnd_validation: self.cwnd_validation,
+            tail_loss_probe: self.tail_loss_probe,
             ..ConnectionConfig::default()
         };
         // Options that cannot work (the message names the field), then resource limits,
