@@ -496,8 +496,8 @@ fn transfer(
     };
     let conn = f.conn.clone();
     let duration = StdDuration::from_nanos(cfg.duration.as_nanos());
-    // The simulator's start for this flow run alone (as `--compare` runs it): `start` plus
-    // its `start_jitter` draw for the seed.
+    // The flow alone, as the simulator's twin (`--compare`) runs it; the emulated transfer
+    // starts when that run starts the flow (`start` plus its `start_jitter` draw).
     let alone = SimConfig {
         flows: vec![f.clone()],
         ..cfg.clone()
@@ -622,9 +622,6 @@ fn transfer(
     };
     let emu_mbps = got as f64 * 8.0 / active.as_secs_f64().max(1e-9) / 1e6;
     let sim_mbps = if compare {
-        // The simulator runs this flow alone, like the emulated transfer.
-        let mut alone = cfg.clone();
-        alone.flows = vec![cfg.flows[flow].clone()];
         let r = tributary_sim::run(alone).context("simulator")?;
         Some(r.flows[0].goodput_mbps)
     } else {
