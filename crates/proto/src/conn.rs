@@ -1822,6 +1822,9 @@ impl Connection {
         // suspect ones (a single path after a timeout: its retransmission is its probe).
         self.candidates.clear();
         self.pacing_wake = None;
+        // The measured path with the lowest smoothed RTT among those whose window has room
+        // but whose pacer holds them until a later slot.
+        let mut held: Option<(usize, Duration)> = None;
         let any_active = self.any_active();
         for i in 0..self.paths.len() {
             let p = &self.paths[i];
@@ -1849,6 +1852,12 @@ impl Connection {
             if p.next_send > now && self.pacing_rate(i).is_some() {
                 let t = p.next_send;
                 self.pacing_wake = Some(self.pacing_wake.map_or(t, |w| w.min(t)));
+                if self.views[i]
+                    .srtt
+                    .is_some_and(|r| held.is_none_or(|(_, b)| r < b))
+                {
+                    held = Some((i, self.views[i].srtt.unwrap_or_default()));
+                }
                 continue;
             }
             self.candidates.push(i);
@@ -1858,7 +1867,7 @@ impl Connection {
         }
         let mut cands = std::mem::take(&mut self.candidates);
         self.sched.rank(&self.views, &mut cands);
-        {
+        let unsent = {
             let sent_to = self
                 .first_sent
                 .max_end()
@@ -1871,6 +1880,28 @@ impl Connection {
                 self.peer_max_data.saturating_sub(self.peer_data_ack),
             );
             self.sched.hold_back(&ctx, &mut cands);
+            // A writer that waits for room has more than it could write: the connection
+            // keeps at most about a window unsent (`write_capacity`), so its queue is
+            // everything the peer's receive window would still take.
+            let more = if self.writer_waiting {
+                self.peer_max_data.saturating_sub(self.send_buf.end())
+            } else {
+                0
+            };
+            ctx.unsent_bytes.saturating_add(more)
+        };
+        if let Some((h, _)) = held {
+            if self.waits_for_paced(now, h, cands.first().copied(), unsent) {
+                // The due paths stay idle by the sender's choice: their rate samples are
+                // application-limited (delivery-rate estimation §3.4), so a controller
+                // that measures bandwidth does not read the wait as a slower path.
+                for &c in &cands {
+                    let path = &mut self.paths[c];
+                    path.rate.mark_app_limited(path.bytes_in_flight);
+                }
+                self.candidates = cands;
+                return None;
+            }
         }
         // An end whose application never wrote (a pure receiver) has nothing a scheme could
         // send or code and no engine frame waiting: its paths are application-limited, as a
@@ -1981,6 +2012,49 @@ impl Connection {
             self.persist = None;
         }
         t
+    }
+
+    /// Whether to send nothing now and wait for the pacing slot of path `h` (window room,
+    /// its pacer holding it until a later slot) rather than send on `d`, the first
+    /// candidate that may send now, with `unsent` stream bytes queued (written and not yet
+    /// sent, plus what the receive window would still take while the writer waits for room).
+    ///
+    /// A paced path is as busy as a Linux subflow whose queue drains at its pacing rate:
+    /// Linux MPTCP (`mptcp_subflow_get_send`) gives data to the subflow with the least
+    /// "linger time" (queued bytes over pacing rate), so a slow path gets data only when
+    /// what the fast one holds would take longer to drain. Here the same idea is put as
+    /// ECF's test (Lim et al., CoNEXT 2017, Algorithm 1: wait for the fastest path when it
+    /// finishes the send queue and its round trip before one round trip of the slower
+    /// path), with the pacing rate r_h in place of cwnd_f / RTT_f:
+    /// `wait_h + unsent / r_h + SRTT_h < SRTT_d`. Without this rule every pacer slot the
+    /// fast path waits for hands a packet to the slower path; with BBR (always paced) on
+    /// 100 Mbit/s / 5 ms + 0.5 Mbit/s / 300 ms that halved the goodput of the fast path
+    /// alone (docs/experiments/bbr.md, "Paced paths and the slower path").
+    ///
+    /// Never waits when `d` has no RTT sample (it is being measured), when `h` is not
+    /// faster than `d`, or under a redundant scheduler (every path carries every packet).
+    fn waits_for_paced(&self, now: Instant, h: usize, d: Option<usize>, unsent: u64) -> bool {
+        let Some(d) = d else {
+            return false;
+        };
+        if self.sched.redundant() {
+            return false;
+        }
+        let (Some(rtt_h), Some(rtt_d)) = (self.views[h].srtt, self.views[d].srtt) else {
+            return false;
+        };
+        if rtt_h >= rtt_d {
+            return false;
+        }
+        let Some(rate) = self.pacing_rate(h) else {
+            return false;
+        };
+        let wait = self.paths[h].next_send.saturating_since(now);
+        let drain = Duration::from_nanos(
+            (u128::from(unsent) * 1_000_000_000 / u128::from(rate.max(1))).min(u128::from(u64::MAX))
+                as u64,
+        );
+        wait.saturating_add(drain).saturating_add(rtt_h) < rtt_d
     }
 
     /// The pacing rate of path `p` in bytes per second, if it is paced: the controller's
