@@ -1880,15 +1880,24 @@ impl Connection {
                 self.peer_max_data.saturating_sub(self.peer_data_ack),
             );
             self.sched.hold_back(&ctx, &mut cands);
-            // A writer that waits for room has more than it could write: the connection
-            // keeps at most about a window unsent (`write_capacity`), so its queue is
-            // everything the peer's receive window would still take.
-            let more = if self.writer_waiting {
-                self.peer_max_data.saturating_sub(self.send_buf.end())
+            // The send queue: stream bytes neither acknowledged by the peer nor in flight
+            // on a path (a coded scheme that tracks its own sending owes symbols for all
+            // of them), at least the bytes never sent. A writer that waits for room has
+            // more than it could write (the connection keeps at most about a window
+            // unsent, `write_capacity`): its queue is what the peer's receive window lets
+            // it have outstanding.
+            let in_flight: u64 = self.paths.iter().map(|p| p.bytes_in_flight).sum();
+            let owed = self
+                .send_buf
+                .end()
+                .saturating_sub(self.peer_data_ack)
+                .saturating_sub(in_flight)
+                .max(ctx.unsent_bytes);
+            if self.writer_waiting {
+                owed.max(ctx.send_window)
             } else {
-                0
-            };
-            ctx.unsent_bytes.saturating_add(more)
+                owed
+            }
         };
         if let Some((h, _)) = held {
             if self.waits_for_paced(now, h, cands.first().copied(), unsent) {
@@ -2016,8 +2025,9 @@ impl Connection {
 
     /// Whether to send nothing now and wait for the pacing slot of path `h` (window room,
     /// its pacer holding it until a later slot) rather than send on `d`, the first
-    /// candidate that may send now, with `unsent` stream bytes queued (written and not yet
-    /// sent, plus what the receive window would still take while the writer waits for room).
+    /// candidate that may send now, with `unsent` stream bytes queued (written, neither
+    /// acknowledged nor in flight; for a writer waiting for room, the peer's whole receive
+    /// window).
     ///
     /// A paced path is as busy as a Linux subflow whose queue drains at its pacing rate:
     /// Linux MPTCP (`mptcp_subflow_get_send`) gives data to the subflow with the least
@@ -2029,7 +2039,10 @@ impl Connection {
     /// `wait_h + unsent / r_h + SRTT_h < SRTT_d`. Without this rule every pacer slot the
     /// fast path waits for hands a packet to the slower path; with BBR (always paced) on
     /// 100 Mbit/s / 5 ms + 0.5 Mbit/s / 300 ms that halved the goodput of the fast path
-    /// alone (docs/experiments/bbr.md, "Paced paths and the slower path").
+    /// alone (docs/experiments/bbr.md, "Paced paths and the slower path"). For a bulk
+    /// writer the queue is the receive window: a packet sent on `d` holds the window's
+    /// head for about SRTT_d, and if `h` alone would fill the whole window sooner, `h`
+    /// would stall behind it; otherwise `d` adds capacity and sends.
     ///
     /// Never waits when `d` has no RTT sample (it is being measured), when `h` is not
     /// faster than `d`, or under a redundant scheduler (every path carries every packet).
