@@ -76,3 +76,44 @@ fn paced_multipath_video_keeps_its_frames_on_time() {
         );
     }
 }
+
+/// The other side of the wait: with a receive window far above the paths' bandwidth-delay
+/// product, a paced faster path must not starve a slower one. A Wi-Fi-like (20 Mbit/s, 20 ms
+/// RTT) and a cellular-like (10 Mbit/s, 80 ms RTT) path without random loss, 4 MiB buffer
+/// (`scenarios/bbr/loss-multi.toml` at 0 %): `mptcp` over BBR must reach issue 14's 80 % of
+/// Σ C_i. Waiting for whatever path ranks first, one of the rejected designs (bbr.md), left the
+/// cellular path idle: at most 20 of 30 Mbit/s.
+#[test]
+fn paced_multipath_keeps_a_slower_path_busy_when_the_window_allows() {
+    let text = r#"
+name = "paced-two-paths"
+duration = "20s"
+seed = 14
+[[links]]
+name = "wifi"
+rate = "20Mbps"
+delay = "10ms"
+queue = 35
+[[links]]
+name = "cell"
+rate = "10Mbps"
+delay = "40ms"
+queue = 70
+[[flows]]
+name = "f"
+paths = ["wifi", "cell"]
+scheme = "mptcp"
+cc = "bbr"
+buffer = "4MiB"
+[[variants]]
+name = "mptcp-bbr"
+[[variants]]
+name = "mptcp-bbr-coupled"
+set = { "flows.f.cc" = "bbr-coupled" }
+"#;
+    let runs = flows(text, "paced two paths");
+    for (v, f) in &runs {
+        let g = f["goodput_mbps"].as_f64().unwrap();
+        assert!(g >= 0.8 * 30.0, "{v}: {g} Mbit/s of 30");
+    }
+}
