@@ -124,6 +124,12 @@ pub struct ConnArgs {
     /// retransmission timeout. Sender side; off by default, as in the simulator.
     #[arg(long)]
     pub tail_loss_probe: bool,
+    /// Measure each extra path with one probe before it carries data, as a Linux MPTCP
+    /// subflow carries data only after its join handshake: otherwise the first packets of a
+    /// short transfer may go over a slow path before its delay is known. Sender side; off by
+    /// default, as in the simulator.
+    #[arg(long)]
+    pub probe_new_paths: bool,
 }
 
 impl ConnArgs {
@@ -143,6 +149,7 @@ impl ConnArgs {
                 .map(tributary_proto::Duration::from_secs_f64),
             cwnd_validation: self.cwnd_validation,
             tail_loss_probe: self.tail_loss_probe,
+            probe_new_paths: self.probe_new_paths,
             ..ConnectionConfig::default()
         };
         // Options that cannot work (the message names the field), then resource limits,

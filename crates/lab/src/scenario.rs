@@ -517,6 +517,7 @@ fn flow_config(
         pacing: f.pacing.unwrap_or(d.pacing),
         tail_loss_probe: f.tail_loss_probe.unwrap_or(d.tail_loss_probe),
         cwnd_validation: f.cwnd_validation.unwrap_or(d.cwnd_validation),
+        probe_new_paths: f.probe_new_paths.unwrap_or(d.probe_new_paths),
         max_probe_interval: f.max_probe_interval.map(|x| x.0).or(d.max_probe_interval),
         ..d
     };

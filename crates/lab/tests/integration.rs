@@ -5,6 +5,7 @@
 //! `every_test_file_is_a_module` below fails if a file is added here and not listed.
 
 mod docs;
+mod new_paths;
 mod paced_paths;
 mod plot;
 mod regressions;

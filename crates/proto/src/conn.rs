@@ -1763,7 +1763,36 @@ impl Connection {
             return self.send_ping(now, p, buf);
         }
         // Probes of suspect paths while another path is active, before data.
-        self.transmit_probe(now, buf, true)
+        if let Some(t) = self.transmit_probe(now, buf, true) {
+            return Some(t);
+        }
+        self.transmit_join_probe(now, buf)
+    }
+
+    /// `probe_new_paths`: the path that carries data before any is measured (as Linux
+    /// MPTCP's initial subflow): the first active one.
+    fn initial_path(&self) -> Option<usize> {
+        self.paths.iter().position(|p| p.state == PathState::Active)
+    }
+
+    /// `probe_new_paths`: one PING on each active path other than the initial one that has
+    /// no RTT sample and nothing in flight, once the application has written something (the
+    /// path then carries data only after the PING's acknowledgement measured it; see
+    /// `transmit_data`).
+    fn transmit_join_probe(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if !self.cfg.probe_new_paths || self.send_buf.end() == 0 {
+            return None;
+        }
+        let initial = self.initial_path();
+        let p = self.paths.iter().enumerate().position(|(i, p)| {
+            Some(i) != initial
+                && p.state == PathState::Active
+                && !p.join_probed
+                && p.rtt.srtt().is_none()
+                && p.packets_in_flight == 0
+        })?;
+        self.paths[p].join_probed = true;
+        self.send_ping(now, p, buf)
     }
 
     /// Probes of suspect paths: one per retransmission timeout (the timer backs off). With
@@ -1826,6 +1855,20 @@ impl Connection {
         // but whose pacer holds them until a later slot.
         let mut held: Option<(usize, Duration)> = None;
         let any_active = self.any_active();
+        // `probe_new_paths`: unmeasured paths wait for their probe while a measured one can
+        // carry the data.
+        // (Before any path is measured, the initial path carries the data.)
+        let measured_first = self.cfg.probe_new_paths && self.any_active();
+        let initial = if measured_first
+            && !self
+                .paths
+                .iter()
+                .any(|p| p.state == PathState::Active && p.rtt.srtt().is_some())
+        {
+            self.initial_path()
+        } else {
+            None
+        };
         for i in 0..self.paths.len() {
             let p = &self.paths[i];
             let usable = match p.state {
@@ -1833,7 +1876,7 @@ impl Connection {
                 PathState::Closed => false,
                 _ => !any_active,
             };
-            if !usable {
+            if !usable || (measured_first && p.rtt.srtt().is_none() && Some(i) != initial) {
                 continue;
             }
             // A tail-loss probe may exceed the window and is not paced (RFC 8985 §7.3).

@@ -247,6 +247,8 @@ pub struct Path {
     pub(crate) consecutive_rtos: u32,
     /// A probe (PING) is owed: the path is suspect and another path is active.
     pub(crate) probe_due: bool,
+    /// `probe_new_paths`: the PING that measures this path before it carries data was sent.
+    pub(crate) join_probed: bool,
     pub(crate) mss: u64,
     // --- sending side ---
     pub(crate) next_pn: u64,
@@ -339,6 +341,7 @@ impl Path {
             state: PathState::Active,
             consecutive_rtos: 0,
             probe_due: false,
+            join_probed: false,
             mss,
             next_pn: 0,
             sent: VecDeque::new(),
