@@ -124,6 +124,12 @@ pub struct ConnArgs {
     /// retransmission timeout. Sender side; off by default, as in the simulator.
     #[arg(long)]
     pub tail_loss_probe: bool,
+    /// Reordering tolerance as Linux (RACK's adaptive reordering window, RFC 8985 §6.2, and
+    /// the undo of congestion responses to losses that prove spurious): for links that
+    /// reorder packets, where otherwise every reordering costs like a loss. Sender side; off
+    /// by default, as in the simulator.
+    #[arg(long)]
+    pub reorder_tolerance: bool,
 }
 
 impl ConnArgs {
@@ -143,6 +149,7 @@ impl ConnArgs {
                 .map(tributary_proto::Duration::from_secs_f64),
             cwnd_validation: self.cwnd_validation,
             tail_loss_probe: self.tail_loss_probe,
+            reorder_tolerance: self.reorder_tolerance,
             ..ConnectionConfig::default()
         };
         // Options that cannot work (the message names the field), then resource limits,

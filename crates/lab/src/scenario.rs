@@ -517,6 +517,7 @@ fn flow_config(
         pacing: f.pacing.unwrap_or(d.pacing),
         tail_loss_probe: f.tail_loss_probe.unwrap_or(d.tail_loss_probe),
         cwnd_validation: f.cwnd_validation.unwrap_or(d.cwnd_validation),
+        reorder_tolerance: f.reorder_tolerance.unwrap_or(d.reorder_tolerance),
         max_probe_interval: f.max_probe_interval.map(|x| x.0).or(d.max_probe_interval),
         ..d
     };

@@ -149,6 +149,8 @@ pub struct FlowSpec {
     #[serde(default)]
     pub cwnd_validation: Option<bool>,
     #[serde(default)]
+    pub reorder_tolerance: Option<bool>,
+    #[serde(default)]
     pub max_probe_interval: Option<Dur>,
     #[serde(default)]
     pub app: Option<toml::Value>,
