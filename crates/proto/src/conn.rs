@@ -1138,7 +1138,7 @@ impl Connection {
         // Path level: newly acknowledged packets.
         let mut cc_bytes = 0u64;
         let lowest_reported = a.ranges().last().map_or(0, |r| r.start);
-        if lowest_reported < self.paths[p].ack_floor() {
+        if lowest_reported < self.paths[p].sent_base {
             self.paths[p].floor_due = true;
         }
         let mut newly_largest: Option<(u64, Instant)> = None;
@@ -2008,7 +2008,7 @@ impl Connection {
                 break;
             };
             if self.paths[p].floor_due {
-                let floor = self.paths[p].ack_floor();
+                let floor = self.paths[p].sent_base;
                 if w.push(&Frame::AckFloor {
                     path: p as u8,
                     floor,

@@ -491,15 +491,6 @@ impl Path {
         }
     }
 
-    /// The floor this path's ACK_FLOOR names: everything below it is settled and need not
-    /// be reported again. Packets declared lost and still remembered (reordering tolerance)
-    /// stay above it, so that the peer still reports their late arrival.
-    pub(crate) fn ack_floor(&self) -> u64 {
-        self.reo
-            .oldest_lost()
-            .map_or(self.sent_base, |l| l.min(self.sent_base))
-    }
-
     /// Counters.
     pub fn stats(&self) -> &PathStats {
         &self.stats

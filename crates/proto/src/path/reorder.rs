@@ -7,7 +7,11 @@
 //!   packet the path declared lost proves the declaration spurious: the original arrived
 //!   (what DSACK or timestamps tell a TCP, RFC 3708 / RFC 3522, comes free here). The path
 //!   keeps a record of the packets its packet or time threshold declared lost, for a
-//!   retransmission timeout after each declaration (and at most [`MAX_LOST_RECORDS`]).
+//!   retransmission timeout after each declaration (and at most [`MAX_LOST_RECORDS`]). The
+//!   peer reports a late arrival until the sender's ACK_FLOOR passes it, which leaves about
+//!   one RTT after the declaration: a packet reordered by more than about an RTT is not
+//!   recognised (RFC 8985 caps its reordering window at SRTT too). The floor is not held
+//!   back for the records: ACKs stay exactly as without the option.
 //! - **Reordering window** (RFC 8985 §6.2 steps 2 and 4): reordering is *seen* when an ACK
 //!   newly acknowledges a packet below the largest already acknowledged, or proves a loss
 //!   spurious. Until then the window is 0 and loss detection is exactly RFC 9002's packet
@@ -210,6 +214,7 @@ impl Reordering {
     }
 
     /// The smallest packet number still remembered as lost.
+    #[cfg(test)]
     pub(crate) fn oldest_lost(&self) -> Option<u64> {
         self.lost.front().map(|r| r.pn)
     }
