@@ -1349,8 +1349,12 @@ impl Connection {
         let hold = if self.cfg.reorder_tolerance {
             let reo_wnd = path.reo.reo_wnd(path.rtt.min_rtt(), path.rtt.srtt());
             path.reo.deadline = None;
-            (reo_wnd > Duration::ZERO)
-                .then(|| path.rtt.latest().unwrap_or(Duration::ZERO).saturating_add(reo_wnd))
+            (reo_wnd > Duration::ZERO).then(|| {
+                path.rtt
+                    .latest()
+                    .unwrap_or(Duration::ZERO)
+                    .saturating_add(reo_wnd)
+            })
         } else {
             None
         };

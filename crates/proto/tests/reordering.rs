@@ -40,9 +40,8 @@ struct Net {
 }
 
 fn is_data(d: &[u8]) -> bool {
-    parse_packet(d).is_ok_and(|(_, body)| {
-        FrameIter::new(body).any(|f| matches!(f, Ok(Frame::Data { .. })))
-    })
+    parse_packet(d)
+        .is_ok_and(|(_, body)| FrameIter::new(body).any(|f| matches!(f, Ok(Frame::Data { .. }))))
 }
 
 const RATE: u64 = 12_500_000; // bytes/s: 100 Mbit/s
@@ -208,7 +207,11 @@ fn reordering_within_the_window_is_not_declared_lost() {
         net.transfer(6 << 20, Duration::from_secs(30));
         let s = net.a.stats().paths[0];
         if tolerance {
-            assert_eq!((s.packets_lost, s.spurious_losses, s.undos), (1, 1, 1), "{s:?}");
+            assert_eq!(
+                (s.packets_lost, s.spurious_losses, s.undos),
+                (1, 1, 1),
+                "{s:?}"
+            );
         } else {
             assert_eq!((s.packets_lost, s.congestion_events), (5, 5), "{s:?}");
         }
@@ -258,13 +261,22 @@ fn a_real_loss_after_reordering_is_found_and_not_undone() {
         if tolerance {
             // 300: lost, spurious, undone; 1500: lost for real, one more congestion event.
             assert_eq!(
-                (s.packets_lost, s.spurious_losses, s.undos, s.congestion_events),
+                (
+                    s.packets_lost,
+                    s.spurious_losses,
+                    s.undos,
+                    s.congestion_events
+                ),
                 (2, 1, 1, 2),
                 "{s:?}"
             );
             assert!(net.a.path(0).unwrap().ssthresh < u64::MAX);
         } else {
-            assert_eq!((s.packets_lost, s.undos, s.congestion_events), (2, 0, 2), "{s:?}");
+            assert_eq!(
+                (s.packets_lost, s.undos, s.congestion_events),
+                (2, 0, 2),
+                "{s:?}"
+            );
         }
     }
 }
@@ -289,7 +301,12 @@ fn every_controller_undoes_a_spurious_reduction() {
     for entry in tributary_proto::cc::CONTROLLERS {
         let (clean, _) = end(true, entry.name, vec![]);
         let (cwnd, s) = end(true, entry.name, vec![300]);
-        assert_eq!((s.spurious_losses, s.undos), (1, 1), "{}: {s:?}", entry.name);
+        assert_eq!(
+            (s.spurious_losses, s.undos),
+            (1, 1),
+            "{}: {s:?}",
+            entry.name
+        );
         assert!(
             cwnd.abs_diff(clean) * 10 <= clean,
             "{}: window {cwnd} after the undo, {clean} without reordering",

@@ -221,7 +221,13 @@ impl Reordering {
 
     /// Takes the records of packets in `lo..hi` (acknowledged by an ACK range): each proves
     /// a loss spurious. `f` gets what each implies.
-    pub(crate) fn take_acked(&mut self, lo: u64, hi: u64, next_pn: u64, mut f: impl FnMut(Spurious)) {
+    pub(crate) fn take_acked(
+        &mut self,
+        lo: u64,
+        hi: u64,
+        next_pn: u64,
+        mut f: impl FnMut(Spurious),
+    ) {
         let start = self.lost.partition_point(|r| r.pn < lo);
         let end = self.lost.partition_point(|r| r.pn < hi);
         if start == end {
@@ -347,11 +353,15 @@ mod tests {
         r.on_lost(11, at(0), true);
         r.on_congestion_response(w(100));
         let mut undos = 0;
-        r.take_acked(10, 11, 40, |s| undos += u32::from(matches!(s, Spurious::Undo(_))));
+        r.take_acked(10, 11, 40, |s| {
+            undos += u32::from(matches!(s, Spurious::Undo(_)))
+        });
         assert_eq!(undos, 0, "packet 11 is still lost");
         // A timeout ends the episode for good: 11's late ACK undoes nothing.
         r.on_final_response();
-        r.take_acked(11, 12, 40, |s| undos += u32::from(matches!(s, Spurious::Undo(_))));
+        r.take_acked(11, 12, 40, |s| {
+            undos += u32::from(matches!(s, Spurious::Undo(_)))
+        });
         assert_eq!(undos, 0);
         // A scheme-declared loss starting the episode makes it final too.
         r.on_lost(20, at(1), true);
