@@ -151,6 +151,8 @@ pub struct FlowSpec {
     #[serde(default)]
     pub probe_new_paths: Option<bool>,
     #[serde(default)]
+    pub reorder_tolerance: Option<bool>,
+    #[serde(default)]
     pub max_probe_interval: Option<Dur>,
     #[serde(default)]
     pub app: Option<toml::Value>,

@@ -92,6 +92,19 @@ pub struct ConnectionConfig {
     /// over it whatever its delay: 20 KB over a 20 ms and a 1.4 s path complete in 0.71 s
     /// instead of 0.03 s. Off by default (the results in `docs/` were made without it).
     pub probe_new_paths: bool,
+    /// Reordering tolerance, as Linux (RACK-TLP's reordering window, RFC 8985 §6.2, and the
+    /// undo of spurious congestion responses, RFC 4015 / Linux `tcp_try_undo_recovery`): a
+    /// late acknowledgement of a packet declared lost proves the loss spurious (counted in
+    /// `PathStats::spurious_losses`); once a path saw reordering, a packet past the packet
+    /// threshold is declared lost only when it was sent `latest RTT + reo_wnd` ago, with
+    /// `reo_wnd = min(k · min_RTT/4, SRTT)`, `k` raised by one per round trip with spurious
+    /// losses and back to 1 after 16 recovery episodes without; and when every loss of a
+    /// recovery episode proves spurious, the controller restores the window from before it
+    /// ([`crate::cc::CongestionControl::on_spurious_congestion`]). Until a path sees
+    /// reordering its losses are detected as without this option. Off by default (the
+    /// results in `docs/` were made without it; ns-2/ns-3 NewReno has none of it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reorder_tolerance: bool,
     /// Multipath: longest interval between probes of a suspect or failed path. Its
     /// retransmission timer backs off (RFC 6298 §5.5) up to this rather than `max_rto` (never
     /// below its RTO without backoff), so a path that comes back after an outage is found
@@ -157,6 +170,7 @@ impl Default for ConnectionConfig {
             tail_loss_probe: false,
             cwnd_validation: false,
             probe_new_paths: false,
+            reorder_tolerance: false,
             max_probe_interval: None,
         }
     }

@@ -11,7 +11,7 @@ use crate::cc::{AckEvent, CongestionControl, Window};
 use crate::config::{ConfigError, ConnectionConfig, TcpProfile};
 use crate::message::{MessageId, MessageOptions, RxMessages, RxOutcome, TxMessages, WriteError};
 use crate::path::{
-    Path, PathState, PathStats, PathView, RttEstimator, SentState, SENT_CONTROL,
+    Path, PathState, PathStats, PathView, RttEstimator, SentState, Spurious, SENT_CONTROL,
     SENT_RETRANSMISSION, SENT_STREAM_END,
 };
 use crate::protect::{ProtectError, Protection};
@@ -1157,6 +1157,28 @@ impl Connection {
             // Numbers never sent: only the part below what was sent counts.
             self.stats.ack_ranges_ignored += 1;
         }
+        let largest_before = self.paths[p].largest_acked;
+        let mut undo = None;
+        if self.cfg.reorder_tolerance {
+            // Packet numbers are never reused: an acknowledged packet the path declared lost
+            // arrived after all, and its loss was spurious.
+            let path = &mut self.paths[p];
+            path.reo.expire(now, path.rtt.base_rto());
+            if !path.reo.lost.is_empty() {
+                let next_pn = path.next_pn;
+                let mut spurious = 0u64;
+                for r in a.ranges() {
+                    path.reo
+                        .take_acked(r.start, r.end.min(next_pn), next_pn, |s| {
+                            spurious += 1;
+                            if let Spurious::Undo(w) = s {
+                                undo = Some(w);
+                            }
+                        });
+                }
+                path.stats.spurious_losses += spurious;
+            }
+        }
         for r in a.ranges() {
             let path = &self.paths[p];
             let lo = r.start.max(path.sent_base);
@@ -1170,6 +1192,7 @@ impl Connection {
                     continue;
                 };
                 any = true;
+                path.reo.on_acked(pn, largest_before);
                 head_acked |= head == Some(pn);
                 path.stats.packets_acked += 1;
                 path.stats.bytes_acked += u64::from(sp.size);
@@ -1234,6 +1257,9 @@ impl Connection {
         if any && matches!(self.paths[p].state, PathState::Suspect | PathState::Failed) {
             self.set_path_state(now, p, PathState::Active);
         }
+        if let Some(prior) = undo {
+            self.undo_congestion(now, p, prior);
+        }
         // Window growth, then loss detection (RFC 9002 order).
         if cc_bytes > 0 {
             let old = self.views[p].cwnd;
@@ -1284,6 +1310,20 @@ impl Connection {
         }
     }
 
+    /// Every loss behind path `p`'s latest congestion response proved spurious: the
+    /// controller restores the window from before it (`prior`), and the path leaves recovery
+    /// (RFC 4015 §2; Linux `tcp_try_undo_recovery` returns to the Open state), so a real
+    /// loss found later is a congestion event of its own.
+    fn undo_congestion(&mut self, now: Instant, p: usize, prior: Window) {
+        let path = &mut self.paths[p];
+        path.recovery_start = None;
+        path.stats.undos += 1;
+        self.sync_view(p);
+        let w = self.cc.on_spurious_congestion(p, now, prior, &self.views);
+        self.apply_window(p, w);
+        self.trace_metrics(now, p);
+    }
+
     fn detect_losses(&mut self, now: Instant, p: usize) {
         let path = &mut self.paths[p];
         let Some(largest) = path.largest_acked else {
@@ -1303,6 +1343,21 @@ impl Connection {
         } else {
             None
         };
+        // RFC 8985 §6.2 (reordering tolerance): once the path saw reordering, a packet is
+        // lost only once it was sent RACK.rtt + reo_wnd ago (RACK.rtt: the latest RTT
+        // sample); the reordering timer declares it then if no ACK does.
+        let hold = if self.cfg.reorder_tolerance {
+            let reo_wnd = path.reo.reo_wnd(path.rtt.min_rtt(), path.rtt.srtt());
+            path.reo.deadline = None;
+            (reo_wnd > Duration::ZERO).then(|| {
+                path.rtt
+                    .latest()
+                    .unwrap_or(Duration::ZERO)
+                    .saturating_add(reo_wnd)
+            })
+        } else {
+            None
+        };
         let mut congestion = false;
         let mut any_lost = false;
         path.trim_front();
@@ -1317,13 +1372,20 @@ impl Connection {
             if sp.state == SentState::Outstanding && !by_count && !by_time {
                 break;
             }
+            if let Some(h) = hold {
+                let lost_at = sp.time_sent + h;
+                if sp.state == SentState::Outstanding && lost_at > now {
+                    self.paths[p].reo.deadline = Some(lost_at);
+                    break;
+                }
+            }
             pn += 1;
             // Classic (ns-3 with RFC 6675 NextSeg): a retransmission is never declared lost
             // by the threshold; only the retransmission timer recovers it.
             if classic && sp.flags & SENT_RETRANSMISSION != 0 {
                 continue;
             }
-            if let Some(c) = self.lose(p, pn - 1, LossKind::Threshold) {
+            if let Some(c) = self.lose(now, p, pn - 1, LossKind::Threshold) {
                 any_lost = true;
                 congestion |= c;
             }
@@ -1338,13 +1400,22 @@ impl Connection {
     /// loss counters, stream-end and control-frame bookkeeping, the scheme's and the
     /// tracer's queues. `None` if it was not outstanding; else whether the loss is a
     /// congestion signal (sent after the path's recovery started).
-    fn lose(&mut self, p: usize, pn: u64, kind: LossKind) -> Option<bool> {
+    fn lose(&mut self, now: Instant, p: usize, pn: u64, kind: LossKind) -> Option<bool> {
         let path = &mut self.paths[p];
         let sp = path.settle(pn, SentState::Lost)?;
         path.stats.packets_lost += 1;
         path.bytes_lost += u64::from(sp.size);
         path.loss.on_lost();
         let congestion = path.recovery_start.is_none_or(|rs| sp.time_sent > rs);
+        if self.cfg.reorder_tolerance {
+            // Threshold losses are remembered so that a late acknowledgement proves them
+            // spurious; a timeout's or the scheme's declaration makes its episode final.
+            if kind == LossKind::Threshold {
+                path.reo.on_lost(pn, now, congestion);
+            } else {
+                path.reo.on_final_loss(congestion);
+            }
+        }
         if sp.flags & SENT_STREAM_END != 0 && self.stream_end == StreamEnd::InFlight {
             self.stream_end = StreamEnd::Pending;
         }
@@ -1371,11 +1442,18 @@ impl Connection {
         }
         if congestion {
             let path = &mut self.paths[p];
+            let prior = Window {
+                cwnd: path.cwnd,
+                ssthresh: path.ssthresh,
+            };
             path.recovery_start = Some(now);
             path.stats.congestion_events += 1;
             self.sync_view(p);
             let w = self.cc.on_congestion_event(p, now, &self.views);
             self.apply_window(p, w);
+            if self.cfg.reorder_tolerance {
+                self.paths[p].reo.on_congestion_response(prior);
+            }
         }
         self.report_lost(now);
     }
@@ -1414,7 +1492,7 @@ impl Connection {
         let flight_decrease = path.view().flight_decrease;
         let (base, n) = (path.sent_base, path.sent.len() as u64);
         for pn in base..base + n {
-            self.lose(p, pn, LossKind::Timeout);
+            self.lose(now, p, pn, LossKind::Timeout);
         }
         let path = &mut self.paths[p];
         path.trim_front();
@@ -1436,6 +1514,7 @@ impl Connection {
         }
         path.recovery_start = Some(now);
         path.stats.congestion_events += 1;
+        path.reo.on_final_response();
         path.rtt.back_off();
         path.consecutive_rtos += 1;
         let state = if path.consecutive_rtos >= self.cfg.fail_after_rtos {
@@ -1546,6 +1625,7 @@ impl Connection {
                     }
                     pp.recovery_start = Some(now);
                     pp.stats.penalizations += 1;
+                    pp.reo.on_final_response();
                     self.sync_view(path);
                     let w = self.cc.on_congestion_event(path, now, &self.views);
                     self.apply_window(path, w);
@@ -1565,7 +1645,7 @@ impl Connection {
                     let mut congestion = false;
                     let mut any_lost = false;
                     for pn in from..to {
-                        if let Some(c) = self.lose(path, pn, LossKind::Declared) {
+                        if let Some(c) = self.lose(now, path, pn, LossKind::Declared) {
                             any_lost = true;
                             congestion |= c;
                         }
@@ -1599,6 +1679,12 @@ impl Connection {
         for p in 0..self.paths.len() {
             if self.paths[p].rto_deadline.is_some_and(|t| t <= now) {
                 self.on_rto(now, p);
+            }
+            if self.paths[p].reo.deadline.is_some_and(|t| t <= now) {
+                // RACK's reordering timer (RFC 8985 §6.2 step 5).
+                self.paths[p].reo.deadline = None;
+                self.detect_losses(now, p);
+                self.apply_actions(now);
             }
             if self.paths[p].tlp_deadline.is_some_and(|t| t <= now) {
                 let path = &mut self.paths[p];
@@ -1660,6 +1746,7 @@ impl Connection {
             t = earliest(t, p.rto_deadline);
             t = earliest(t, p.ack_deadline);
             t = earliest(t, p.tlp_deadline);
+            t = earliest(t, p.reo.deadline);
         }
         t = earliest(t, self.tx.poll_timeout());
         t = earliest(t, self.rx.poll_timeout());

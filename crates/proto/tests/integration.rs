@@ -16,6 +16,7 @@ mod memory;
 mod messages;
 mod ncmptcp;
 mod protected;
+mod reordering;
 mod scheme_hooks;
 mod trace;
 

@@ -1285,6 +1285,8 @@ impl Simulator {
                     rto_count: st.rto_count,
                     srtt_ms: view.and_then(|v| v.srtt).map(|d| d.as_secs_f64() * 1e3),
                     cwnd_bytes: view.map_or(0, |v| v.cwnd),
+                    spurious_losses: st.spurious_losses,
+                    undos: st.undos,
                 });
             }
             buffer_mean += re.occupancy.mean(stop, re.conn.buffer_occupancy());
@@ -1345,6 +1347,8 @@ impl Simulator {
             rto_count: 0,
             srtt_ms: None,
             cwnd_bytes: 0,
+            spurious_losses: 0,
+            undos: 0,
         };
         FlowResult {
             name: f.name.clone(),

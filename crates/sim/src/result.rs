@@ -25,6 +25,18 @@ pub struct PathResult {
     pub srtt_ms: Option<f64>,
     /// Final congestion window, bytes.
     pub cwnd_bytes: u64,
+    /// Losses that proved spurious (the original was acknowledged after all), with
+    /// `reorder_tolerance`; left out of the results while 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spurious_losses: u64,
+    /// Congestion responses undone because all their losses proved spurious, with
+    /// `reorder_tolerance`; left out of the results while 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub undos: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Block delivery delay: from the first transmission of any byte of a block to its in-order

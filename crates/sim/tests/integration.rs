@@ -11,6 +11,7 @@ mod common;
 mod failures;
 mod fmtcp;
 mod ncmptcp;
+mod reordering;
 mod schedulers;
 mod validation;
 

@@ -698,6 +698,18 @@ impl BbrCore {
         s
     }
 
+    /// The path's latest loss response proved spurious: the short-term model the losses
+    /// lowered is reset (`BBRResetLowerBounds`; Linux BBR's `bbr_undo_cwnd` likewise clears
+    /// what a spurious loss episode set), and the window is kept (BBR took no reduction).
+    fn undo(&mut self, path: usize, paths: &[PathView]) -> Window {
+        if self.paths.peek(path).is_some_and(|s| s.init) {
+            let s = self.paths.get(path);
+            s.bw_lo = f64::INFINITY;
+            s.inflight_lo = u64::MAX;
+        }
+        Self::keep(&paths[path])
+    }
+
     fn keep(p: &PathView) -> Window {
         Window {
             cwnd: p.cwnd,
@@ -771,6 +783,16 @@ impl CongestionControl for Bbr {
 
     fn on_timeout(&mut self, path: usize, now: Instant, paths: &[PathView]) -> Window {
         self.core.timeout(path, now, paths)
+    }
+
+    fn on_spurious_congestion(
+        &mut self,
+        path: usize,
+        _now: Instant,
+        _prior: Window,
+        paths: &[PathView],
+    ) -> Window {
+        self.core.undo(path, paths)
     }
 
     fn wants_delivery_rate(&self) -> bool {
@@ -858,6 +880,16 @@ impl CongestionControl for BbrCoupled {
 
     fn on_timeout(&mut self, path: usize, now: Instant, paths: &[PathView]) -> Window {
         self.core.timeout(path, now, paths)
+    }
+
+    fn on_spurious_congestion(
+        &mut self,
+        path: usize,
+        _now: Instant,
+        _prior: Window,
+        paths: &[PathView],
+    ) -> Window {
+        self.core.undo(path, paths)
     }
 
     fn wants_delivery_rate(&self) -> bool {

@@ -12,6 +12,8 @@
 //!   fast convergence (§4.7): if `cwnd < W_max` then `W_max = cwnd·(1 + β)/2`, else `cwnd`.
 //! - Timeout (§4.8): `ssthresh = β·cwnd`, `cwnd = 1 MSS`; the first epoch after it uses
 //!   `K = 0` and `W_max` = the window at its start.
+//! - Spurious reductions (§4.9): the state before a reduction is kept and restored if the
+//!   engine finds that every loss behind it was spurious.
 //! - Constants: `C = 0.4`, `β = 0.7` (§5.1, §5.2 defaults). Slow start is standard (RFC 5681,
 //!   byte counting); HyStart++ (§4.10 allows it) is not implemented.
 
@@ -39,6 +41,9 @@ struct State {
     /// Window before the last reduction (bytes).
     cwnd_prior: f64,
     carry: f64,
+    /// The state before the last reduction (RFC 9438 §4.9: `W_max`, `K`, the epoch,
+    /// `W_est`, `cwnd_prior` are restored when the reduction proves spurious).
+    prev: Option<Box<State>>,
 }
 
 /// CUBIC (RFC 9438) per path.
@@ -108,6 +113,9 @@ impl CongestionControl for Cubic {
     fn on_congestion_event(&mut self, path: usize, _now: Instant, paths: &[PathView]) -> Window {
         let p = &paths[path];
         let st = self.st.get(path);
+        let mut saved = st.clone();
+        saved.prev = None;
+        st.prev = Some(Box::new(saved));
         let cw = p.cwnd as f64;
         st.w_max = if cw < st.w_max {
             cw * (1.0 + CUBIC_BETA) / 2.0
@@ -124,12 +132,34 @@ impl CongestionControl for Cubic {
         let p = &paths[path];
         let st = self.st.get(path);
         st.cwnd_prior = p.cwnd as f64;
+        st.prev = None;
         st.w_max = 0.0;
         st.epoch_start = None;
         st.carry = 0.0;
         Window {
             cwnd: p.mss,
             ssthresh: ((p.cwnd as f64 * CUBIC_BETA) as u64).max(2 * p.mss),
+        }
+    }
+
+    /// RFC 9438 §4.9: restore `W_max`, `K`, the epoch, `W_est` and `cwnd_prior` from before
+    /// the spurious reduction, and the window (the larger of the current and prior values,
+    /// as the default).
+    fn on_spurious_congestion(
+        &mut self,
+        path: usize,
+        _now: Instant,
+        prior: Window,
+        paths: &[PathView],
+    ) -> Window {
+        let p = &paths[path];
+        let st = self.st.get(path);
+        if let Some(prev) = st.prev.take() {
+            *st = *prev;
+        }
+        Window {
+            cwnd: p.cwnd.max(prior.cwnd),
+            ssthresh: p.ssthresh.max(prior.ssthresh),
         }
     }
 }

@@ -99,6 +99,28 @@ pub trait CongestionControl: Send + std::fmt::Debug {
         }
     }
 
+    /// The latest congestion response of `path` (an [`Self::on_congestion_event`] caused by
+    /// losses) proved spurious: every packet whose loss caused it was acknowledged after all
+    /// (`ConnectionConfig::reorder_tolerance`). `prior` is the path's window just before that
+    /// response. Called only for the most recent `on_congestion_event` of the path, and never
+    /// after a timeout came between. By default the window is restored as Linux's
+    /// `tcp_undo_cwnd_reduction` with `tcp_reno_undo_cwnd` does (RFC 4015 §2's response):
+    /// cwnd and ssthresh become the larger of their current and prior values. A controller
+    /// with state of its own restores that too (CUBIC: RFC 9438 §4.9).
+    fn on_spurious_congestion(
+        &mut self,
+        path: usize,
+        _now: Instant,
+        prior: Window,
+        paths: &[PathView],
+    ) -> Window {
+        let p = &paths[path];
+        Window {
+            cwnd: p.cwnd.max(prior.cwnd),
+            ssthresh: p.ssthresh.max(prior.ssthresh),
+        }
+    }
+
     /// A packet of `bytes` was sent on `path`.
     fn on_packet_sent(&mut self, _path: usize, _now: Instant, _bytes: u64, _paths: &[PathView]) {}
 

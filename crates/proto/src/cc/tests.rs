@@ -131,6 +131,32 @@ fn cubic_reno_friendly_then_concave_growth() {
     assert_eq!(cc.on_ack(0, &ack_at(2000, 1000, None), &v).cwnd, 70_374);
 }
 
+/// RFC 9438 §4.9: a reduction that proves spurious restores CUBIC's whole state (W_max, K,
+/// the epoch, W_est, cwnd_prior) and the window, so the next ACK grows the window exactly as
+/// if the reduction had not happened (the default undo, the window only, would start a new
+/// epoch at t = 2 s from the restored window: +14 bytes, the Reno-friendly rate).
+#[test]
+fn cubic_undo_restores_the_state_before_the_reduction() {
+    let mut reference = Cubic::default();
+    reference.on_congestion_event(0, Instant::ZERO, &[view(0, 100_000, u64::MAX, 100)]);
+    let v = [view(0, 70_000, 70_000, 100)];
+    reference.on_ack(0, &ack_at(0, 1000, None), &v);
+    let mut cc = reference.clone();
+    // At t = 1 s a reduction (70 kB → 49 kB), then its undo to the prior window.
+    let prior = Window {
+        cwnd: 70_000,
+        ssthresh: 70_000,
+    };
+    let w = cc.on_congestion_event(0, Instant::ZERO, &v);
+    assert_eq!(w.cwnd, 49_000);
+    let w = cc.on_spurious_congestion(0, Instant::ZERO, prior, &[view(0, 49_000, 49_000, 100)]);
+    assert_eq!(w, prior);
+    // t = 2 s: both grow by the cubic rule of the first epoch (K = 4.2172 s): +374 bytes.
+    let a = reference.on_ack(0, &ack_at(2000, 1000, None), &v);
+    let b = cc.on_ack(0, &ack_at(2000, 1000, None), &v);
+    assert_eq!((a, b.cwnd), (b, 70_374));
+}
+
 #[test]
 fn vegas_diff_and_per_round_steps() {
     // cwnd 20 packets, RTT 125 ms, BaseRTT 100 ms: Diff = 20·25/125 = 4 packets.

@@ -5,10 +5,13 @@
 //! lost packet carried, and whether it is re-sent, is the scheme's business.
 
 mod rate;
+mod reorder;
 mod rtt;
 
 pub(crate) use rate::DeliveryRate;
 pub use rate::RateSample;
+pub(crate) use reorder::{Reordering, Spurious};
+pub use reorder::{MAX_LOST_RECORDS, REO_WND_PERSIST};
 pub use rtt::RttEstimator;
 
 use crate::ranges::RangeSet;
@@ -193,6 +196,19 @@ pub struct PathStats {
     pub retransmitted_packets: u64,
     /// Penalisations applied to this path (window reductions asked by the scheme).
     pub penalizations: u64,
+    /// Packets declared lost whose original was acknowledged afterwards: spurious loss
+    /// declarations (counted with `ConnectionConfig::reorder_tolerance` only; left out of
+    /// serialised results while 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spurious_losses: u64,
+    /// Congestion responses undone because every loss that caused them proved spurious
+    /// (`ConnectionConfig::reorder_tolerance`; left out of serialised results while 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub undos: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Farthest below the largest packet number received that a recovery mark may reach.
@@ -310,6 +326,9 @@ pub struct Path {
     pub(crate) rate_samples: bool,
     /// Bytes declared lost on this path (the delivery-rate samples report the increase).
     pub(crate) bytes_lost: u64,
+    /// Reordering tolerance (`ConnectionConfig::reorder_tolerance`): the adaptive reordering
+    /// window, the packets declared lost, the undo of the latest congestion response.
+    pub(crate) reo: Reordering,
     // --- receiving side ---
     /// When the largest packet number received arrived (for the ACK's ack delay).
     pub(crate) largest_received_at: Option<Instant>,
@@ -376,6 +395,7 @@ impl Path {
             rate: DeliveryRate::default(),
             rate_samples: false,
             bytes_lost: 0,
+            reo: Reordering::default(),
             received: RangeSet::new(),
             rx_floor: 0,
             floor_due: false,

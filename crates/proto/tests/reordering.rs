@@ -1,0 +1,319 @@
+//! Reordering tolerance (`ConnectionConfig::reorder_tolerance`) on a one-path network whose
+//! forward direction holds chosen data packets back: spurious losses are recognised from the
+//! late acknowledgement of the original (packet numbers are never reused), the congestion
+//! response they caused is undone (RFC 4015 §2; Linux `tcp_try_undo_recovery`), and once the
+//! path saw reordering, RACK's reordering window (RFC 8985 §6.2) keeps reordering within it
+//! from being declared lost at all, while a real loss is still found without a timeout. Each
+//! test runs the case without the option too, so it fails if the mechanism is missing.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use tributary_proto::cc::CcConfig;
+use tributary_proto::scheme::SchemeConfig;
+use tributary_proto::wire::{parse_packet, Frame, FrameIter};
+use tributary_proto::{Connection, ConnectionConfig, Duration, Instant};
+
+/// A datagram in flight: (arrival, sequence, towards `b`, bytes).
+type InFlight = Reverse<(Instant, u64, bool, Vec<u8>)>;
+
+/// What the forward direction does with the `i`-th data datagram (0-based, first
+/// transmissions and retransmissions alike): deliver it after the extra delay, or drop it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fate {
+    Deliver(Duration),
+    Drop,
+}
+
+/// One path: one-way `delay`, a 100 Mbit/s bottleneck (unbounded queue) from `a` to `b`;
+/// `fate` decides each data datagram's extra delay (reordering: it is overtaken) or loss.
+struct Net {
+    a: Connection,
+    b: Connection,
+    now: Instant,
+    delay: Duration,
+    busy_until: Instant,
+    seq: u64,
+    queue: BinaryHeap<InFlight>,
+    fate: Box<dyn FnMut(u64) -> Fate>,
+    data_sent: u64,
+    read: u64,
+}
+
+fn is_data(d: &[u8]) -> bool {
+    parse_packet(d)
+        .is_ok_and(|(_, body)| FrameIter::new(body).any(|f| matches!(f, Ok(Frame::Data { .. }))))
+}
+
+const RATE: u64 = 12_500_000; // bytes/s: 100 Mbit/s
+
+impl Net {
+    fn new(cfg: ConnectionConfig, delay: Duration, fate: Box<dyn FnMut(u64) -> Fate>) -> Net {
+        Net {
+            a: Connection::new(cfg.clone(), 1).unwrap(),
+            b: Connection::new(cfg, 1).unwrap(),
+            now: Instant::ZERO,
+            delay,
+            busy_until: Instant::ZERO,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            fate,
+            data_sent: 0,
+            read: 0,
+        }
+    }
+
+    fn pump(&mut self) {
+        let mut buf = vec![0u8; 4096];
+        while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
+            let d = buf[..t.len].to_vec();
+            let start = self.busy_until.max(self.now);
+            self.busy_until = start + Duration::from_nanos(t.len as u64 * 1_000_000_000 / RATE);
+            let mut extra = Duration::ZERO;
+            if is_data(&d) {
+                let i = self.data_sent;
+                self.data_sent += 1;
+                match (self.fate)(i) {
+                    Fate::Drop => continue,
+                    Fate::Deliver(x) => extra = x,
+                }
+            }
+            self.seq += 1;
+            self.queue.push(Reverse((
+                self.busy_until + self.delay + extra,
+                self.seq,
+                true,
+                d,
+            )));
+        }
+        while let Some(t) = self.b.poll_transmit(self.now, &mut buf) {
+            self.seq += 1;
+            let d = buf[..t.len].to_vec();
+            self.queue
+                .push(Reverse((self.now + self.delay, self.seq, false, d)));
+        }
+        self.read += self.b.read_with(u64::MAX, |_| {});
+    }
+
+    /// Writes `n` bytes, closes, and runs until `b` read them all and `a` saw them
+    /// acknowledged (at most `limit`).
+    fn transfer(&mut self, n: usize, limit: Duration) {
+        let data = vec![7u8; n];
+        let mut off = 0;
+        let end = self.now + limit;
+        loop {
+            if off < n {
+                off += self.a.write(&data[off..]);
+                if off == n {
+                    self.a.close();
+                }
+            }
+            self.pump();
+            if self.b.is_finished() && self.a.is_all_acked() {
+                break;
+            }
+            let mut next = self.queue.peek().map(|Reverse(e)| e.0);
+            for t in [self.a.poll_timeout(), self.b.poll_timeout()]
+                .into_iter()
+                .flatten()
+            {
+                next = Some(next.map_or(t, |x: Instant| x.min(t)));
+            }
+            if off < n {
+                // The writer tries again every millisecond.
+                let step = self.now + Duration::from_millis(1);
+                next = Some(next.map_or(step, |x| x.min(step)));
+            }
+            let next = next.expect("something is pending");
+            assert!(next <= end, "transfer of {n} bytes not done by {end:?}");
+            self.now = self.now.max(next);
+            while self.queue.peek().is_some_and(|Reverse(e)| e.0 <= self.now) {
+                let Reverse((_, _, to_b, d)) = self.queue.pop().unwrap();
+                let c = if to_b { &mut self.b } else { &mut self.a };
+                let _ = c.handle_datagram(self.now, &d);
+            }
+            for c in [&mut self.a, &mut self.b] {
+                if c.poll_timeout().is_some_and(|t| t <= self.now) {
+                    c.handle_timeout(self.now);
+                }
+            }
+        }
+        assert_eq!(self.read, n as u64);
+    }
+}
+
+fn cfg(tolerance: bool, cc: &str) -> ConnectionConfig {
+    ConnectionConfig {
+        scheme: SchemeConfig::named("tcp").unwrap(),
+        cc: CcConfig::named(cc).unwrap(),
+        recv_buffer: 16 << 20,
+        send_buffer: 32 << 20,
+        reorder_tolerance: tolerance,
+        ..ConnectionConfig::default()
+    }
+}
+
+/// Holds the data datagrams numbered in `held` back by `by`.
+fn hold(held: Vec<u64>, by: Duration) -> Box<dyn FnMut(u64) -> Fate> {
+    Box::new(move |i| {
+        if held.contains(&i) {
+            Fate::Deliver(by)
+        } else {
+            Fate::Deliver(Duration::ZERO)
+        }
+    })
+}
+
+/// One data packet held back 10 ms on a 50 ms path is overtaken by dozens: the packet
+/// threshold declares it lost and the window is cut. Its original's acknowledgement then
+/// proves the loss spurious (counted), and as it was the episode's only loss, the window
+/// comes back (RFC 4015 §2's response). Without the option: the loss stands, nothing counted.
+#[test]
+fn a_late_original_proves_the_loss_spurious_and_the_reduction_is_undone() {
+    for tolerance in [true, false] {
+        let mut net = Net::new(
+            cfg(tolerance, "new-reno"),
+            Duration::from_millis(25),
+            hold(vec![300], Duration::from_millis(10)),
+        );
+        net.transfer(2 << 20, Duration::from_secs(30));
+        let s = net.a.stats().paths[0];
+        assert_eq!(s.packets_lost, 1, "tolerance {tolerance}: {s:?}");
+        assert_eq!(s.congestion_events, 1, "tolerance {tolerance}: {s:?}");
+        let p = net.a.path(0).unwrap();
+        if tolerance {
+            assert_eq!((s.spurious_losses, s.undos), (1, 1), "{s:?}");
+            // Slow start resumed (ssthresh restored to "none").
+            assert_eq!(p.ssthresh, u64::MAX, "{p:?}");
+        } else {
+            assert_eq!((s.spurious_losses, s.undos), (0, 0), "{s:?}");
+            assert!(p.ssthresh < u64::MAX, "{p:?}");
+        }
+    }
+}
+
+/// RFC 8985 §6.2: once a path saw reordering, reordering within the reordering window
+/// (min_RTT/4 = 12.5 ms here; packets held back 10 ms) causes no loss declaration at all:
+/// of five packets held back, only the first is declared lost (and proves spurious).
+/// Without the option every one of them is a loss and a congestion event.
+#[test]
+fn reordering_within_the_window_is_not_declared_lost() {
+    let held = vec![300, 1000, 1500, 2000, 2500];
+    for tolerance in [true, false] {
+        let mut net = Net::new(
+            cfg(tolerance, "new-reno"),
+            Duration::from_millis(25),
+            hold(held.clone(), Duration::from_millis(10)),
+        );
+        net.transfer(6 << 20, Duration::from_secs(30));
+        let s = net.a.stats().paths[0];
+        if tolerance {
+            assert_eq!(
+                (s.packets_lost, s.spurious_losses, s.undos),
+                (1, 1, 1),
+                "{s:?}"
+            );
+        } else {
+            assert_eq!((s.packets_lost, s.congestion_events), (5, 5), "{s:?}");
+        }
+    }
+}
+
+/// The window adapts (RFC 8985 §6.2 step 4). A 50 ms path whose sender is held to about
+/// 60 % of the path's capacity by the receive window (256 KiB), so no queue forms and the RTT
+/// stays at its minimum: the first window is min_RTT/4 = 12.5 ms and packets held back 20 ms
+/// are declared lost, spuriously; each round trip with a spurious loss widens the window by
+/// min_RTT/4, so from the first such round (25 ms) on, later reorderings of 20 ms are
+/// tolerated: of five held packets only the first is declared lost. With the window fixed
+/// at min_RTT/4 (no adaptation) all five would be.
+#[test]
+fn the_reordering_window_grows_with_spurious_losses() {
+    let held = vec![300, 1000, 1500, 2000, 2500];
+    let mut c = cfg(true, "new-reno");
+    c.recv_buffer = 256 << 10;
+    let mut net = Net::new(
+        c,
+        Duration::from_millis(25),
+        hold(held, Duration::from_millis(20)),
+    );
+    net.transfer(6 << 20, Duration::from_secs(30));
+    let s = net.a.stats().paths[0];
+    assert_eq!((s.packets_lost, s.spurious_losses), (1, 1), "{s:?}");
+}
+
+/// A real loss after reordering was seen is still found by the packet threshold once the
+/// reordering window has passed (the reordering timer or the next ACK), not by the
+/// retransmission timer, and its congestion response is not undone.
+#[test]
+fn a_real_loss_after_reordering_is_found_and_not_undone() {
+    for tolerance in [true, false] {
+        let mut net = Net::new(
+            cfg(tolerance, "cubic"),
+            Duration::from_millis(25),
+            Box::new(|i| match i {
+                300 => Fate::Deliver(Duration::from_millis(10)),
+                1500 => Fate::Drop,
+                _ => Fate::Deliver(Duration::ZERO),
+            }),
+        );
+        net.transfer(4 << 20, Duration::from_secs(30));
+        let s = net.a.stats().paths[0];
+        assert_eq!(s.rto_count, 0, "{s:?}");
+        if tolerance {
+            // 300: lost, spurious, undone; 1500: lost for real, one more congestion event.
+            assert_eq!(
+                (
+                    s.packets_lost,
+                    s.spurious_losses,
+                    s.undos,
+                    s.congestion_events
+                ),
+                (2, 1, 1, 2),
+                "{s:?}"
+            );
+            assert!(net.a.path(0).unwrap().ssthresh < u64::MAX);
+        } else {
+            assert_eq!(
+                (s.packets_lost, s.undos, s.congestion_events),
+                (2, 0, 2),
+                "{s:?}"
+            );
+        }
+    }
+}
+
+/// Every controller goes through the undo (`CongestionControl::on_spurious_congestion`):
+/// after the one spurious loss of a 1 MiB transfer (in slow start), each ends with a window
+/// within 10 % of the one it reaches when no packet is held back — RFC 4015 §2's goal, the
+/// connection continues as if the spurious retransmission had not happened (the default
+/// rule, CUBIC's state restore of RFC 9438 §4.9; BBR took no reduction and keeps its window).
+/// Without the option, the loss-based controllers end far lower (checked for NewReno).
+#[test]
+fn every_controller_undoes_a_spurious_reduction() {
+    let end = |tolerance: bool, cc: &str, held: Vec<u64>| {
+        let mut net = Net::new(
+            cfg(tolerance, cc),
+            Duration::from_millis(25),
+            hold(held, Duration::from_millis(10)),
+        );
+        net.transfer(1 << 20, Duration::from_secs(30));
+        (net.a.path(0).unwrap().cwnd, net.a.stats().paths[0])
+    };
+    for entry in tributary_proto::cc::CONTROLLERS {
+        let (clean, _) = end(true, entry.name, vec![]);
+        let (cwnd, s) = end(true, entry.name, vec![300]);
+        assert_eq!(
+            (s.spurious_losses, s.undos),
+            (1, 1),
+            "{}: {s:?}",
+            entry.name
+        );
+        assert!(
+            cwnd.abs_diff(clean) * 10 <= clean,
+            "{}: window {cwnd} after the undo, {clean} without reordering",
+            entry.name
+        );
+    }
+    let (clean, _) = end(false, "new-reno", vec![]);
+    let (cwnd, _) = end(false, "new-reno", vec![300]);
+    assert!(cwnd * 2 < clean, "{cwnd} vs {clean}");
+}
