@@ -9,6 +9,7 @@ mod new_paths;
 mod paced_paths;
 mod plot;
 mod regressions;
+mod runs;
 mod scenarios;
 mod sweep;
 mod traces;

@@ -2,28 +2,10 @@
 //! while another can, and joins once one probe has measured it, as a Linux MPTCP subflow
 //! carries data only after its MP_JOIN handshake (RFC 8684 §3.2).
 
-use tributary_lab::{run, RunOptions, Scenario};
+use crate::runs::{first_flows, of, two_paths};
 
-/// Runs `text` once and returns (variant, first flow's JSON) per run.
 fn flows(text: &str) -> Vec<(String, serde_json::Value)> {
-    let s = Scenario::parse(text, "new paths").unwrap();
-    let report = run::run(&s, &RunOptions::default(), &|| {}).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
-    json["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["variant"].as_str().unwrap().to_string(),
-                r["flows"][0].clone(),
-            )
-        })
-        .collect()
-}
-
-fn of<'a>(runs: &'a [(String, serde_json::Value)], variant: &str) -> &'a serde_json::Value {
-    &runs.iter().find(|(v, _)| v == variant).unwrap().1
+    first_flows(text, "new paths", None)
 }
 
 /// RFC 6356 goal 1 for a short transfer: 20 KB over a fast path and a 1.4 s one finishes
@@ -51,34 +33,17 @@ fn a_short_transfer_does_not_wait_for_an_unmeasured_slow_path() {
 /// (a second path that never joined would leave at most 20 of 30 Mbit/s).
 #[test]
 fn a_probed_path_joins_and_carries_data() {
-    let text = r#"
-name = "two-paths-probed"
-duration = "20s"
-seed = 14
-[[links]]
-name = "wifi"
-rate = "20Mbps"
-delay = "10ms"
-queue = 35
-[[links]]
-name = "cell"
-rate = "10Mbps"
-delay = "40ms"
-queue = 70
-[[flows]]
-name = "f"
-paths = ["wifi", "cell"]
-scheme = "mptcp"
-cc = "lia"
-buffer = "4MiB"
-probe_new_paths = true
+    let text = two_paths(
+        "scheme = \"mptcp\"\ncc = \"lia\"\nprobe_new_paths = true",
+        r#"
 [[variants]]
 name = "mptcp"
 [[variants]]
 name = "fmtcp"
 set = { "flows.f.scheme" = "fmtcp" }
-"#;
-    for (v, f) in flows(text) {
+"#,
+    );
+    for (v, f) in flows(&text) {
         let g = f["goodput_mbps"].as_f64().unwrap();
         assert!(g >= 0.8 * 30.0, "{v}: {g} Mbit/s of 30");
         let cell = f["paths"][1]["throughput_mbps"].as_f64().unwrap();

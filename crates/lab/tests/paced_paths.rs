@@ -6,33 +6,11 @@
 //! waited for sent a packet over the slow one: `mptcp`/bbr reached 0.57 of `tcp`/bbr on the
 //! fast path alone and 216 of 250 video frames on time against 250.
 
-use tributary_lab::{run, RunOptions, Scenario};
+use crate::runs::{first_flows, of, two_paths};
 
-/// Runs the scenario file `text` once (repetition 0) and returns, per variant name, the
-/// first flow's JSON.
+/// The first flow of each variant's repetition 0.
 fn flows(text: &str, name: &str) -> Vec<(String, serde_json::Value)> {
-    let s = Scenario::parse(text, name).unwrap();
-    let opts = RunOptions {
-        repetitions: Some(1),
-        ..RunOptions::default()
-    };
-    let report = run::run(&s, &opts, &|| {}).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
-    json["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["variant"].as_str().unwrap().to_string(),
-                r["flows"][0].clone(),
-            )
-        })
-        .collect()
-}
-
-fn of<'a>(runs: &'a [(String, serde_json::Value)], variant: &str) -> &'a serde_json::Value {
-    &runs.iter().find(|(v, _)| v == variant).unwrap().1
+    first_flows(text, name, Some(1))
 }
 
 #[test]
@@ -85,33 +63,17 @@ fn paced_multipath_video_keeps_its_frames_on_time() {
 /// cellular path idle: at most 20 of 30 Mbit/s.
 #[test]
 fn paced_multipath_keeps_a_slower_path_busy_when_the_window_allows() {
-    let text = r#"
-name = "paced-two-paths"
-duration = "20s"
-seed = 14
-[[links]]
-name = "wifi"
-rate = "20Mbps"
-delay = "10ms"
-queue = 35
-[[links]]
-name = "cell"
-rate = "10Mbps"
-delay = "40ms"
-queue = 70
-[[flows]]
-name = "f"
-paths = ["wifi", "cell"]
-scheme = "mptcp"
-cc = "bbr"
-buffer = "4MiB"
+    let text = two_paths(
+        "scheme = \"mptcp\"\ncc = \"bbr\"",
+        r#"
 [[variants]]
 name = "mptcp-bbr"
 [[variants]]
 name = "mptcp-bbr-coupled"
 set = { "flows.f.cc" = "bbr-coupled" }
-"#;
-    let runs = flows(text, "paced two paths");
+"#,
+    );
+    let runs = flows(&text, "paced two paths");
     for (v, f) in &runs {
         let g = f["goodput_mbps"].as_f64().unwrap();
         assert!(g >= 0.8 * 30.0, "{v}: {g} Mbit/s of 30");
