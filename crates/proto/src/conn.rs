@@ -1942,11 +1942,10 @@ impl Connection {
         // but whose pacer holds them until a later slot.
         let mut held: Option<(usize, Duration)> = None;
         let any_active = self.any_active();
-        // `probe_new_paths`: unmeasured paths wait for their probe while a measured one can
-        // carry the data.
-        // (Before any path is measured, the initial path carries the data.)
-        let measured_first = self.cfg.probe_new_paths && self.any_active();
-        let initial = if measured_first
+        // `probe_new_paths`: while a path is active, unmeasured paths wait for their probe;
+        // before any active path is measured, the initial one carries the data.
+        let join_gate = self.cfg.probe_new_paths && any_active;
+        let initial = if join_gate
             && !self
                 .paths
                 .iter()
@@ -1963,7 +1962,7 @@ impl Connection {
                 PathState::Closed => false,
                 _ => !any_active,
             };
-            if !usable || (measured_first && p.rtt.srtt().is_none() && Some(i) != initial) {
+            if !usable || (join_gate && p.rtt.srtt().is_none() && Some(i) != initial) {
                 continue;
             }
             // A tail-loss probe may exceed the window and is not paced (RFC 8985 §7.3).
@@ -1982,11 +1981,10 @@ impl Connection {
             if p.next_send > now && self.pacing_rate(i).is_some() {
                 let t = p.next_send;
                 self.pacing_wake = Some(self.pacing_wake.map_or(t, |w| w.min(t)));
-                if self.views[i]
-                    .srtt
-                    .is_some_and(|r| held.is_none_or(|(_, b)| r < b))
-                {
-                    held = Some((i, self.views[i].srtt.unwrap_or_default()));
+                if let Some(r) = self.views[i].srtt {
+                    if held.is_none_or(|(_, b)| r < b) {
+                        held = Some((i, r));
+                    }
                 }
                 continue;
             }
@@ -2010,24 +2008,7 @@ impl Connection {
                 self.peer_max_data.saturating_sub(self.peer_data_ack),
             );
             self.sched.hold_back(&ctx, &mut cands);
-            // The send queue: stream bytes neither acknowledged by the peer nor in flight
-            // on a path (a coded scheme that tracks its own sending owes symbols for all
-            // of them), at least the bytes never sent. A writer that waits for room has
-            // more than it could write (the connection keeps at most about a window
-            // unsent, `write_capacity`): its queue is what the peer's receive window lets
-            // it have outstanding.
-            let in_flight: u64 = self.paths.iter().map(|p| p.bytes_in_flight).sum();
-            let owed = self
-                .send_buf
-                .end()
-                .saturating_sub(self.peer_data_ack)
-                .saturating_sub(in_flight)
-                .max(ctx.unsent_bytes);
-            if self.writer_waiting {
-                owed.max(ctx.send_window)
-            } else {
-                owed
-            }
+            ctx.unsent_bytes
         };
         if let Some((h, _)) = held {
             if self.waits_for_paced(now, h, cands.first().copied(), unsent) {
@@ -2155,9 +2136,8 @@ impl Connection {
 
     /// Whether to send nothing now and wait for the pacing slot of path `h` (window room,
     /// its pacer holding it until a later slot) rather than send on `d`, the first
-    /// candidate that may send now, with `unsent` stream bytes queued (written, neither
-    /// acknowledged nor in flight; for a writer waiting for room, the peer's whole receive
-    /// window).
+    /// candidate that may send now, with `unsent` stream bytes never sent (the queue it
+    /// weighs is [`Connection::send_queue`]).
     ///
     /// A paced path is as busy as a Linux subflow whose queue drains at its pacing rate:
     /// Linux MPTCP (`mptcp_subflow_get_send`) gives data to the subflow with the least
@@ -2194,10 +2174,31 @@ impl Connection {
         };
         let wait = self.paths[h].next_send.saturating_since(now);
         let drain = Duration::from_nanos(
-            (u128::from(unsent) * 1_000_000_000 / u128::from(rate.max(1))).min(u128::from(u64::MAX))
-                as u64,
+            (u128::from(self.send_queue(unsent)) * 1_000_000_000 / u128::from(rate.max(1)))
+                .min(u128::from(u64::MAX)) as u64,
         );
         wait.saturating_add(drain).saturating_add(rtt_h) < rtt_d
+    }
+
+    /// The send queue [`Connection::waits_for_paced`] weighs, given the `unsent` stream
+    /// bytes never sent: stream bytes neither acknowledged by the peer nor in flight on a
+    /// path (a coded scheme that tracks its own sending owes symbols for all of them), at
+    /// least the unsent ones. A writer that waits for room has more than it could write (the
+    /// connection keeps at most about a window unsent, `write_capacity`): its queue is what
+    /// the peer's receive window lets it have outstanding.
+    fn send_queue(&self, unsent: u64) -> u64 {
+        let in_flight: u64 = self.paths.iter().map(|p| p.bytes_in_flight).sum();
+        let owed = self
+            .send_buf
+            .end()
+            .saturating_sub(self.peer_data_ack)
+            .saturating_sub(in_flight)
+            .max(unsent);
+        if self.writer_waiting {
+            owed.max(self.peer_max_data.saturating_sub(self.peer_data_ack))
+        } else {
+            owed
+        }
     }
 
     /// The pacing rate of path `p` in bytes per second, if it is paced: the controller's
