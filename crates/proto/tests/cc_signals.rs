@@ -6,165 +6,13 @@
 //! timer-recovered lost retransmissions (ns-3 NewReno). Each test also runs the case the rule
 //! changes without it, so it fails if the rule is missing.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use crate::common::net::{data_of, Fate, Net};
 use std::sync::Arc;
 use tributary_proto::cc::{AckEvent, CcConfig, CcFactory, CongestionControl, NewReno, Window};
 use tributary_proto::path::PathView;
 use tributary_proto::registry::{Factory, Options};
 use tributary_proto::scheme::SchemeConfig;
-use tributary_proto::wire::{parse_packet, Frame, FrameIter};
-use tributary_proto::{Connection, ConnectionConfig, Duration, Instant, TcpProfile};
-
-/// A datagram in flight: (arrival, sequence, towards `b`, bytes).
-type InFlight = Reverse<(Instant, u64, bool, Vec<u8>)>;
-/// Decides whether an `a → b` datagram is dropped.
-type DropFn = Box<dyn FnMut(&[u8]) -> bool>;
-
-/// A one-path network: one-way `delay`, a bottleneck of `rate` bytes/s (100 Mbit/s unless
-/// a test changes it; unbounded queue) from `a` to `b`; `drop` decides the fate of each `a → b` datagram.
-struct Net {
-    a: Connection,
-    b: Connection,
-    now: Instant,
-    delay: Duration,
-    rate: Option<u64>,
-    busy_until: Instant,
-    seq: u64,
-    queue: BinaryHeap<InFlight>,
-    drop: DropFn,
-    /// (time, size) of every datagram `a` sent carrying stream data.
-    data_sends: Vec<(Instant, usize)>,
-    /// (time, stream offset) of every DATA frame `a` sent.
-    data_offsets: Vec<(Instant, u64)>,
-    read: u64,
-    /// Bytes `a`'s application still writes, as fast as the connection accepts them (a bulk
-    /// source: the connection offers a bulk writer about one window of unsent bytes).
-    bulk_left: u64,
-}
-
-/// Stream offset and length of the DATA frame in a datagram, if any.
-fn data_of(d: &[u8]) -> Option<(u64, usize)> {
-    let (_, body) = parse_packet(d).ok()?;
-    FrameIter::new(body).find_map(|f| match f {
-        Ok(Frame::Data { offset, data }) => Some((offset, data.len())),
-        _ => None,
-    })
-}
-
-impl Net {
-    fn new(cfg: ConnectionConfig, delay: Duration) -> Net {
-        Net {
-            a: Connection::new(cfg.clone(), 1).unwrap(),
-            b: Connection::new(cfg, 1).unwrap(),
-            now: Instant::ZERO,
-            delay,
-            rate: Some(12_500_000),
-            busy_until: Instant::ZERO,
-            seq: 0,
-            queue: BinaryHeap::new(),
-            drop: Box::new(|_| false),
-            data_sends: Vec::new(),
-            data_offsets: Vec::new(),
-            read: 0,
-            bulk_left: 0,
-        }
-    }
-
-    fn pump(&mut self) {
-        while self.bulk_left > 0 {
-            let n = self
-                .a
-                .write_with(self.bulk_left.min(1 << 20) as usize, |d| d.fill(0));
-            if n == 0 {
-                break;
-            }
-            self.bulk_left -= n as u64;
-        }
-        let mut buf = vec![0u8; 4096];
-        while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
-            let d = buf[..t.len].to_vec();
-            if let Some((offset, _)) = data_of(&d) {
-                self.data_sends.push((self.now, t.len));
-                self.data_offsets.push((self.now, offset));
-            }
-            let mut at = self.now;
-            if let Some(r) = self.rate {
-                let start = self.busy_until.max(self.now);
-                self.busy_until = start + Duration::from_nanos(t.len as u64 * 1_000_000_000 / r);
-                at = self.busy_until;
-            }
-            if !(self.drop)(&d) {
-                self.seq += 1;
-                self.queue
-                    .push(Reverse((at + self.delay, self.seq, true, d)));
-            }
-        }
-        while let Some(t) = self.b.poll_transmit(self.now, &mut buf) {
-            self.seq += 1;
-            let d = buf[..t.len].to_vec();
-            self.queue
-                .push(Reverse((self.now + self.delay, self.seq, false, d)));
-        }
-        self.read += self.b.read_with(u64::MAX, |_| {});
-    }
-
-    /// Runs until `until` or until `b` read everything and `a` saw it acknowledged.
-    fn run(&mut self, until: Instant) {
-        loop {
-            self.pump();
-            if self.b.is_finished() && self.a.is_all_acked() {
-                return;
-            }
-            let mut next = self.queue.peek().map(|Reverse(e)| e.0);
-            for t in [self.a.poll_timeout(), self.b.poll_timeout()]
-                .into_iter()
-                .flatten()
-            {
-                next = Some(next.map_or(t, |n: Instant| n.min(t)));
-            }
-            let Some(next) = next else { return };
-            if next > until {
-                self.now = until;
-                return;
-            }
-            self.now = self.now.max(next);
-            while self.queue.peek().is_some_and(|Reverse(e)| e.0 <= self.now) {
-                let Reverse((_, _, to_b, d)) = self.queue.pop().unwrap();
-                let c = if to_b { &mut self.b } else { &mut self.a };
-                let _ = c.handle_datagram(self.now, &d);
-            }
-            for c in [&mut self.a, &mut self.b] {
-                if c.poll_timeout().is_some_and(|t| t <= self.now) {
-                    c.handle_timeout(self.now);
-                }
-            }
-        }
-    }
-
-    /// Writes `n` bytes, closes, and runs to completion (at most `limit`); returns the time.
-    fn transfer(&mut self, n: usize, limit: Duration) -> Instant {
-        let data = vec![7u8; n];
-        let mut off = 0;
-        let end = self.now + limit;
-        while off < n && self.now < end {
-            off += self.a.write(&data[off..]);
-            if off == n {
-                self.a.close();
-            }
-            let step = self.now + Duration::from_millis(1);
-            self.run(step.min(end));
-        }
-        self.run(end);
-        assert!(
-            self.b.is_finished() && self.a.is_all_acked(),
-            "transfer of {n} bytes not done by {:?}",
-            self.now
-        );
-        assert_eq!(self.read, n as u64);
-        self.now
-    }
-}
+use tributary_proto::{ConnectionConfig, Duration, Instant, TcpProfile};
 
 fn tcp(profile: TcpProfile) -> ConnectionConfig {
     ConnectionConfig {
@@ -362,11 +210,11 @@ fn tail_loss_probe_repairs_a_tail_loss_before_the_timer() {
         };
         let mut net = Net::new(cfg, Duration::from_millis(25));
         let mut dropped = false;
-        net.drop = Box::new(move |d| {
+        net.fate = Box::new(move |d| {
             let last = data_of(d).is_some_and(|(o, l)| o + l as u64 == n as u64);
             let drop = last && !dropped;
             dropped |= drop;
-            drop
+            Fate::drop_if(drop)
         });
         let done = net.transfer(n, Duration::from_secs(30));
         let last_send = net.data_sends.iter().rev().nth(1).unwrap().0;
@@ -432,11 +280,11 @@ fn classic_recovers_a_lost_retransmission_by_the_timer() {
         let mut net = Net::new(cfg, Duration::from_millis(25));
         let target = 30 * 1400u64;
         let mut drops = 0;
-        net.drop = Box::new(move |d| {
+        net.fate = Box::new(move |d| {
             let hit = data_of(d).is_some_and(|(o, l)| o <= target && target < o + l as u64);
             let drop = hit && drops < 2;
             drops += u32::from(drop);
-            drop
+            Fate::drop_if(drop)
         });
         let done = net.transfer(2 << 20, Duration::from_secs(60));
         let rtos = net.a.stats().paths[0].rto_count;
@@ -461,11 +309,11 @@ fn classic_timer_restarts_only_when_snd_una_advances() {
     let mut net = Net::new(cfg, Duration::from_millis(25));
     let target = 30 * 1400u64;
     let mut drops = 0;
-    net.drop = Box::new(move |d| {
+    net.fate = Box::new(move |d| {
         let hit = data_of(d).is_some_and(|(o, l)| o <= target && target < o + l as u64);
         let drop = hit && drops < 2;
         drops += u32::from(drop);
-        drop
+        Fate::drop_if(drop)
     });
     // Run until the timer fires, noting when.
     net.a.write(&vec![0u8; 8 << 20]);
@@ -511,11 +359,11 @@ fn first_reduction(profile: TcpProfile) -> (PathView, PathView) {
     let mut net = Net::new(tcp(profile), Duration::from_millis(25));
     let target = 40 * 1400u64;
     let mut dropped = false;
-    net.drop = Box::new(move |d| {
+    net.fate = Box::new(move |d| {
         let hit = data_of(d).is_some_and(|(o, l)| o <= target && target < o + l as u64);
         let drop = hit && !dropped;
         dropped |= drop;
-        drop
+        Fate::drop_if(drop)
     });
     net.bulk_left = 8 << 20;
     let mut before = net.a.path(0).unwrap();
@@ -604,7 +452,7 @@ fn repeated_timeouts_hold_ssthresh() {
         net.bulk_left = 1 << 30;
         let down = std::rc::Rc::new(std::cell::Cell::new(false));
         let d = down.clone();
-        net.drop = Box::new(move |p| d.get() && data_of(p).is_some());
+        net.fate = Box::new(move |p| Fate::drop_if(d.get() && data_of(p).is_some()));
         net.run(Instant::ZERO + Duration::from_secs(2));
         let mss = net.a.path(0).unwrap().mss;
         down.set(true);

@@ -6,139 +6,31 @@
 //! from being declared lost at all, while a real loss is still found without a timeout. Each
 //! test runs the case without the option too, so it fails if the mechanism is missing.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use crate::common::net::{Fate, Net};
 use tributary_proto::cc::CcConfig;
 use tributary_proto::scheme::SchemeConfig;
 use tributary_proto::wire::{parse_packet, Frame, FrameIter};
-use tributary_proto::{Connection, ConnectionConfig, Duration, Instant};
-
-/// A datagram in flight: (arrival, sequence, towards `b`, bytes).
-type InFlight = Reverse<(Instant, u64, bool, Vec<u8>)>;
-
-/// What the forward direction does with the `i`-th data datagram (0-based, first
-/// transmissions and retransmissions alike): deliver it after the extra delay, or drop it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Fate {
-    Deliver(Duration),
-    Drop,
-}
-
-/// One path: one-way `delay`, a 100 Mbit/s bottleneck (unbounded queue) from `a` to `b`;
-/// `fate` decides each data datagram's extra delay (reordering: it is overtaken) or loss.
-struct Net {
-    a: Connection,
-    b: Connection,
-    now: Instant,
-    delay: Duration,
-    busy_until: Instant,
-    seq: u64,
-    queue: BinaryHeap<InFlight>,
-    fate: Box<dyn FnMut(u64) -> Fate>,
-    data_sent: u64,
-    read: u64,
-}
+use tributary_proto::{ConnectionConfig, Duration};
 
 fn is_data(d: &[u8]) -> bool {
     parse_packet(d)
         .is_ok_and(|(_, body)| FrameIter::new(body).any(|f| matches!(f, Ok(Frame::Data { .. }))))
 }
 
-const RATE: u64 = 12_500_000; // bytes/s: 100 Mbit/s
-
-impl Net {
-    fn new(cfg: ConnectionConfig, delay: Duration, fate: Box<dyn FnMut(u64) -> Fate>) -> Net {
-        Net {
-            a: Connection::new(cfg.clone(), 1).unwrap(),
-            b: Connection::new(cfg, 1).unwrap(),
-            now: Instant::ZERO,
-            delay,
-            busy_until: Instant::ZERO,
-            seq: 0,
-            queue: BinaryHeap::new(),
-            fate,
-            data_sent: 0,
-            read: 0,
+/// One path: one-way `delay`, a 100 Mbit/s bottleneck (unbounded queue) from `a` to `b`;
+/// `fate` decides what happens to the `i`-th data datagram (0-based, first transmissions and
+/// retransmissions alike): an extra delay (reordering: it is overtaken) or loss.
+fn network(cfg: ConnectionConfig, delay: Duration, mut fate: Box<dyn FnMut(u64) -> Fate>) -> Net {
+    let mut net = Net::new(cfg, delay);
+    let mut data_sent = 0u64;
+    net.fate = Box::new(move |d| {
+        if !is_data(d) {
+            return Fate::Deliver(Duration::ZERO);
         }
-    }
-
-    fn pump(&mut self) {
-        let mut buf = vec![0u8; 4096];
-        while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
-            let d = buf[..t.len].to_vec();
-            let start = self.busy_until.max(self.now);
-            self.busy_until = start + Duration::from_nanos(t.len as u64 * 1_000_000_000 / RATE);
-            let mut extra = Duration::ZERO;
-            if is_data(&d) {
-                let i = self.data_sent;
-                self.data_sent += 1;
-                match (self.fate)(i) {
-                    Fate::Drop => continue,
-                    Fate::Deliver(x) => extra = x,
-                }
-            }
-            self.seq += 1;
-            self.queue.push(Reverse((
-                self.busy_until + self.delay + extra,
-                self.seq,
-                true,
-                d,
-            )));
-        }
-        while let Some(t) = self.b.poll_transmit(self.now, &mut buf) {
-            self.seq += 1;
-            let d = buf[..t.len].to_vec();
-            self.queue
-                .push(Reverse((self.now + self.delay, self.seq, false, d)));
-        }
-        self.read += self.b.read_with(u64::MAX, |_| {});
-    }
-
-    /// Writes `n` bytes, closes, and runs until `b` read them all and `a` saw them
-    /// acknowledged (at most `limit`).
-    fn transfer(&mut self, n: usize, limit: Duration) {
-        let data = vec![7u8; n];
-        let mut off = 0;
-        let end = self.now + limit;
-        loop {
-            if off < n {
-                off += self.a.write(&data[off..]);
-                if off == n {
-                    self.a.close();
-                }
-            }
-            self.pump();
-            if self.b.is_finished() && self.a.is_all_acked() {
-                break;
-            }
-            let mut next = self.queue.peek().map(|Reverse(e)| e.0);
-            for t in [self.a.poll_timeout(), self.b.poll_timeout()]
-                .into_iter()
-                .flatten()
-            {
-                next = Some(next.map_or(t, |x: Instant| x.min(t)));
-            }
-            if off < n {
-                // The writer tries again every millisecond.
-                let step = self.now + Duration::from_millis(1);
-                next = Some(next.map_or(step, |x| x.min(step)));
-            }
-            let next = next.expect("something is pending");
-            assert!(next <= end, "transfer of {n} bytes not done by {end:?}");
-            self.now = self.now.max(next);
-            while self.queue.peek().is_some_and(|Reverse(e)| e.0 <= self.now) {
-                let Reverse((_, _, to_b, d)) = self.queue.pop().unwrap();
-                let c = if to_b { &mut self.b } else { &mut self.a };
-                let _ = c.handle_datagram(self.now, &d);
-            }
-            for c in [&mut self.a, &mut self.b] {
-                if c.poll_timeout().is_some_and(|t| t <= self.now) {
-                    c.handle_timeout(self.now);
-                }
-            }
-        }
-        assert_eq!(self.read, n as u64);
-    }
+        data_sent += 1;
+        fate(data_sent - 1)
+    });
+    net
 }
 
 fn cfg(tolerance: bool, cc: &str) -> ConnectionConfig {
@@ -170,7 +62,7 @@ fn hold(held: Vec<u64>, by: Duration) -> Box<dyn FnMut(u64) -> Fate> {
 #[test]
 fn a_late_original_proves_the_loss_spurious_and_the_reduction_is_undone() {
     for tolerance in [true, false] {
-        let mut net = Net::new(
+        let mut net = network(
             cfg(tolerance, "new-reno"),
             Duration::from_millis(25),
             hold(vec![300], Duration::from_millis(10)),
@@ -199,7 +91,7 @@ fn a_late_original_proves_the_loss_spurious_and_the_reduction_is_undone() {
 fn reordering_within_the_window_is_not_declared_lost() {
     let held = vec![300, 1000, 1500, 2000, 2500];
     for tolerance in [true, false] {
-        let mut net = Net::new(
+        let mut net = network(
             cfg(tolerance, "new-reno"),
             Duration::from_millis(25),
             hold(held.clone(), Duration::from_millis(10)),
@@ -230,7 +122,7 @@ fn the_reordering_window_grows_with_spurious_losses() {
     let held = vec![300, 1000, 1500, 2000, 2500];
     let mut c = cfg(true, "new-reno");
     c.recv_buffer = 256 << 10;
-    let mut net = Net::new(
+    let mut net = network(
         c,
         Duration::from_millis(25),
         hold(held, Duration::from_millis(20)),
@@ -246,7 +138,7 @@ fn the_reordering_window_grows_with_spurious_losses() {
 #[test]
 fn a_real_loss_after_reordering_is_found_and_not_undone() {
     for tolerance in [true, false] {
-        let mut net = Net::new(
+        let mut net = network(
             cfg(tolerance, "cubic"),
             Duration::from_millis(25),
             Box::new(|i| match i {
@@ -290,7 +182,7 @@ fn a_real_loss_after_reordering_is_found_and_not_undone() {
 #[test]
 fn every_controller_undoes_a_spurious_reduction() {
     let end = |tolerance: bool, cc: &str, held: Vec<u64>| {
-        let mut net = Net::new(
+        let mut net = network(
             cfg(tolerance, cc),
             Duration::from_millis(25),
             hold(held, Duration::from_millis(10)),

@@ -1,6 +1,8 @@
 //! Helpers shared by the connection-level integration tests.
 #![allow(dead_code)]
 
+pub mod net;
+
 use tributary_proto::wire::{Coding, Frame, Header, PacketWriter, SymbolFrame, CHECKSUM_LEN};
 use tributary_proto::{Connection, ConnectionConfig, Duration, Instant};
 
