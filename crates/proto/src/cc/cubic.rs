@@ -152,14 +152,10 @@ impl CongestionControl for Cubic {
         prior: Window,
         paths: &[PathView],
     ) -> Window {
-        let p = &paths[path];
         let st = self.st.get(path);
         if let Some(prev) = st.prev.take() {
             *st = *prev;
         }
-        Window {
-            cwnd: p.cwnd.max(prior.cwnd),
-            ssthresh: p.ssthresh.max(prior.ssthresh),
-        }
+        Window::undone(&paths[path], prior)
     }
 }

@@ -52,6 +52,18 @@ pub struct Window {
     pub ssthresh: u64,
 }
 
+impl Window {
+    /// The window after an undo (RFC 4015 §2's response, Linux `tcp_undo_cwnd_reduction`
+    /// with `tcp_reno_undo_cwnd`): cwnd and ssthresh of path `p` become the larger of their
+    /// current and `prior` values.
+    pub fn undone(p: &PathView, prior: Window) -> Window {
+        Window {
+            cwnd: p.cwnd.max(prior.cwnd),
+            ssthresh: p.ssthresh.max(prior.ssthresh),
+        }
+    }
+}
+
 /// What one ACK acknowledged on one path (only packets sent outside recovery count).
 ///
 /// The engine calls [`CongestionControl::on_ack`] for every such ACK, and then keeps the
@@ -114,11 +126,7 @@ pub trait CongestionControl: Send + std::fmt::Debug {
         prior: Window,
         paths: &[PathView],
     ) -> Window {
-        let p = &paths[path];
-        Window {
-            cwnd: p.cwnd.max(prior.cwnd),
-            ssthresh: p.ssthresh.max(prior.ssthresh),
-        }
+        Window::undone(&paths[path], prior)
     }
 
     /// A packet of `bytes` was sent on `path`.
