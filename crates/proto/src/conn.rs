@@ -1192,7 +1192,9 @@ impl Connection {
                     continue;
                 };
                 any = true;
-                path.reo.on_acked(pn, largest_before);
+                if self.cfg.reorder_tolerance {
+                    path.reo.on_acked(pn, largest_before);
+                }
                 head_acked |= head == Some(pn);
                 path.stats.packets_acked += 1;
                 path.stats.bytes_acked += u64::from(sp.size);
