@@ -1158,27 +1158,6 @@ impl Connection {
             self.stats.ack_ranges_ignored += 1;
         }
         let largest_before = self.paths[p].largest_acked;
-        let mut undo = None;
-        if self.cfg.reorder_tolerance {
-            // Packet numbers are never reused: an acknowledged packet the path declared lost
-            // arrived after all, and its loss was spurious.
-            let path = &mut self.paths[p];
-            path.reo.expire(now, path.rtt.base_rto());
-            if !path.reo.lost.is_empty() {
-                let next_pn = path.next_pn;
-                let mut spurious = 0u64;
-                for r in a.ranges() {
-                    path.reo
-                        .take_acked(r.start, r.end.min(next_pn), next_pn, |s| {
-                            spurious += 1;
-                            if let Spurious::Undo(w) = s {
-                                undo = Some(w);
-                            }
-                        });
-                }
-                path.stats.spurious_losses += spurious;
-            }
-        }
         for r in a.ranges() {
             let path = &self.paths[p];
             let lo = r.start.max(path.sent_base);
@@ -1193,7 +1172,11 @@ impl Connection {
                 };
                 any = true;
                 if self.cfg.reorder_tolerance {
-                    path.reo.on_acked(pn, largest_before);
+                    // A packet the scheme rebuilt from redundancy comes after the packets
+                    // behind it by design: not reordering.
+                    let repaired = self.tx.acked_by_repair(p, pn);
+                    path.reo
+                        .on_acked(pn, if repaired { None } else { largest_before });
                 }
                 head_acked |= head == Some(pn);
                 path.stats.packets_acked += 1;
@@ -1221,6 +1204,34 @@ impl Connection {
                     let mut ctx = send_ctx!(self, now);
                     self.tx.on_acked(&mut ctx, &info);
                 }
+            }
+        }
+        let mut undo = None;
+        if self.cfg.reorder_tolerance {
+            // Packet numbers are never reused: an acknowledged packet the path declared lost
+            // arrived after all, and its loss was spurious, unless the scheme rebuilt it from
+            // redundancy (asked after the loop above, so the scheme saw this ACK's repairs).
+            let tx = &self.tx;
+            let path = &mut self.paths[p];
+            path.reo.expire(now, path.rtt.base_rto());
+            if !path.reo.lost.is_empty() {
+                let next_pn = path.next_pn;
+                let mut spurious = 0u64;
+                for r in a.ranges() {
+                    path.reo.take_acked(
+                        r.start,
+                        r.end.min(next_pn),
+                        next_pn,
+                        |pn| tx.acked_by_repair(p, pn),
+                        |s| {
+                            spurious += 1;
+                            if let Spurious::Undo(w) = s {
+                                undo = Some(w);
+                            }
+                        },
+                    );
+                }
+                path.stats.spurious_losses += spurious;
             }
         }
         let classic = self.cfg.profile == TcpProfile::Classic;

@@ -128,6 +128,10 @@ const MAX_RANGES: usize = 8;
 const FRAME_HEADER: usize = 4;
 /// Tag marking a parity packet (ARQ tags are stream offsets, far below).
 const PARITY_TAG: u64 = u64::MAX;
+/// Acknowledged parities per path whose blocks [`SchemeSender::acked_by_repair`] recognises
+/// (a repaired packet is acknowledged in the same ACK as its parity; this covers ACKs lost
+/// in between).
+const ACKED_PARITIES: usize = 16;
 
 // ---------------------------------------------------------------------------- configuration
 
@@ -486,9 +490,13 @@ struct PathFec {
     ratio: f64,
     /// Threshold last requested from the engine (0: none yet).
     threshold: u64,
-    /// Parities in flight with `lost_at_parity`: (parity's packet number, the first packet
-    /// number sent after the previous parity), ascending.
+    /// Parities in flight: (parity's packet number, the first packet number sent after the
+    /// previous parity), ascending.
     open_parities: VecDeque<(u64, u64)>,
+    /// The same pairs of the latest [`ACKED_PARITIES`] parities acknowledged: a packet between
+    /// them acknowledged after its parity was rebuilt by the receiver
+    /// ([`SchemeSender::acked_by_repair`]).
+    acked_parities: VecDeque<(u64, u64)>,
     /// Packet number of the last parity sent.
     last_parity: Option<u64>,
     /// End of the current residual-loss period.
@@ -633,7 +641,6 @@ impl FecSender {
 
     /// Writes the parity of `path`'s block into `pkt` and starts a new block.
     fn emit_parity(&mut self, path: usize, pkt: &mut PacketWriter<'_>) -> Option<PacketTag> {
-        let track = matches!(self.mode, Mode::Dynamic(c) if c.lost_at_parity);
         let st = &mut self.paths[path];
         let mut body = Vec::with_capacity(RANGE_BUDGET + st.parity.len());
         encode_ranges(&mut body, &st.pns);
@@ -657,13 +664,11 @@ impl FecSender {
         st.parities += 1;
         st.parity_bytes += body.len() as u64;
         let pn = pkt.header().pn;
-        if track {
-            // Everything since the previous parity: the block and the packets between its
-            // members that parity does not cover (engine frames), which the acknowledged
-            // parity, sent after them, shows were overtaken.
-            let since = st.last_parity.map_or(0, |l| l + 1);
-            st.open_parities.push_back((pn, since));
-        }
+        // Everything since the previous parity: the block and the packets between its members
+        // that parity does not cover (engine frames), which the acknowledged parity, sent
+        // after them, shows were overtaken.
+        let since = st.last_parity.map_or(0, |l| l + 1);
+        st.open_parities.push_back((pn, since));
         st.last_parity = Some(pn);
         Some(PacketTag {
             a: PARITY_TAG,
@@ -813,26 +818,45 @@ impl SchemeSender for FecSender {
         self.ensure_paths(ctx.paths.len());
         self.paths[pkt.path].rearm(&ctx.paths[pkt.path]);
         if pkt.tag.a == PARITY_TAG {
+            let declare = matches!(self.mode, Mode::Dynamic(c) if c.lost_at_parity);
             let st = &mut self.paths[pkt.path];
             st.parities_acked += 1;
-            // `lost_at_parity`: the receiver had this parity; what of its block is still
-            // unacknowledged once this acknowledgement is processed could not be repaired.
             while let Some(&(parity, first)) = st.open_parities.front() {
                 if parity > pkt.pn {
                     break;
                 }
                 st.open_parities.pop_front();
                 if parity == pkt.pn {
-                    ctx.request(Action::DeclareLost {
-                        path: pkt.path,
-                        from: first,
-                        to: parity,
-                    });
+                    if st.acked_parities.len() == ACKED_PARITIES {
+                        st.acked_parities.pop_front();
+                    }
+                    st.acked_parities.push_back((parity, first));
+                    // `lost_at_parity`: the receiver had this parity; what of its block is
+                    // still unacknowledged once this acknowledgement is processed could not
+                    // be repaired.
+                    if declare {
+                        ctx.request(Action::DeclareLost {
+                            path: pkt.path,
+                            from: first,
+                            to: parity,
+                        });
+                    }
                 }
             }
             return;
         }
         self.arq.on_acked(ctx, pkt);
+    }
+
+    fn acked_by_repair(&self, path: usize, pn: u64) -> bool {
+        // Asked as `pn` is newly acknowledged: if a later parity whose block spans it was
+        // acknowledged already (the engine settles an ACK's packets from the highest number
+        // down, so in the same ACK too), the receiver rebuilt it from that parity.
+        self.paths.get(path).is_some_and(|st| {
+            st.acked_parities
+                .iter()
+                .any(|&(parity, first)| first <= pn && pn < parity)
+        })
     }
 
     fn on_lost(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo, kind: LossKind) {

@@ -350,6 +350,17 @@ pub trait SchemeSender: Send + std::fmt::Debug {
     /// The peer's cumulative acknowledgement (`ctx.data_ack`) advanced.
     fn on_data_ack(&mut self, _ctx: &mut SendCtx<'_>) {}
 
+    /// Packet `pn` of `path`, being newly acknowledged, was rebuilt by the receiver from
+    /// redundancy ([`RecvCtx::mark_recovered`]) rather than delivered by the network, as far
+    /// as the scheme can tell. With `ConnectionConfig::reorder_tolerance` such an
+    /// acknowledgement is neither reordering (RFC 8985 §6.2 step 2) nor proof that a loss was
+    /// spurious: a repair arrives after the packets sent behind the lost one by design. Asked
+    /// for each newly acknowledged packet, those of one ACK from the highest number down, after
+    /// [`SchemeSender::on_acked`] of the higher ones; false by default.
+    fn acked_by_repair(&self, _path: usize, _pn: u64) -> bool {
+        false
+    }
+
     /// A FEEDBACK or SCHEME (kind ≥ 0x80) frame arrived from the peer's receiving half. An
     /// error drops the frame and the engine counts it.
     fn on_feedback(
