@@ -2,7 +2,8 @@
 # The same scenario in the simulator and through the emulator, with this stack's schemes
 # (default tcp, mptcp and fmtcp; SCHEMES="nc-mptcp cmt-sctp hmtp" for others: each must be a
 # variant of the mix files): `tributary emulate --transfer --compare` on the path mixes
-# scenarios/emulate/mix-*.toml, seeds 1..REPS (the simulator runs with the same seed).
+# scenarios/emulate/mix-*.toml (MIXES="bursty" for some; default all four), seeds 1..REPS
+# (the simulator runs with the same seed).
 # Existing results of other schemes in OUT are kept; a run's own files are rewritten.
 # Results: docs/data/emu/vs-sim/*.json; table: scripts/emu-vs-sim-report.py. Needs root.
 set -euo pipefail
@@ -14,7 +15,7 @@ out=${OUT:-docs/data/emu/vs-sim}
 reps=${REPS:-3}
 schemes=${SCHEMES:-tcp mptcp fmtcp}
 mkdir -p "$out"
-for mix in symmetric rtt lossy bursty; do
+for mix in ${MIXES:-symmetric rtt lossy bursty}; do
   f=scenarios/emulate/mix-$mix.toml
   for r in $(seq "$reps"); do
     for s in $schemes; do

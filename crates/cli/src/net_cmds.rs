@@ -131,11 +131,12 @@ pub struct ConnArgs {
     #[arg(long)]
     pub probe_new_paths: bool,
     /// Reordering tolerance as Linux (RACK's adaptive reordering window, RFC 8985 §6.2, and
-    /// the undo of congestion responses to losses that prove spurious): for links that
-    /// reorder packets, where otherwise every reordering costs like a loss. Sender side; off
-    /// by default, as in the simulator.
+    /// the undo of congestion responses to losses that prove spurious) is on by default, as
+    /// in the simulator: a path that reorders packets is not taken for a lossy one, and one
+    /// that does not behaves as without it. This turns it off (every packet three behind
+    /// the largest acknowledged is lost, as classic TCP). Sender side.
     #[arg(long)]
-    pub reorder_tolerance: bool,
+    pub no_reorder_tolerance: bool,
 }
 
 impl ConnArgs {
@@ -156,7 +157,7 @@ impl ConnArgs {
             cwnd_validation: self.cwnd_validation,
             tail_loss_probe: self.tail_loss_probe,
             probe_new_paths: self.probe_new_paths,
-            reorder_tolerance: self.reorder_tolerance,
+            reorder_tolerance: !self.no_reorder_tolerance,
             ..ConnectionConfig::default()
         };
         // Options that cannot work (the message names the field), then resource limits,

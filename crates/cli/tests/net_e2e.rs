@@ -1024,7 +1024,7 @@ fn qlog_traces_of_send_and_recv() {
     let _ = fs::remove_file(output);
 }
 
-/// `--cwnd-validation`, `--tail-loss-probe`, `--reorder-tolerance` and `--probe-new-paths`
+/// `--cwnd-validation`, `--tail-loss-probe`, `--no-reorder-tolerance` and `--probe-new-paths`
 /// (docs/udp.md, "Bonding two real interfaces", steps 4-7) reach the sender's connection,
 /// and two-path transfers with them still deliver every byte.
 #[test]
@@ -1032,6 +1032,6 @@ fn cwnd_validation_flag_over_two_paths() {
     let common = ["--buffer", "256K", "--conn-id", "12", "--insecure"];
     transfer_intact("cwv", 11, 2, &common, &["--cc", "lia", "--cwnd-validation"]);
     transfer_intact("tlp", 13, 2, &common, &["--tail-loss-probe"]);
-    transfer_intact("reo", 15, 2, &common, &["--reorder-tolerance"]);
+    transfer_intact("reo", 15, 2, &common, &["--no-reorder-tolerance"]);
     transfer_intact("pnp", 17, 2, &common, &["--probe-new-paths"]);
 }

@@ -518,7 +518,9 @@ fn flow_config(
         tail_loss_probe: f.tail_loss_probe.unwrap_or(d.tail_loss_probe),
         cwnd_validation: f.cwnd_validation.unwrap_or(d.cwnd_validation),
         probe_new_paths: f.probe_new_paths.unwrap_or(d.probe_new_paths),
-        reorder_tolerance: f.reorder_tolerance.unwrap_or(d.reorder_tolerance),
+        reorder_tolerance: f
+            .reorder_tolerance
+            .unwrap_or_else(|| f.profile.unwrap_or(d.profile).reorder_tolerance()),
         max_probe_interval: f.max_probe_interval.map(|x| x.0).or(d.max_probe_interval),
         ..d
     };

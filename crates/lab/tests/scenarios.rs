@@ -82,6 +82,25 @@ fn metric_block_is_settable() {
     assert_eq!(s.config(0, 0).sim.flows[0].conn.metric_block, 65_536);
 }
 
+/// The reordering tolerance follows the profile unless the flow sets it: on for `linux` (as
+/// Linux's RACK), off for `classic` (ns-3's NewReno has none), and an explicit key wins.
+#[test]
+fn reorder_tolerance_follows_the_profile() {
+    let with = |keys: &str| {
+        let s = Scenario::parse(
+            &BASE.replace("buffer = \"64KiB\"", &format!("buffer = \"64KiB\"\n{keys}")),
+            "test.toml",
+        )
+        .unwrap();
+        s.config(0, 0).sim.flows[0].conn.reorder_tolerance
+    };
+    assert!(with(""));
+    assert!(with("profile = \"linux\""));
+    assert!(!with("profile = \"classic\""));
+    assert!(!with("reorder_tolerance = false"));
+    assert!(with("profile = \"classic\"\nreorder_tolerance = true"));
+}
+
 #[test]
 fn full_schema() {
     let s = Scenario::parse(

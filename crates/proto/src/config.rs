@@ -101,9 +101,12 @@ pub struct ConnectionConfig {
     /// losses and back to 1 after 16 recovery episodes without; and when every loss of a
     /// recovery episode proves spurious, the controller restores the window from before it
     /// ([`crate::cc::CongestionControl::on_spurious_congestion`]). Until a path sees
-    /// reordering its losses are detected as without this option. Off by default (the
-    /// results in `docs/` were made without it; ns-2/ns-3 NewReno has none of it).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    /// reordering its losses are detected exactly as without this option, and a packet a
+    /// scheme rebuilt from redundancy ([`crate::scheme::SchemeSender::acked_by_repair`]) is
+    /// not reordering, so on paths that keep their packets in order nothing changes (checked
+    /// run by run on every scenario file of the repository). The default follows the profile
+    /// ([`TcpProfile::reorder_tolerance`]): on for `linux` (Linux has had RACK on by default
+    /// since 4.18), off for `classic` (ns-2/ns-3 NewReno has none of it).
     pub reorder_tolerance: bool,
     /// Multipath: longest interval between probes of a suspect or failed path. Its
     /// retransmission timer backs off (RFC 6298 §5.5) up to this rather than `max_rto` (never
@@ -143,6 +146,18 @@ pub enum TcpProfile {
     Classic,
 }
 
+impl TcpProfile {
+    /// Whether the profile tolerates reordering by default
+    /// ([`ConnectionConfig::reorder_tolerance`]): `linux` does (RACK, RFC 8985), `classic`
+    /// does not (ns-3.37's NewReno counts three duplicate ACKs, nothing else).
+    pub fn reorder_tolerance(self) -> bool {
+        match self {
+            TcpProfile::Linux => true,
+            TcpProfile::Classic => false,
+        }
+    }
+}
+
 impl Default for ConnectionConfig {
     fn default() -> Self {
         ConnectionConfig {
@@ -170,7 +185,7 @@ impl Default for ConnectionConfig {
             tail_loss_probe: false,
             cwnd_validation: false,
             probe_new_paths: false,
-            reorder_tolerance: false,
+            reorder_tolerance: TcpProfile::Linux.reorder_tolerance(),
             max_probe_interval: None,
         }
     }
