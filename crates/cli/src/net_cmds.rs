@@ -137,7 +137,17 @@ pub struct ConnArgs {
     /// the largest acknowledged is lost, as classic TCP). Sender side.
     #[arg(long)]
     pub no_reorder_tolerance: bool,
+    /// For bonding real links, in one flag: what the Linux kernel does by default and the
+    /// simulator leaves off for the papers' sake (`--tail-loss-probe`, `--cwnd-validation`,
+    /// `--probe-new-paths`), and what links that drop out need (`--max-probe-interval 1`
+    /// unless given). docs/udp.md, "Bonding two real interfaces". Sender side.
+    #[arg(long)]
+    pub bonding: bool,
 }
+
+/// `--bonding`'s probe interval of a path that stopped answering, seconds (docs/udp.md: one
+/// small packet per second while a link is down; +4-6 % on the simulator's failure case).
+const BONDING_PROBE_INTERVAL: f64 = 1.0;
 
 impl ConnArgs {
     pub(crate) fn config(&self, paths: usize) -> anyhow::Result<ConnectionConfig> {
@@ -153,10 +163,11 @@ impl ConnArgs {
             scheduler: self.scheduler.clone(),
             max_probe_interval: self
                 .max_probe_interval
+                .or(self.bonding.then_some(BONDING_PROBE_INTERVAL))
                 .map(tributary_proto::Duration::from_secs_f64),
-            cwnd_validation: self.cwnd_validation,
-            tail_loss_probe: self.tail_loss_probe,
-            probe_new_paths: self.probe_new_paths,
+            cwnd_validation: self.cwnd_validation || self.bonding,
+            tail_loss_probe: self.tail_loss_probe || self.bonding,
+            probe_new_paths: self.probe_new_paths || self.bonding,
             reorder_tolerance: !self.no_reorder_tolerance,
             ..ConnectionConfig::default()
         };
@@ -923,6 +934,53 @@ mod tests {
         assert_eq!(safe_name(".bashrc"), None);
         assert_eq!(safe_name("x/"), None);
         assert_eq!(safe_name("a\u{7}b"), None);
+    }
+
+    #[derive(clap::Parser)]
+    struct Conn {
+        #[command(flatten)]
+        c: ConnArgs,
+    }
+
+    fn config(args: &[&str]) -> ConnectionConfig {
+        use clap::Parser;
+        let mut v = vec!["t"];
+        v.extend(args);
+        Conn::try_parse_from(v).unwrap().c.config(2).unwrap()
+    }
+
+    /// `--bonding` is exactly the four options docs/udp.md lists, an explicit probe interval
+    /// wins, and without it the simulator's defaults hold (reordering tolerance on).
+    #[test]
+    fn bonding_preset() {
+        let d = config(&[]);
+        assert!(!d.tail_loss_probe && !d.cwnd_validation && !d.probe_new_paths);
+        assert_eq!(d.max_probe_interval, None);
+        assert!(d.reorder_tolerance);
+        let b = config(&["--bonding"]);
+        assert!(b.tail_loss_probe && b.cwnd_validation && b.probe_new_paths);
+        assert_eq!(
+            b.max_probe_interval,
+            Some(tributary_proto::Duration::from_secs(1))
+        );
+        assert!(b.reorder_tolerance);
+        let e = config(&["--bonding", "--max-probe-interval", "3"]);
+        assert_eq!(
+            e.max_probe_interval,
+            Some(tributary_proto::Duration::from_secs(3))
+        );
+        assert!(!config(&["--no-reorder-tolerance"]).reorder_tolerance);
+        // Everything else is as without the flag.
+        assert_eq!(
+            ConnectionConfig {
+                tail_loss_probe: false,
+                cwnd_validation: false,
+                probe_new_paths: false,
+                max_probe_interval: None,
+                ..b
+            },
+            d
+        );
     }
 
     #[test]

@@ -1024,9 +1024,9 @@ fn qlog_traces_of_send_and_recv() {
     let _ = fs::remove_file(output);
 }
 
-/// `--cwnd-validation`, `--tail-loss-probe`, `--no-reorder-tolerance` and `--probe-new-paths`
-/// (docs/udp.md, "Bonding two real interfaces", steps 4-7) reach the sender's connection,
-/// and two-path transfers with them still deliver every byte.
+/// `--cwnd-validation`, `--tail-loss-probe`, `--no-reorder-tolerance`, `--probe-new-paths`
+/// and `--bonding` (all four at once; docs/udp.md, "Bonding two real interfaces", steps 4-7):
+/// two-path transfers with them deliver every byte.
 #[test]
 fn cwnd_validation_flag_over_two_paths() {
     let common = ["--buffer", "256K", "--conn-id", "12", "--insecure"];
@@ -1034,4 +1034,5 @@ fn cwnd_validation_flag_over_two_paths() {
     transfer_intact("tlp", 13, 2, &common, &["--tail-loss-probe"]);
     transfer_intact("reo", 15, 2, &common, &["--no-reorder-tolerance"]);
     transfer_intact("pnp", 17, 2, &common, &["--probe-new-paths"]);
+    transfer_intact("bond", 19, 2, &common, &["--bonding"]);
 }
