@@ -1212,6 +1212,7 @@ impl Connection {
             // arrived after all, and its loss was spurious, unless the scheme rebuilt it from
             // redundancy (asked after the loop above, so the scheme saw this ACK's repairs).
             let tx = &self.tx;
+            let mut tracer = self.tracer.as_mut();
             let path = &mut self.paths[p];
             path.reo.expire(now, path.rtt.base_rto());
             if !path.reo.lost.is_empty() {
@@ -1223,10 +1224,13 @@ impl Connection {
                         r.end.min(next_pn),
                         next_pn,
                         |pn| tx.acked_by_repair(p, pn),
-                        |s| {
+                        |pn, s| {
                             spurious += 1;
                             if let Spurious::Undo(w) = s {
                                 undo = Some(w);
+                            }
+                            if let Some(t) = tracer.as_mut() {
+                                t.event(now, &TraceEvent::SpuriousLoss { path: p, pn });
                             }
                         },
                     );
@@ -1331,6 +1335,9 @@ impl Connection {
         let path = &mut self.paths[p];
         path.recovery_start = None;
         path.stats.undos += 1;
+        if let Some(t) = &mut self.tracer {
+            t.event(now, &TraceEvent::CongestionUndone { path: p });
+        }
         self.sync_view(p);
         let w = self.cc.on_spurious_congestion(p, now, prior, &self.views);
         self.apply_window(p, w);

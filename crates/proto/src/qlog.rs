@@ -6,10 +6,13 @@
 //! connection's epoch), `name` and `data`.
 //!
 //! Events: `transport:packet_sent`, `transport:packet_received` (header with `packet_type`
-//! `"1RTT"`, `packet_number`, `raw.payload_length` and the decoded frames), `recovery:packet_lost` (with the trigger,
-//! `reordering_threshold` or `pto_expired`) and `recovery:metrics_updated` (congestion
-//! window, RTTs in ms, bytes in flight, ssthresh). Every event carries the multipath
-//! extension's `path_id`. The tracer buffers and writes on drop or [`QlogWriter::finish`]; a
+//! `"1RTT"`, `packet_number`, `raw.payload_length` and the decoded frames),
+//! `recovery:packet_lost` (with the trigger, `reordering_threshold` or `pto_expired`) and
+//! `recovery:metrics_updated` (congestion window, RTTs in ms, bytes in flight, ssthresh);
+//! with the reordering tolerance also two events of our own namespace (the schema has none
+//! for them): `tributary:spurious_loss` (a declared-lost packet acknowledged after all: its
+//! `packet_number`) and `tributary:congestion_undone` (its episode's congestion response
+//! undone). Every event carries the multipath extension's `path_id`. The tracer buffers and writes on drop or [`QlogWriter::finish`]; a
 //! write error is kept and reported by `finish`.
 
 use crate::scheme::LossKind;
@@ -278,6 +281,21 @@ impl<W: Write + Send + std::fmt::Debug> Tracer for QlogWriter<W> {
                     ),
                 )
             }
+            // No qlog event of the IETF schema says this; custom events carry the
+            // implementation's namespace, which viewers list as they are.
+            TraceEvent::SpuriousLoss { path, pn } => self.record(
+                now,
+                "tributary:spurious_loss",
+                format_args!(
+                    "\"path_id\":{path},\"header\":{{\"packet_type\":\"1RTT\",\
+                     \"packet_number\":{pn}}}"
+                ),
+            ),
+            TraceEvent::CongestionUndone { path } => self.record(
+                now,
+                "tributary:congestion_undone",
+                format_args!("\"path_id\":{path}"),
+            ),
             TraceEvent::MetricsUpdated { view } => {
                 let mut extra = String::new();
                 for (k, v) in [
@@ -341,7 +359,15 @@ mod tests {
                 kind: LossKind::Timeout,
             },
         );
-        assert_eq!(w.events(), 2);
+        w.event(
+            Instant::from_nanos(2_500_000),
+            &TraceEvent::SpuriousLoss { path: 1, pn: 7 },
+        );
+        w.event(
+            Instant::from_nanos(2_500_000),
+            &TraceEvent::CongestionUndone { path: 1 },
+        );
+        assert_eq!(w.events(), 4);
         let out = String::from_utf8(w.finish().unwrap()).unwrap();
         let records: Vec<serde_json::Value> = out
             .split('\u{1e}')
@@ -351,7 +377,7 @@ mod tests {
                 serde_json::from_str(r).unwrap()
             })
             .collect();
-        assert_eq!(records.len(), 3);
+        assert_eq!(records.len(), 5);
         assert_eq!(records[0]["qlog_format"], "JSON-SEQ");
         assert_eq!(records[0]["title"], "t \"1\"");
         assert_eq!(records[0]["trace"]["vantage_point"]["type"], "client");
@@ -362,5 +388,10 @@ mod tests {
         assert_eq!(records[1]["data"]["raw"]["payload_length"], 4);
         assert_eq!(records[1]["data"]["frames"][0]["frame_type"], "ping");
         assert_eq!(records[2]["data"]["trigger"], "pto_expired");
+        assert_eq!(records[3]["name"], "tributary:spurious_loss");
+        assert_eq!(records[3]["data"]["header"]["packet_number"], 7);
+        assert_eq!(records[3]["data"]["path_id"], 1);
+        assert_eq!(records[4]["name"], "tributary:congestion_undone");
+        assert_eq!(records[4]["data"]["path_id"], 1);
     }
 }

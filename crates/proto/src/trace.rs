@@ -45,6 +45,22 @@ pub enum TraceEvent<'a> {
         /// How the loss was detected.
         kind: LossKind,
     },
+    /// With `ConnectionConfig::reorder_tolerance`: packet `pn` of `path`, declared lost by
+    /// the packet or time threshold, was acknowledged after all: the loss was spurious
+    /// (reordering, not loss).
+    SpuriousLoss {
+        /// Path.
+        path: usize,
+        /// Packet number.
+        pn: u64,
+    },
+    /// With `ConnectionConfig::reorder_tolerance`: every loss of the path's latest recovery
+    /// episode proved spurious, and its congestion response was undone (RFC 4015 §2); a
+    /// [`TraceEvent::MetricsUpdated`] with the restored window follows.
+    CongestionUndone {
+        /// Path.
+        path: usize,
+    },
     /// A path's congestion state changed (after an ACK, a loss or a timeout).
     MetricsUpdated {
         /// The path's new state.

@@ -9,8 +9,9 @@
 use crate::common::net::{Fate, Net};
 use tributary_proto::cc::CcConfig;
 use tributary_proto::scheme::SchemeConfig;
+use tributary_proto::trace::{TraceEvent, Tracer};
 use tributary_proto::wire::{parse_packet, Frame, FrameIter};
-use tributary_proto::{ConnectionConfig, Duration};
+use tributary_proto::{ConnectionConfig, Duration, Instant};
 
 fn is_data(d: &[u8]) -> bool {
     parse_packet(d)
@@ -79,6 +80,46 @@ fn a_late_original_proves_the_loss_spurious_and_the_reduction_is_undone() {
         } else {
             assert_eq!((s.spurious_losses, s.undos), (0, 0), "{s:?}");
             assert!(p.ssthresh < u64::MAX, "{p:?}");
+        }
+    }
+}
+
+/// Records the loss, spurious-loss and undo events of a trace, in order.
+#[derive(Debug, Clone, Default)]
+struct Events(std::sync::Arc<std::sync::Mutex<Vec<(&'static str, u64)>>>);
+
+impl Tracer for Events {
+    fn event(&mut self, _now: Instant, event: &TraceEvent<'_>) {
+        let e = match *event {
+            TraceEvent::PacketLost { pn, .. } => ("lost", pn),
+            TraceEvent::SpuriousLoss { pn, .. } => ("spurious", pn),
+            TraceEvent::CongestionUndone { path } => ("undone", path as u64),
+            _ => return,
+        };
+        self.0.lock().unwrap().push(e);
+    }
+}
+
+/// The trace (qlog's `tributary:spurious_loss` and `tributary:congestion_undone`) says what the
+/// counters count, for the packet that was declared lost: a user debugging a real link that
+/// reorders sees which losses were not. Without the option: the loss only.
+#[test]
+fn the_trace_names_the_spurious_loss_and_the_undo() {
+    for tolerance in [true, false] {
+        let mut net = network(
+            cfg(tolerance, "new-reno"),
+            Duration::from_millis(25),
+            hold(vec![300], Duration::from_millis(10)),
+        );
+        let events = Events::default();
+        net.a.set_tracer(Box::new(events.clone()));
+        net.transfer(2 << 20, Duration::from_secs(30));
+        let got = events.0.lock().unwrap().clone();
+        let lost = got.iter().find(|e| e.0 == "lost").expect("one loss").1;
+        if tolerance {
+            assert_eq!(got, [("lost", lost), ("spurious", lost), ("undone", 0)]);
+        } else {
+            assert_eq!(got, [("lost", lost)]);
         }
     }
 }

@@ -221,15 +221,15 @@ impl Reordering {
 
     /// Takes the records of packets in `lo..hi` (acknowledged by an ACK range): each proves
     /// a loss spurious, except those `repaired` says the receiver rebuilt from redundancy
-    /// (their losses stand: the network did lose them). `f` gets what each spurious one
-    /// implies.
+    /// (their losses stand: the network did lose them). `f` gets each spurious one's packet
+    /// number and what it implies.
     pub(crate) fn take_acked(
         &mut self,
         lo: u64,
         hi: u64,
         next_pn: u64,
         mut repaired: impl FnMut(u64) -> bool,
-        mut f: impl FnMut(Spurious),
+        mut f: impl FnMut(u64, Spurious),
     ) {
         let start = self.lost.partition_point(|r| r.pn < lo);
         let end = self.lost.partition_point(|r| r.pn < hi);
@@ -239,7 +239,8 @@ impl Reordering {
         let taken: Vec<LostRecord> = self.lost.drain(start..end).collect();
         for r in taken {
             if !repaired(r.pn) {
-                f(self.on_spurious(r, next_pn));
+                let pn = r.pn;
+                f(pn, self.on_spurious(r, next_pn));
             }
         }
     }
@@ -313,17 +314,17 @@ mod tests {
         }
         r.on_congestion_response(w(100));
         // Two spurious losses in one round: one increase (dsack_round).
-        r.take_acked(5, 7, 50, |_| false, |_| {});
+        r.take_acked(5, 7, 50, |_| false, |_, _| {});
         assert_eq!(r.mult, 2);
         assert_eq!(r.reo_wnd(Some(ms(80)), Some(ms(200))), ms(40));
         // The round ends when packet 50 is acknowledged; the next spurious loss raises again.
         r.on_acked(49, None);
-        r.take_acked(7, 8, 60, |_| false, |_| {});
+        r.take_acked(7, 8, 60, |_| false, |_, _| {});
         assert_eq!(r.mult, 2, "same round");
         r.on_acked(50, None);
         r.on_lost(70, at(1), true);
         r.on_congestion_response(w(100));
-        r.take_acked(70, 71, 80, |_| false, |_| {});
+        r.take_acked(70, 71, 80, |_| false, |_, _| {});
         assert_eq!(r.mult, 3);
         // Capped at SRTT.
         assert_eq!(r.reo_wnd(Some(ms(80)), Some(ms(50))), ms(50));
@@ -344,9 +345,9 @@ mod tests {
         r.on_congestion_response(w(100));
         r.on_lost(11, at(0), false); // same episode (sent before it began)
         let mut seen = Vec::new();
-        r.take_acked(10, 11, 40, |_| false, |s| seen.push(s));
+        r.take_acked(10, 11, 40, |_| false, |_, s| seen.push(s));
         assert_eq!(seen, [Spurious::Counted]);
-        r.take_acked(11, 12, 40, |_| false, |s| seen.push(s));
+        r.take_acked(11, 12, 40, |_| false, |_, s| seen.push(s));
         assert_eq!(seen, [Spurious::Counted, Spurious::Undo(w(100))]);
         assert!(r.undo.is_none() && r.lost.is_empty());
     }
@@ -363,7 +364,7 @@ mod tests {
             11,
             40,
             |_| false,
-            |s| undos += u32::from(matches!(s, Spurious::Undo(_))),
+            |_, s| undos += u32::from(matches!(s, Spurious::Undo(_))),
         );
         assert_eq!(undos, 0, "packet 11 is still lost");
         // A timeout ends the episode for good: 11's late ACK undoes nothing.
@@ -373,7 +374,7 @@ mod tests {
             12,
             40,
             |_| false,
-            |s| undos += u32::from(matches!(s, Spurious::Undo(_))),
+            |_, s| undos += u32::from(matches!(s, Spurious::Undo(_))),
         );
         assert_eq!(undos, 0);
         // A scheme-declared loss starting the episode makes it final too.
