@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use tributary_net::keys;
-use tributary_net::perf::{Interval, PathSample, Side};
+use tributary_net::perf::{Interval, PathSample, PathTotal, Side};
 use tributary_net::qlog::QlogDir;
 use tributary_net::{
     Content, Listener, PerfOptions, PerfReport, ServerEvent, Service, TransferOptions, UdpDriver,
@@ -231,20 +231,29 @@ fn remainder_lines(printed: &Interval, last: &Interval) -> Vec<String> {
 fn print_side(name: &str, s: &Side) {
     let span = format!("0.00-{:.2}", s.seconds);
     for p in &s.paths {
-        println!(
-            "{span:>13}  {:<6} {:>12} {:>10.1} {:>9} {:>10} {:>6}",
-            p.path,
-            p.bytes,
-            p.mbps,
-            "",
-            "",
-            opt(p.lost)
-        );
+        println!("{}", total_line(&span, p));
     }
     println!(
         "{span:>13}  {:<6} {:>12} {:>10.1}  {name} (stream bytes, goodput)",
         "all", s.bytes, s.mbps
     );
+}
+
+/// A path's line of the summary; losses that proved spurious (reordering) are named.
+fn total_line(span: &str, p: &PathTotal) -> String {
+    let spurious = match p.spurious {
+        Some(n) if n > 0 => format!("  ({n} spurious: reordered, not lost)"),
+        _ => String::new(),
+    };
+    format!(
+        "{span:>13}  {:<6} {:>12} {:>10.1} {:>9} {:>10} {:>6}{spurious}",
+        p.path,
+        p.bytes,
+        p.mbps,
+        "",
+        "",
+        opt(p.lost)
+    )
 }
 
 fn print_summary(r: &PerfReport) {
@@ -402,6 +411,29 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The summary names losses that proved spurious, only when there are some, and a peer's
+    /// report without the field (before it existed) still reads.
+    #[test]
+    fn spurious_losses_are_named_in_the_summary() {
+        let mut p = PathTotal {
+            path: 1,
+            bytes: 5_000,
+            mbps: 4.0,
+            lost: Some(7),
+            retransmitted_bytes: Some(2_800),
+            spurious: Some(3),
+        };
+        let l = total_line("0.00-1.00", &p);
+        assert!(l.ends_with("7  (3 spurious: reordered, not lost)"), "{l}");
+        p.spurious = Some(0);
+        assert!(total_line("0.00-1.00", &p).ends_with(" 7"));
+        let old: PathTotal = serde_json::from_str(
+            r#"{"path":0,"bytes":1,"mbps":0.5,"lost":2,"retransmitted_bytes":0}"#,
+        )
+        .unwrap();
+        assert_eq!(old.spurious, None);
     }
 
     /// An end folded into the printed last interval: the printed lines plus the remainder

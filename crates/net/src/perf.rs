@@ -108,6 +108,11 @@ pub struct PathTotal {
     pub lost: Option<u64>,
     /// Sender: stream bytes sent again on this path.
     pub retransmitted_bytes: Option<u64>,
+    /// Sender: of the packets declared lost, those whose original was acknowledged later
+    /// (reordering, not loss: `ConnectionConfig::reorder_tolerance`). Absent in reports of
+    /// peers that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spurious: Option<u64>,
 }
 
 /// One end's view of a test.
@@ -327,6 +332,7 @@ impl Sampler {
                     }),
                     retransmitted_bytes: sender
                         .then(|| stats.paths.get(p).map_or(0, |s| s.retransmitted_bytes)),
+                    spurious: sender.then(|| stats.paths.get(p).map_or(0, |s| s.spurious_losses)),
                 }
             })
             .collect();
