@@ -1172,11 +1172,12 @@ impl Connection {
                 };
                 any = true;
                 if self.cfg.reorder_tolerance {
-                    // A packet the scheme rebuilt from redundancy comes after the packets
-                    // behind it by design: not reordering.
-                    let repaired = self.tx.acked_by_repair(p, pn);
-                    path.reo
-                        .on_acked(pn, if repaired { None } else { largest_before });
+                    // A packet below the largest acknowledged is reordering, unless the scheme
+                    // rebuilt it from redundancy (a repair comes after the packets behind it
+                    // by design); the scheme is asked only then.
+                    let below =
+                        largest_before.filter(|&l| pn < l && !self.tx.acked_by_repair(p, pn));
+                    path.reo.on_acked(pn, below);
                 }
                 head_acked |= head == Some(pn);
                 path.stats.packets_acked += 1;
