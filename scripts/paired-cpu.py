@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CPU time (user + system, from the child's rusage) of one command under two binaries,
 run alternately so that the shared VM's slow episodes hit both; prints each run, the medians,
-minima and the new/old ratios.
+lower quartiles, minima and the new/old ratios.
 
 usage:
   scripts/paired-cpu.py --runs 9 OLD_BINARY NEW_BINARY -- run scenarios/validation/speed-10m.toml --jobs 1
@@ -41,6 +41,8 @@ def main():
         print(f"run {i + 1}: old {old[-1]:.3f} s, new {new[-1]:.3f} s", flush=True)
     mo, mn = st.median(old), st.median(new)
     print(f"median: old {mo:.3f} s, new {mn:.3f} s, new/old {mn / mo:.3f} (old/new {mo / mn:.3f}x)")
+    q = lambda xs: st.quantiles(xs, n=4)[0] if len(xs) >= 4 else min(xs)
+    print(f"lower quartile: old {q(old):.3f} s, new {q(new):.3f} s, new/old {q(new) / q(old):.3f}")
     print(f"min:    old {min(old):.3f} s, new {min(new):.3f} s, new/old {min(new) / min(old):.3f}")
 
 
