@@ -316,11 +316,15 @@ impl Link {
         let dep = match &self.params.trace {
             None => {
                 let start = self.busy_until.max(now);
-                // Serialization time, rounded up to the nanosecond.
-                let tx = Duration::from_nanos(
-                    (wire as u128 * 8 * 1_000_000_000).div_ceil(self.params.rate_bps as u128)
-                        as u64,
-                );
+                // Serialization time, rounded up to the nanosecond; in 64-bit arithmetic when
+                // the product fits (any datagram: a 128-bit division per packet was a
+                // measurable share of the link's cost), the same quotient either way.
+                let rate = self.params.rate_bps;
+                let nanos = match wire.checked_mul(8 * 1_000_000_000) {
+                    Some(bits_ns) => bits_ns.div_ceil(rate),
+                    None => (wire as u128 * 8 * 1_000_000_000).div_ceil(rate as u128) as u64,
+                };
+                let tx = Duration::from_nanos(nanos);
                 start + tx
             }
             Some(t) => {

@@ -278,6 +278,10 @@ pub const UNSENT_FLOOR: u64 = 64 * 1024;
 /// Most reliable control frames put in one packet.
 const MAX_CONTROL_PER_PACKET: usize = 8;
 
+/// Frames of a received packet kept from its validation pass for handling (`handle_packet`);
+/// a packet with more is parsed a second time.
+const KEPT_FRAMES: usize = 4;
+
 /// A control frame the connection re-sends until acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ctrl {
@@ -856,10 +860,18 @@ impl Connection {
             return Err(DatagramError::UnknownPath(p));
         }
         // Validate every frame before acting on any, so a bad frame cannot leave a packet
-        // half-processed.
+        // half-processed. The first few parsed frames are kept for handling below (a data
+        // packet or an ACK has one to three), so most packets are parsed once.
         let mut eliciting = false;
+        let mut kept = [const { Frame::Ping }; KEPT_FRAMES];
+        let mut count = 0;
         for f in FrameIter::new(payload) {
-            eliciting |= f?.is_ack_eliciting();
+            let f = f?;
+            eliciting |= f.is_ack_eliciting();
+            if let Some(slot) = kept.get_mut(count) {
+                *slot = f;
+            }
+            count += 1;
         }
         let largest = self.paths.get(p).and_then(|x| x.largest_received);
         if hdr.pn > largest.unwrap_or(0).saturating_add(MAX_PN_JUMP) {
@@ -878,9 +890,15 @@ impl Connection {
             let out_of_order = self.paths[p].largest_received.is_some_and(|l| l != hdr.pn)
                 || self.paths[p].received.len() > 1;
             let mut urgent = false;
-            for f in FrameIter::new(payload) {
-                let Ok(f) = f else { continue };
-                urgent |= self.handle_frame(now, p, hdr.pn, &f)?;
+            if count <= KEPT_FRAMES {
+                for f in &kept[..count] {
+                    urgent |= self.handle_frame(now, p, hdr.pn, f)?;
+                }
+            } else {
+                // More frames than were kept: parse again (every one is valid).
+                for f in FrameIter::new(payload).flatten() {
+                    urgent |= self.handle_frame(now, p, hdr.pn, &f)?;
+                }
             }
             self.apply_receiver_requests();
             self.complete_messages();

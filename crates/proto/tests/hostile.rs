@@ -232,3 +232,36 @@ fn forged_message_beyond_reach_is_refused() {
     while b.poll_transmit(Instant::ZERO, &mut buf).is_some() {}
     assert!(b.block_delivered_times().len() <= 1);
 }
+
+/// Every frame of a valid packet is handled, however many it carries (the first few are kept
+/// from the validation pass, the others parsed again), and a packet with a malformed frame
+/// anywhere is dropped before any of its frames is acted on.
+#[test]
+fn frames_are_handled_all_or_none_whatever_their_number() {
+    let chunk: Vec<u8> = (0..10u8).collect();
+    for n in 1..=9u64 {
+        let frames: Vec<Frame<'_>> = (0..n)
+            .map(|i| Frame::Data {
+                offset: 10 * i,
+                data: &chunk,
+            })
+            .collect();
+        // Valid: all n DATA frames arrive.
+        let (_, mut b) = pair();
+        b.handle_datagram(Instant::ZERO, &common::packet(0, 0, &frames))
+            .unwrap();
+        assert_eq!(b.readable(), 10 * n, "{n} frames");
+        // The same frames followed by an unknown frame type: nothing is taken.
+        let (_, mut b) = pair();
+        let good = common::packet(0, 0, &frames);
+        let body_end = good.len() - tributary_proto::wire::CHECKSUM_LEN;
+        let start = tributary_proto::wire::FIXED_HEADER_LEN + 1;
+        let mut body = good[start..body_end].to_vec();
+        body.push(0x7f);
+        assert!(matches!(
+            b.handle_datagram(Instant::ZERO, &wrap(1, 0, 0, &body)),
+            Err(DatagramError::Wire(_))
+        ));
+        assert_eq!(b.readable(), 0, "{n} frames and a bad one");
+    }
+}

@@ -131,13 +131,24 @@ impl<'a> Reader<'a> {
         if first < 0x40 {
             return Ok(v);
         }
-        let rest = (1usize << (first >> 6)) - 1;
-        let Some(bytes) = self.buf.get(self.pos..self.pos + rest) else {
+        // The 2-, 4- and 8-byte forms: their fixed-size tails read as one big-endian word
+        // (no loop over the bytes).
+        let tail = &self.buf[self.pos..];
+        let read = match first >> 6 {
+            1 => tail.first_chunk().map(|&[a]| (1, [0, 0, 0, 0, 0, 0, 0, a])),
+            2 => tail
+                .first_chunk()
+                .map(|&[a, b, c]| (3, [0, 0, 0, 0, 0, a, b, c])),
+            _ => tail
+                .first_chunk()
+                .map(|&[a, b, c, d, e, f, g]| (7, [0, a, b, c, d, e, f, g])),
+        };
+        let Some((n, low)) = read else {
             self.pos = self.buf.len();
             return Err(WireError::Truncated(what));
         };
-        self.pos += rest;
-        Ok(bytes.iter().fold(v, |v, &b| (v << 8) | u64::from(b)))
+        self.pos += n;
+        Ok((v << (8 * n)) | u64::from_be_bytes(low))
     }
     /// A varint that must fit `u32`.
     pub fn varint_u32(&mut self, what: &'static str) -> Result<u32, WireError> {
