@@ -410,20 +410,24 @@ pub(crate) fn encode_ack(
     let first_range = first.end - 1 - first.start;
     let count = ranges.len().min(max_ranges) - 1;
     let rest = || ranges.iter().rev().skip(1).take(count);
-    let mut need = 2
-        + varint_len(largest)
-        + varint_len(ack_delay)
-        + varint_len(first_range)
-        + varint_len(count as u64)
-        + varint_len(data_ack)
-        + varint_len(max_data);
-    let mut prev_start = first.start;
-    for r in rest() {
-        need += varint_len(prev_start - r.end - 1) + varint_len(r.end - 1 - r.start);
-        prev_start = r.start;
-    }
-    if need > out.len() {
-        return Ok(None);
+    // The sizing pass only when the frame might not fit: a varint takes at most 8 bytes
+    // (type and path one byte each, six more fields, two per further range).
+    if 2 + 8 * (6 + 2 * count) > out.len() {
+        let mut need = 2
+            + varint_len(largest)
+            + varint_len(ack_delay)
+            + varint_len(first_range)
+            + varint_len(count as u64)
+            + varint_len(data_ack)
+            + varint_len(max_data);
+        let mut prev_start = first.start;
+        for r in rest() {
+            need += varint_len(prev_start - r.end - 1) + varint_len(r.end - 1 - r.start);
+            prev_start = r.start;
+        }
+        if need > out.len() {
+            return Ok(None);
+        }
     }
     let mut w = Writer { buf: out, pos: 0 };
     w.u8(ACK);

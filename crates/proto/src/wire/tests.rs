@@ -204,6 +204,35 @@ fn frame_that_does_not_fit_is_refused_whole() {
 }
 
 #[test]
+fn ack_fits_exactly_when_its_bytes_fit() {
+    // The encoder sizes the frame only when the worst case (8 bytes per varint) may not
+    // fit; at every output length the frame is either written whole, with the same bytes
+    // as in a roomy buffer, or not at all.
+    let mut set = RangeSet::new();
+    set.insert(0..3);
+    set.insert(70..71);
+    set.insert(20_000..90_000);
+    let mut roomy = [0u8; 256];
+    let n = frame::encode_ack(&mut roomy, 1, &set, 16, 25_000, 1 << 31, 99_999)
+        .unwrap()
+        .unwrap();
+    assert!(
+        n < 2 + 8 * (6 + 2 * 2),
+        "the test must reach the sizing pass"
+    );
+    for len in 0..roomy.len() {
+        let mut out = vec![0u8; len];
+        let got = frame::encode_ack(&mut out, 1, &set, 16, 25_000, 1 << 31, 99_999).unwrap();
+        if len < n {
+            assert_eq!(got, None, "length {len}");
+        } else {
+            assert_eq!(got, Some(n), "length {len}");
+            assert_eq!(out[..n], roomy[..n]);
+        }
+    }
+}
+
+#[test]
 fn ack_ranges_round_trip_and_reject_underflow() {
     let mut set = RangeSet::new();
     set.insert(0..3);
