@@ -211,18 +211,21 @@ fn ack_fits_exactly_when_its_bytes_fit() {
     let mut set = RangeSet::new();
     set.insert(0..3);
     set.insert(70..71);
-    set.insert(20_000..90_000);
+    set.insert(1 << 31..1 << 32);
+    // Most fields take 8 bytes, so a bound of fewer bytes per varint would be wrong here.
+    let (delay, data_ack, max_data) = (1 << 40, 1 << 31, 1 << 35);
     let mut roomy = [0u8; 256];
-    let n = frame::encode_ack(&mut roomy, 1, &set, 16, 25_000, 1 << 31, 99_999)
+    let n = frame::encode_ack(&mut roomy, 1, &set, 16, delay, data_ack, max_data)
         .unwrap()
         .unwrap();
     assert!(
         n < 2 + 8 * (6 + 2 * 2),
         "the test must reach the sizing pass"
     );
+    assert!(n > 2 + 4 * (6 + 2 * 2), "a 4-byte bound must be too small");
     for len in 0..roomy.len() {
         let mut out = vec![0u8; len];
-        let got = frame::encode_ack(&mut out, 1, &set, 16, 25_000, 1 << 31, 99_999).unwrap();
+        let got = frame::encode_ack(&mut out, 1, &set, 16, delay, data_ack, max_data).unwrap();
         if len < n {
             assert_eq!(got, None, "length {len}");
         } else {
