@@ -75,19 +75,27 @@ pub fn first_mismatch(seed: u64, offset: u64, data: &[u8]) -> Option<u64> {
     }
 }
 
-/// Whether `data` is the stream's bytes at `offset`: the differences of all words ORed
-/// together, with no branch per block (the common case: nothing differs, and then
-/// [`find_mismatch`] need not run).
-fn matches(seed: u64, offset: u64, data: &[u8]) -> bool {
-    let mut o = offset;
-    let mut d = data;
+/// Checks the bytes of `data` before the first word boundary of the stream at offset `o`:
+/// `Err` with the offset of the first that differs, else the word-aligned offset and the
+/// rest of `data`.
+fn check_head(seed: u64, mut o: u64, mut d: &[u8]) -> Result<(u64, &[u8]), u64> {
     while !o.is_multiple_of(8) && !d.is_empty() {
         if d[0] != word(seed, o / 8).to_le_bytes()[(o % 8) as usize] {
-            return false;
+            return Err(o);
         }
         d = &d[1..];
         o += 1;
     }
+    Ok((o, d))
+}
+
+/// Whether `data` is the stream's bytes at `offset`: the differences of all words ORed
+/// together, with no branch per block (the common case: nothing differs, and then
+/// [`find_mismatch`] need not run).
+fn matches(seed: u64, offset: u64, data: &[u8]) -> bool {
+    let Ok((o, d)) = check_head(seed, offset, data) else {
+        return false;
+    };
     let mut i = o / 8;
     let mut blocks = d.chunks_exact(8 * LANES);
     let mut m = lanes(i);
@@ -117,15 +125,10 @@ fn matches(seed: u64, offset: u64, data: &[u8]) -> bool {
 /// [`first_mismatch`] of data known to differ somewhere: block by block, then the block that
 /// differs word by word.
 fn find_mismatch(seed: u64, offset: u64, data: &[u8]) -> Option<u64> {
-    let mut o = offset;
-    let mut d = data;
-    while !o.is_multiple_of(8) && !d.is_empty() {
-        if d[0] != word(seed, o / 8).to_le_bytes()[(o % 8) as usize] {
-            return Some(o);
-        }
-        d = &d[1..];
-        o += 1;
-    }
+    let (o, d) = match check_head(seed, offset, data) {
+        Ok(aligned) => aligned,
+        Err(at) => return Some(at),
+    };
     let mut i = o / 8;
     // Whole blocks: one test per block of the OR of the lanes' differences; a block that
     // differs is searched word by word below.
