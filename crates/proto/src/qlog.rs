@@ -12,8 +12,8 @@
 //! with the reordering tolerance also two events of our own namespace (the schema has none
 //! for them): `tributary:spurious_loss` (a declared-lost packet acknowledged after all: its
 //! `packet_number`) and `tributary:congestion_undone` (its episode's congestion response
-//! undone). Every event carries the multipath extension's `path_id`. The tracer buffers and writes on drop or [`QlogWriter::finish`]; a
-//! write error is kept and reported by `finish`.
+//! undone). Every event carries the multipath extension's `path_id`. The tracer buffers and
+//! writes on drop or [`QlogWriter::finish`]; a write error is kept and reported by `finish`.
 
 use crate::scheme::LossKind;
 use crate::time::Instant;

@@ -56,6 +56,15 @@ fn hold(held: Vec<u64>, by: Duration) -> Box<dyn FnMut(u64) -> Fate> {
     })
 }
 
+/// A NewReno connection over a 50 ms path that holds data packet 300 back by 10 ms.
+fn one_held_packet(tolerance: bool) -> Net {
+    network(
+        cfg(tolerance, "new-reno"),
+        Duration::from_millis(25),
+        hold(vec![300], Duration::from_millis(10)),
+    )
+}
+
 /// One data packet held back 10 ms on a 50 ms path is overtaken by dozens: the packet
 /// threshold declares it lost and the window is cut. Its original's acknowledgement then
 /// proves the loss spurious (counted), and as it was the episode's only loss, the window
@@ -63,11 +72,7 @@ fn hold(held: Vec<u64>, by: Duration) -> Box<dyn FnMut(u64) -> Fate> {
 #[test]
 fn a_late_original_proves_the_loss_spurious_and_the_reduction_is_undone() {
     for tolerance in [true, false] {
-        let mut net = network(
-            cfg(tolerance, "new-reno"),
-            Duration::from_millis(25),
-            hold(vec![300], Duration::from_millis(10)),
-        );
+        let mut net = one_held_packet(tolerance);
         net.transfer(2 << 20, Duration::from_secs(30));
         let s = net.a.stats().paths[0];
         assert_eq!(s.packets_lost, 1, "tolerance {tolerance}: {s:?}");
@@ -106,11 +111,7 @@ impl Tracer for Events {
 #[test]
 fn the_trace_names_the_spurious_loss_and_the_undo() {
     for tolerance in [true, false] {
-        let mut net = network(
-            cfg(tolerance, "new-reno"),
-            Duration::from_millis(25),
-            hold(vec![300], Duration::from_millis(10)),
-        );
+        let mut net = one_held_packet(tolerance);
         let events = Events::default();
         net.a.set_tracer(Box::new(events.clone()));
         net.transfer(2 << 20, Duration::from_secs(30));
