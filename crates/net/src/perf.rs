@@ -676,12 +676,13 @@ struct Test {
     /// Forward: our receive side finished; reverse: everything we sent is acknowledged.
     finished: Option<StdInstant>,
     /// Forward (we receive): the wait for the client's CLOSE after the end, restarted by the
-    /// client's retransmissions (see [`Linger`]); reverse: a fixed [`LINGER`].
+    /// client's retransmissions (see [`Linger`]). Reverse: none; the test ends, and the
+    /// connection closes, once everything sent is acknowledged.
     linger: Option<Linger>,
 }
 
-/// How long a finished test waits for the peer's CLOSE at least (a receiving end waits longer
-/// while the sender still retransmits, see [`Linger`]).
+/// How long a receiving end waits for the sender's CLOSE at least after the stream ended
+/// (longer while the sender still retransmits, see [`Linger`]).
 const LINGER: StdDuration = StdDuration::from_secs(2);
 
 /// Serves perf tests until `stop` is set (or `max_tests` ended): forward tests are read
@@ -801,7 +802,10 @@ pub fn perf_serve(
                     l.update(s.connection(), now);
                     l.remaining(LINGER, now).is_zero()
                 }
-                (None, Some(f)) => now.saturating_duration_since(f) >= LINGER,
+                // Reverse: all we sent, the report and the stream's end included, is
+                // acknowledged, so the client has it all; our CLOSE ends its wait at once
+                // (the client, the receiver, waits for it as this end does in a forward test).
+                (None, Some(_)) => true,
                 (None, None) => false,
             };
             match (t.finished, closed) {

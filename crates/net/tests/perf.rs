@@ -6,7 +6,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// `perf`'s linger after the end of a stream (`LINGER` in crates/net/src/perf.rs).
+const LINGER: Duration = Duration::from_secs(2);
 use tributary_net::perf::{PerfRole, Side};
 use tributary_net::{
     perf_client, perf_serve, Content, Limits, Listener, PerfDone, PerfOptions, PerfReport, Service,
@@ -212,7 +215,15 @@ fn every_scheme_and_controller() {
         // Single-path schemes (tcp) on one path.
         let n = if cfg.validate(2).is_ok() { 2 } else { 1 };
         // The reverse direction: the server's end sends with the scheme.
+        let t0 = Instant::now();
         let r = client(&paths[..n], cfg, 0.3, true);
+        // The server closes once all it sent is acknowledged, and its CLOSE ends the client's
+        // wait: the client does not sit out its linger (2 s) after every reverse test.
+        let took = t0.elapsed();
+        assert!(
+            took < Duration::from_secs_f64(0.3) + LINGER,
+            "{s}: the reverse test took {took:?}, its linger included"
+        );
         assert_eq!(r.scheme, *s);
         check_side(&r.local, n);
         assert!(r.local.bytes > 0, "{s}: nothing received");
