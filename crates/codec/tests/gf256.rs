@@ -12,7 +12,11 @@ fn reference_mul_add(dst: &mut [u8], src: &[u8], c: u8) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(crate::PROPTEST_SEED),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn all_kernels_agree(

@@ -10,6 +10,10 @@ mod parity;
 mod raptorq;
 mod rlnc;
 
+/// Seed of the property tests' case generator: the same cases on every run, as every test
+/// here (set in each `proptest_config`; proptest draws a fresh seed per run by default).
+pub const PROPTEST_SEED: u64 = 0x7472_6962;
+
 #[path = "../../test_layout.rs"]
 mod test_layout;
 

@@ -134,7 +134,11 @@ fn agree_with_reference(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig {
+        cases: 64,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(crate::PROPTEST_SEED),
+        ..ProptestConfig::default()
+    })]
 
     /// Inactivation decoding against the reference Gaussian elimination, on random parameters
     /// (c and δ across their range, so sparse and dense degree distributions) and random seed

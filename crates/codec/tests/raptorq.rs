@@ -11,7 +11,11 @@ use tributary_codec::raptorq::{
 use tributary_codec::Error;
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(40))]
+    #![proptest_config(ProptestConfig {
+        cases: 40,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(crate::PROPTEST_SEED),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn decodes_exactly_from_random_erasure_patterns(

@@ -17,7 +17,11 @@ fn random_bytes(rng: &mut ChaCha8Rng, n: usize) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig {
+        cases: 96,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(crate::PROPTEST_SEED),
+        ..ProptestConfig::default()
+    })]
 
     /// Send the mode's symbol sequence through a random erasure channel until the decoder is
     /// complete; the rank must equal the number of innovative symbols, never exceed g, and the

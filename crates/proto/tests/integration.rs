@@ -20,6 +20,10 @@ mod reordering;
 mod scheme_hooks;
 mod trace;
 
+/// Seed of the property tests' case generator: the same cases on every run, as every test
+/// here (set in each `proptest_config`; proptest draws a fresh seed per run by default).
+pub const PROPTEST_SEED: u64 = 0x7472_6962;
+
 #[path = "../../test_layout.rs"]
 mod test_layout;
 

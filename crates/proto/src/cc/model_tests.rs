@@ -1,7 +1,8 @@
 //! Model-based tests: random sequences of ACK / loss / timeout / send events over 1–4 paths
 //! with random RTTs and queueing, fed to every controller through a model of the engine
 //! (views refreshed before each call; the engine's clamps `cwnd ≥ MSS`, `ssthresh ≥ 2·MSS`
-//! applied after). Invariants checked after every step:
+//! applied to the initial views and after every call). The case generator has a fixed seed,
+//! so every run checks the same cases. Invariants checked after every step:
 //!
 //! - every decision's window is at least 1 MSS (and so finite: float state that went NaN or
 //!   infinite would cast to 0 or `u64::MAX`, caught here and by the next bound);
@@ -91,7 +92,14 @@ fn run(
             state: crate::path::PathState::Active,
             mss: MSS,
             cwnd: pkts * MSS,
-            ssthresh: if in_ca { pkts * MSS } else { u64::MAX },
+            // The engine's floor holds from the start: a 1-MSS window is in slow start
+            // (with ssthresh = cwnd = 1 MSS, OLIA's avoidance increase, 1.5 × Reno's
+            // MSS·b/w, exceeded the bytes acknowledged: a state the engine never reaches).
+            ssthresh: if in_ca {
+                (pkts * MSS).max(2 * MSS)
+            } else {
+                u64::MAX
+            },
             bytes_in_flight: 0,
             packets_in_flight: 0,
             srtt: None,
@@ -218,7 +226,11 @@ fn every_controller_has_a_modelled_increase_bound_or_is_delay_based() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x7472_6962),
+        ..ProptestConfig::default()
+    })]
     #[test]
     fn windows_respect_invariants((paths, evs) in scenario()) {
         for cfg in all() {
