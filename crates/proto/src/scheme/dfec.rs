@@ -105,7 +105,7 @@ use crate::config::ConnectionConfig;
 use crate::path::{PathState, PathView};
 use crate::registry::{self, Entry, Factory, OptionDoc, Options};
 use crate::time::{Duration, Instant};
-use crate::wire::{varint_len, Frame, PacketWriter, Reader};
+use crate::wire::{put_varint, varint_len, Frame, PacketWriter, Reader};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -395,15 +395,6 @@ pub(crate) const TCP_IR: Entry<dyn SchemeFactory> = Entry {
 };
 
 // ---------------------------------------------------------------------------- wire helpers
-
-fn put_varint(out: &mut Vec<u8>, v: u64) {
-    match varint_len(v) {
-        1 => out.push(v as u8),
-        2 => out.extend_from_slice(&((v as u16) | 0x4000).to_be_bytes()),
-        4 => out.extend_from_slice(&((v as u32) | 0x8000_0000).to_be_bytes()),
-        _ => out.extend_from_slice(&(v | 0xc000_0000_0000_0000).to_be_bytes()),
-    }
-}
 
 /// Ascending runs `(first, len)` of sorted, distinct packet numbers.
 fn runs(pns: &[u64]) -> Vec<(u64, u64)> {

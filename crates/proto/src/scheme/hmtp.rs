@@ -61,7 +61,7 @@ use super::{
 use crate::config::ConnectionConfig;
 use crate::registry::{self, Entry, Factory, OptionDoc, Options};
 use crate::time::{Duration, Instant};
-use crate::wire::{FeedbackFrame, Frame, PacketWriter};
+use crate::wire::{put_varint, FeedbackFrame, Frame, PacketWriter};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use tributary_codec::lt::{LtDecoder, LtEncoder, LtParams, LtSymbolId};
@@ -253,19 +253,6 @@ pub struct SymbolHeader {
     pub len: u64,
     /// Seed of the symbol within the chunk.
     pub seed: u64,
-}
-
-fn put_varint(out: &mut Vec<u8>, v: u64) {
-    // QUIC-style varint (RFC 9000 §16), as the wire module uses.
-    if v < 1 << 6 {
-        out.push(v as u8);
-    } else if v < 1 << 14 {
-        out.extend_from_slice(&((v as u16) | 0x4000).to_be_bytes());
-    } else if v < 1 << 30 {
-        out.extend_from_slice(&((v as u32) | 0x8000_0000).to_be_bytes());
-    } else {
-        out.extend_from_slice(&(v | 0xc000_0000_0000_0000).to_be_bytes());
-    }
 }
 
 fn get_varint(b: &mut &[u8]) -> Option<u64> {
