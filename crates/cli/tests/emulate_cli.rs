@@ -3,6 +3,7 @@
 //! and `ip`; where any is missing each test prints `SKIP: <reason>` on the terminal (not
 //! captured) and passes (documented in docs/emulate.md).
 
+use crate::test_tempdir::TempDir;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -27,12 +28,13 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_tributary")
 }
 
-fn scenario(name: &str, text: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tributary-emulate-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+/// A scenario file in a directory of its own, removed with what the test wrote beside it when
+/// the directory is dropped at the end of the test.
+fn scenario(name: &str, text: &str) -> (TempDir, PathBuf) {
+    let d = TempDir::new(&format!("emulate-cli-{name}"));
     let p = d.join(name);
     std::fs::write(&p, text).unwrap();
-    p
+    (d, p)
 }
 
 fn namespaces() -> Vec<String> {
@@ -67,7 +69,7 @@ fn commands_run_in_the_namespaces() {
     if skip("commands_run_in_the_namespaces") {
         return;
     }
-    let file = scenario("one.toml", ONE_PATH);
+    let (_dir, file) = scenario("one.toml", ONE_PATH);
     let d = file.parent().unwrap();
     let out_a = d.join("a.txt");
     let out_b = d.join("b.txt");
@@ -116,7 +118,7 @@ fn cleans_up_when_killed() {
     if skip("cleans_up_when_killed") {
         return;
     }
-    let file = scenario("kill.toml", ONE_PATH);
+    let (_dir, file) = scenario("kill.toml", ONE_PATH);
     for sig in ["TERM", "KILL"] {
         let log = file.with_extension(format!("{sig}.log"));
         let child = Command::new(bin())
@@ -184,7 +186,7 @@ fn transfer_reports_emulated_and_simulated_goodput() {
     if skip("transfer_reports_emulated_and_simulated_goodput") {
         return;
     }
-    let file = scenario("transfer.toml", ONE_PATH);
+    let (_dir, file) = scenario("transfer.toml", ONE_PATH);
     let json = file.with_extension("json");
     let qlog = file.with_extension("qlog");
     std::fs::create_dir_all(&qlog).unwrap();

@@ -1,6 +1,7 @@
 //! The plot pipeline: a small scenario run in-process, written as JSON, read back and
 //! rendered; bad inputs give clear errors.
 
+use crate::test_tempdir::TempDir;
 use std::path::PathBuf;
 use tributary_lab::plot::{load_report, render, Metric, PlotKind, PlotSpec, Reduce};
 use tributary_lab::{run, RunOptions, Scenario};
@@ -83,11 +84,8 @@ metric = "block-delay"
 flows = ["tcp"]
 "#;
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tributary-plot-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmp(name: &str) -> TempDir {
+    TempDir::new(&format!("plot-test-{name}"))
 }
 
 fn results(dir: &std::path::Path) -> (Scenario, PathBuf) {
