@@ -162,8 +162,9 @@
 //! run's first block id and a state is 0 for a decoded block and c + 1 for a block of which c
 //! symbols arrived. The sender walks its own blocks from `start` (they are contiguous), so a
 //! block costs one byte (two from 63 symbols) instead of the 7 of a FEEDBACK frame per block
-//! (type, id, count, flags; 11 beyond the stream's first GiB), which made fmtcp's ACKs 3.4–5.5 % of the stream's bytes against
-//! 2.4 % for `mptcp` with 4 MiB buffers (docs/experiments/stress.md). What does not fit the
+//! (type, id, count, flags; 11 beyond the stream's first GiB), which made fmtcp's ACKs
+//! 3.4–5.5 % of the stream's bytes against 2.4 % for `mptcp` with 4 MiB buffers
+//! (docs/experiments/stress.md, "Feedback as runs of blocks"). What does not fit the
 //! ACK packet is left out from the end. A run that starts below the sender's first held block
 //! is from an ACK overtaken by a later one and is skipped (counts only grow); a run naming a
 //! block never sent, starting inside a block, running past the last block sent, a count above
@@ -1962,33 +1963,17 @@ impl FmtcpReceiver {
         };
         let mut items = std::mem::take(&mut self.fb_items);
         items.clear();
-        // Decoded blocks awaiting in-order delivery and blocks being decoded, by id.
-        let mut done = self.done.iter().peekable();
-        let mut open = self.blocks.iter().peekable();
-        loop {
-            let from_done = match (done.peek(), open.peek()) {
-                (Some((&a, _)), Some((&b, _))) => a < b,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
-            };
-            let item = if from_done {
-                let Some((&id, &len)) = done.next() else {
-                    break;
-                };
-                (id, len, 0)
-            } else {
-                let Some((&id, rb)) = open.next() else {
-                    break;
-                };
-                let count = match &rb.dec {
-                    Decoder::Raptorq(d) => d.received(),
-                    Decoder::Lt(d) => d.received(),
-                } as u64;
-                (id, rb.len, count + 1)
-            };
-            items.push(item);
-        }
+        // Decoded blocks awaiting in-order delivery and blocks being decoded (two disjoint
+        // sorted lists: the stable sort merges them in one pass), by id.
+        items.extend(self.done.iter().map(|(&id, &len)| (id, len, 0)));
+        items.extend(self.blocks.iter().map(|(&id, rb)| {
+            let count = match &rb.dec {
+                Decoder::Raptorq(d) => d.received(),
+                Decoder::Lt(d) => d.received(),
+            } as u64;
+            (id, rb.len, count + 1)
+        }));
+        items.sort_by_key(|&(id, _, _)| id);
         let mut body = std::mem::take(&mut self.fb_body);
         encode_runs(&mut body, room, &items);
         if !body.is_empty() {

@@ -85,13 +85,13 @@ pub const fn varint_len(v: u64) -> usize {
 /// read back with [`Reader::varint`]. `v` must not exceed [`VARINT_MAX`] (the top two bits
 /// would be lost).
 pub fn put_varint(out: &mut Vec<u8>, v: u64) {
-    debug_assert!(v <= VARINT_MAX);
-    match varint_len(v) {
-        1 => out.push(v as u8),
-        2 => out.extend_from_slice(&((v as u16) | 0x4000).to_be_bytes()),
-        4 => out.extend_from_slice(&((v as u32) | 0x8000_0000).to_be_bytes()),
-        _ => out.extend_from_slice(&(v | 0xc000_0000_0000_0000).to_be_bytes()),
+    let at = out.len();
+    out.resize(at + varint_len(v), 0);
+    Writer {
+        buf: &mut out[at..],
+        pos: 0,
     }
+    .varint(v);
 }
 
 /// Bounds-checked cursor over received bytes.
