@@ -674,7 +674,7 @@ struct Test {
     /// Reverse: the report is written and the stream closed.
     closed: bool,
     /// Forward: our receive side finished; reverse: everything we sent is acknowledged.
-    finished: Option<StdInstant>,
+    finished: bool,
     /// Forward (we receive): the wait for the client's CLOSE after the end, restarted by the
     /// client's retransmissions (see [`Linger`]). Reverse: none; the test ends, and the
     /// connection closes, once everything sent is acknowledged.
@@ -731,7 +731,7 @@ pub fn perf_serve(
                     read: 0,
                     progress: (0, now),
                     closed: false,
-                    finished: None,
+                    finished: false,
                     linger: None,
                 },
             );
@@ -772,10 +772,10 @@ pub fn perf_serve(
             while let Some(ev) = c.poll_event() {
                 match ev {
                     Event::StreamFinished if !t.reverse => {
-                        t.finished = Some(StdInstant::now());
+                        t.finished = true;
                         t.linger = Some(Linger::start(c, StdInstant::now()));
                     }
-                    Event::AllAcked if t.reverse => t.finished = Some(StdInstant::now()),
+                    Event::AllAcked if t.reverse => t.finished = true,
                     Event::Closed { code } => closed = Some(code),
                     _ => {}
                 }
@@ -785,7 +785,7 @@ pub fn perf_serve(
                 t.progress = (moved, StdInstant::now());
             }
             let s: &crate::Session = s;
-            if t.report.is_none() && t.finished.is_none() && t.sampler.due(interval) {
+            if t.report.is_none() && !t.finished && t.sampler.due(interval) {
                 let stream = if t.reverse {
                     s.connection().data_acked()
                 } else {
@@ -805,24 +805,23 @@ pub fn perf_serve(
                 // Reverse: all we sent, the report and the stream's end included, is
                 // acknowledged, so the client has it all; our CLOSE ends its wait at once
                 // (the client, the receiver, waits for it as this end does in a forward test).
-                (None, Some(_)) => true,
-                (None, None) => false,
+                (None, finished) => finished,
             };
             match (t.finished, closed) {
-                (Some(_), Some(_)) => ended.push((id, Ok(()))),
-                (Some(_), None) if lingered => ended.push((id, Ok(()))),
-                (Some(_), None) => {}
-                (None, Some(code)) => {
+                (true, Some(_)) => ended.push((id, Ok(()))),
+                (true, None) if lingered => ended.push((id, Ok(()))),
+                (true, None) => {}
+                (false, Some(code)) => {
                     ended.push((id, Err(format!("the client closed (code {code}) early"))))
                 }
-                (None, None) if t.progress.1.elapsed() >= idle_timeout => ended.push((
+                (false, None) if t.progress.1.elapsed() >= idle_timeout => ended.push((
                     id,
                     Err(format!(
                         "no progress for {:.1} s",
                         idle_timeout.as_secs_f64()
                     )),
                 )),
-                (None, None) => {}
+                (false, None) => {}
             }
         }
         d.flush_some(visits.ids());
