@@ -443,8 +443,17 @@ fn reset_clock_starts_the_links_afresh() {
         .collect();
     delays.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let want = 5.0 + 128.0 * 8.0 / 20e6 * 1e3;
+    // What this test guards against holds packets back by the old clock's time plus the
+    // 0.2 s backlog. The allowance is the accuracy test's (5 % of its 20 ms path, 1 ms) in
+    // absolute terms: on this 5 ms path 5 % is 0.25 ms, less than the scheduling latency of a
+    // loaded 2-core machine (a run right after a cold build measured 5.44 against 5.05 ms).
     assert!(
-        (delays[25] / want - 1.0).abs() < 0.05,
+        delays[0] >= want - 0.01,
+        "a packet arrived early: {}",
+        delays[0]
+    );
+    assert!(
+        (delays[25] - want).abs() < 1.0,
         "median {} ms vs {want} ms",
         delays[25]
     );
