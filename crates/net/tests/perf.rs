@@ -201,20 +201,23 @@ fn forward_and_reverse_reports_add_up() {
     check_side(&fwd.side, 2);
 }
 
+/// Every scheme (reverse: the server's end sends with it) and every controller (forward),
+/// three tests at a time against one server of four connection slots: the server also has to
+/// keep concurrent tests apart.
 #[test]
 fn every_scheme_and_controller() {
+    const AT_ONCE: usize = 3;
     let schemes: Vec<&str> = describe::<Schemes>().iter().map(|d| d.name).collect();
     let ccs: Vec<&str> = describe::<Controllers>().iter().map(|d| d.name).collect();
     let (paths, h) = server((schemes.len() + ccs.len()) as u64);
-    let mut ran = Vec::new();
-    for s in &schemes {
+    let paths = &paths;
+    let one_scheme = |s: &str| {
         let cfg = ConnectionConfig {
             scheme: SchemeConfig::named(s).unwrap(),
             ..ConnectionConfig::default()
         };
         // Single-path schemes (tcp) on one path.
         let n = if cfg.validate(2).is_ok() { 2 } else { 1 };
-        // The reverse direction: the server's end sends with the scheme.
         let t0 = Instant::now();
         let r = client(&paths[..n], cfg, 0.3, true);
         // The server closes once all it sent is acknowledged, and its CLOSE ends the client's
@@ -224,25 +227,42 @@ fn every_scheme_and_controller() {
             took < Duration::from_secs_f64(0.3) + LINGER,
             "{s}: the reverse test took {took:?}, its linger included"
         );
-        assert_eq!(r.scheme, *s);
+        assert_eq!(r.scheme, s);
         check_side(&r.local, n);
         assert!(r.local.bytes > 0, "{s}: nothing received");
-        ran.push(s.to_string());
-    }
-    for c in &ccs {
+    };
+    let one_cc = |c: &str| {
         let cfg = ConnectionConfig {
             cc: CcConfig::named(c).unwrap(),
             ..ConnectionConfig::default()
         };
-        let r = client(&paths, cfg, 0.3, false);
-        assert_eq!(r.cc, *c);
+        let r = client(paths, cfg, 0.3, false);
+        assert_eq!(r.cc, c);
         check_side(&r.local, 2);
         assert!(r.local.bytes > 0, "{c}: nothing acknowledged");
-        ran.push(c.to_string());
+    };
+    let tests: Vec<(&str, bool)> = schemes
+        .iter()
+        .map(|&s| (s, true))
+        .chain(ccs.iter().map(|&c| (c, false)))
+        .collect();
+    for batch in tests.chunks(AT_ONCE) {
+        std::thread::scope(|sc| {
+            for &(name, is_scheme) in batch {
+                let (one_scheme, one_cc) = (&one_scheme, &one_cc);
+                sc.spawn(move || {
+                    if is_scheme {
+                        one_scheme(name)
+                    } else {
+                        one_cc(name)
+                    }
+                });
+            }
+        });
     }
     assert_eq!(
         h.join().unwrap().len(),
-        ran.len(),
+        tests.len(),
         "tests the server completed"
     );
 }
