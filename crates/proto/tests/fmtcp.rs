@@ -182,9 +182,14 @@ fn cfg_with(f: FmtcpConfig) -> ConnectionConfig {
 }
 
 fn pair(code: Code) -> (Connection, Connection) {
+    pair_of(cfg(code))
+}
+
+/// Two ends with the configuration `c`.
+fn pair_of(c: ConnectionConfig) -> (Connection, Connection) {
     (
-        Connection::new(cfg(code), 2).unwrap(),
-        Connection::new(cfg(code), 2).unwrap(),
+        Connection::new(c.clone(), 2).unwrap(),
+        Connection::new(c, 2).unwrap(),
     )
 }
 
@@ -260,10 +265,7 @@ fn a_write_that_exactly_fills_the_room_is_delivered_without_closing() {
             full_symbols: true,
             ..FmtcpConfig::default()
         });
-        let (mut a, mut b) = (
-            Connection::new(c.clone(), 2).unwrap(),
-            Connection::new(c, 2).unwrap(),
-        );
+        let (mut a, mut b) = pair_of(c);
         let mut now = Instant::ZERO;
         let room = a.write_capacity();
         assert_eq!(room, 65_536, "{code:?}");
@@ -303,10 +305,7 @@ fn delivers_exactly_with_two_symbols_per_packet() {
         symbols_per_packet: 2,
         ..FmtcpConfig::default()
     });
-    let (mut a, mut b) = (
-        Connection::new(c.clone(), 2).unwrap(),
-        Connection::new(c, 2).unwrap(),
-    );
+    let (mut a, mut b) = pair_of(c);
     let d = data(5 * 32768 + 700);
     let got = send_all(&mut a, &mut b, &d, 5, 20_000);
     assert!(got == d, "{} of {} bytes", got.len(), d.len());
@@ -324,10 +323,7 @@ fn delivers_exactly_when_packets_are_lost() {
             compact_feedback: compact,
             ..FmtcpConfig::default()
         });
-        let (mut a, mut b) = (
-            Connection::new(c.clone(), 2).unwrap(),
-            Connection::new(c, 2).unwrap(),
-        );
+        let (mut a, mut b) = pair_of(c);
         let got = send_all(&mut a, &mut b, &d, 7, 20_000);
         assert!(
             got == d,
@@ -443,8 +439,7 @@ fn hostile_feedback_is_refused_and_counted() {
             compact_feedback: compact,
             ..FmtcpConfig::default()
         });
-        let mut a = Connection::new(c.clone(), 2).unwrap();
-        let mut b = Connection::new(c, 2).unwrap();
+        let (mut a, mut b) = pair_of(c);
         let d = data(130_000);
         let mut src = Source::new(&d);
         let mut now = Instant::ZERO;
