@@ -25,6 +25,12 @@ impl std::ops::Deref for TempDir {
     }
 }
 
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
 impl Drop for TempDir {
     fn drop(&mut self) {
         if !std::thread::panicking() {

@@ -1,18 +1,12 @@
 //! Mahimahi packet-delivery traces in scenario files: syntax, errors, and what the simulator
 //! makes of them.
 
-use std::path::PathBuf;
+use crate::test_tempdir::TempDir;
 use tributary_lab::Scenario;
 
-/// A fresh directory for one test's files.
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "tributary-trace-test-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory for one test's files, removed when the test passes.
+fn dir(name: &str) -> TempDir {
+    TempDir::new(&format!("trace-test-{name}"))
 }
 
 /// A trace with `per_ms` opportunities every millisecond for `ms` milliseconds.
@@ -82,7 +76,6 @@ reverse = { rate = "5Mbps" }"#,
     let l = &s.config(0, 0).sim.links[0];
     assert!(l.reverse.trace.is_none());
     assert_eq!(l.reverse.rate_bps, 5_000_000);
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -121,7 +114,6 @@ set = { rate = "1Mbps" }"#,
         e.contains("events[0].set.rate") && e.contains("delivery trace"),
         "{e}"
     );
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// A trace of one opportunity per millisecond serves 1504 bytes/ms like a 12.032 Mbit/s link
@@ -143,7 +135,6 @@ fn simulator_uniform_trace_matches_fixed_rate() {
     );
     // Goodput cannot exceed the trace's capacity.
     assert!(traced < 12.032, "{traced}");
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// A time-varying trace: 1 opportunity/ms for 5 s, then 4/ms for 5 s, repeating. TCP's goodput
@@ -169,5 +160,4 @@ fn simulator_follows_a_varying_trace() {
     let g = goodput(&s);
     assert!(g < mean, "{g} vs {mean}");
     assert!(g > 0.8 * mean, "{g} vs {mean}");
-    let _ = std::fs::remove_dir_all(&d);
 }

@@ -12,6 +12,8 @@ mod secure;
 
 #[path = "../../test_layout.rs"]
 mod test_layout;
+#[path = "../../test_tempdir.rs"]
+mod test_tempdir;
 
 /// Every file in tests/ is declared above (see crates/test_layout.rs).
 #[test]

@@ -6,8 +6,9 @@
 //! files parse that way, that every packet the connection counted is in its trace, and that
 //! trace files never overwrite a user's file.
 
+use crate::test_tempdir::TempDir;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::thread;
 use std::time::Duration;
 use tributary_net::qlog::QlogDir;
@@ -23,12 +24,10 @@ fn local() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-/// A fresh empty directory under the system's temporary directory.
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tributary-qlog-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh empty directory under the system's temporary directory, removed when the test
+/// passes.
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::new(&format!("qlog-{name}"))
 }
 
 /// The records of a JSON-SEQ file: each is 0x1E, one JSON text, and a line feed.
@@ -171,7 +170,6 @@ fn protected_transfer_traced_at_both_ends() {
         && e["data"]["frames"]
             .as_array()
             .is_some_and(|f| !f.is_empty())));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -198,5 +196,4 @@ fn trace_files_never_overwrite_and_bad_directories_are_errors() {
     assert!(e.to_string().contains("missing"), "{e}");
     let e = QlogDir::new(&mine, "sender", VantagePoint::Client).unwrap_err();
     assert!(e.to_string().contains("not a directory"), "{e}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

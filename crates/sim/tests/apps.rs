@@ -2,6 +2,7 @@
 //! requirement (fixed seeds).
 
 use crate::common;
+use crate::test_tempdir::TempDir;
 
 use common::*;
 use std::sync::Arc;
@@ -440,13 +441,11 @@ fn reordered_packets_do_not_survive_a_link_going_down() {
 /// qlog traces parse as JSON text sequences and count what the results count.
 #[test]
 fn qlog_traces_parse_and_match_the_counters() {
-    let dir = std::env::temp_dir().join(format!("tributary-qlog-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("qlog");
     let mut f = tcp_flow("traced", file(3_000_000));
     f.qlog = true;
     let mut cfg = sim(vec![link("l", 10_000_000, 10, 40, 0.01)], vec![f], 60, 2);
-    cfg.qlog_dir = Some(dir.clone());
+    cfg.qlog_dir = Some(dir.to_path_buf());
     let r = run(cfg.clone()).unwrap();
     let read = |role: &str| -> Vec<serde_json::Value> {
         let text = std::fs::read_to_string(dir.join(format!("traced-c0-{role}.sqlog"))).unwrap();
@@ -485,7 +484,6 @@ fn qlog_traces_parse_and_match_the_counters() {
     // Existing traces are never overwritten.
     let e = run(cfg).unwrap_err().to_string();
     assert!(e.contains("qlog"), "{e}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -17,6 +17,8 @@ mod validation;
 
 #[path = "../../test_layout.rs"]
 mod test_layout;
+#[path = "../../test_tempdir.rs"]
+mod test_tempdir;
 
 /// Every file in tests/ is declared above (see crates/test_layout.rs).
 #[test]
