@@ -16,6 +16,7 @@ Generated scenarios, results and figures go to target/compare/ (never into the s
 except docs/compare.md and its figures in docs/compare/).
 """
 import argparse, json, os, re, subprocess, sys, time, tomllib
+from t95 import t95
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIXES = ['wifi-cell', 'cell-sat', 'mixed8', 'failure', 'surge', 'shared']
@@ -205,12 +206,6 @@ def mean(x):
     return None if x is None else x.get('mean')
 
 
-# Two-sided 95 % quantiles of Student's t by degrees of freedom (1-30); 1.96 beyond.
-T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-       2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-       2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
-
 def paired_differs(a, b):
     """True if the per-seed differences a[r] - b[r] have a 95 % interval (Student's t) that
     excludes 0; seeds missing on either side are left out. One seed tells nothing apart
@@ -223,8 +218,7 @@ def paired_differs(a, b):
     if n == 1:
         return m != 0
     sd = (sum((x - m) ** 2 for x in d) / (n - 1)) ** 0.5
-    t = T95[n - 2] if n - 2 < len(T95) else 1.96
-    return abs(m) > t * sd / n ** 0.5
+    return abs(m) > t95(n) * sd / n ** 0.5
 
 
 def tiers(order, per_seed):
