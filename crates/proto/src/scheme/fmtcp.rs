@@ -7,7 +7,7 @@
 //! split into k source symbols of T bytes, with `symbols_per_packet` symbols per packet (1 by
 //! default). T is the largest size for which the packet's SYMBOL frames fit in the MSS,
 //! evened out so the block divides into k nearly equal symbols:
-//! `T_max = ⌊(MSS − 20·s)/s⌋` (20 = largest SYMBOL frame header), `k = ⌈B/T_max⌉`,
+//! `T_max = ⌊(MSS − 19·s)/s⌋` (19 = largest SYMBOL frame header), `k = ⌈B/T_max⌉`,
 //! `T = ⌈B/k⌉`. With MSS 1400, s = 1: T = 1366 B, k = 24 (16 padding bytes per block).
 //! A block is named on the wire by its first stream byte (SYMBOL `block` field, feedback runs);
 //! a full block uses the plain coding, a short one (below) has its own k = ⌈len/T⌉ and
@@ -22,7 +22,7 @@
 //! (2.4 %) short of `mptcp`'s 1400 stream bytes, so on a path whose congestion window is
 //! limited by per-packet loss the same number of packets carries 2.4 % less of the stream
 //! (docs/experiments/stress.md, "Framing and late symbols"). With `full_symbols`, T = T_max =
-//! `⌊(MSS − 20·(s − 1))/s⌋` (the datagram budget holds one frame header beside the MSS
+//! `⌊(MSS − 19·(s − 1))/s⌋` (the datagram budget holds one frame header beside the MSS
 //! payload, as for DATA) and a full block is `⌊block_size/T⌋` whole symbols: with MSS 1400,
 //! s = 1, 32 KiB: T = 1400 B, k = 23, blocks of 32 200 B (a block smaller than one symbol
 //! keeps k = 1, T = its size). Eq. 4 and Algorithm 1 are unchanged; only the unit they count
@@ -190,9 +190,11 @@ use tributary_codec::raptorq::{
     RaptorqConfig, RaptorqDecoder, RaptorqEncoder, MAX_ENCODING_SYMBOL_ID,
 };
 
-/// Largest SYMBOL frame header: type, block id (the block's first stream byte, varint ≤ 8 B),
-/// id (≤ 4 B), coding byte, short-block length (seed varint, ≤ 4 B), data length (2 B).
-const SYMBOL_HEADER: usize = 20;
+/// Largest SYMBOL frame header: type (which also tells the coding), block id (the block's
+/// first stream byte, varint ≤ 8 B), id (≤ 4 B), short-block length (seed varint, ≤ 4 B), data
+/// length (2 B). (20 in wire version 4, which had a coding byte; T and k are the same with 19
+/// for one and two symbols per packet.)
+const SYMBOL_HEADER: usize = 19;
 /// Loss rates are capped here in Eqs. 4 and 8–10 (Eq. 8 diverges at p = 1).
 const MAX_LOSS: f64 = 0.95;
 /// Bound on virtual packets per allocation (Algorithm 1 ends far earlier in practice).

@@ -8,12 +8,19 @@
 //! | 0x03 | DATA | offset, length, bytes |
 //! | 0x04 | STREAM_END | final size |
 //! | 0x05 | CLOSE | code |
-//! | 0x06 | SYMBOL | block, symbol id, coding (0 plain, 1 seed, 2 coefficients), payload |
+//! | 0x06 | SYMBOL | block, symbol id, payload (plain coding) |
 //! | 0x07 | FEEDBACK | block, count, flags |
 //! | 0x08 | SCHEME | kind, length-prefixed body (scheme-private) |
 //! | 0x09 | ACK_FLOOR | path, packet number |
 //! | 0x0a | MESSAGE | id, offset, length, flags |
 //! | 0x0b | ABANDON | id, offset, length, flags |
+//! | 0x0c | SYMBOL_SEED | block, symbol id, seed, payload |
+//! | 0x0d | SYMBOL_COEFFICIENTS | block, symbol id, coefficients (length-prefixed), payload |
+//!
+//! The three SYMBOL types are one frame, [`Frame::Symbol`], whose [`Coding`] is told by the
+//! type byte rather than by a byte of its own (wire version 5; version 4 had SYMBOL only, with
+//! a coding byte after the symbol id): a plain symbol, the usual one, has the DATA frame's
+//! header plus its symbol id.
 
 use super::{check_varint, varint_len, Reader, WireError, Writer};
 use crate::ranges::RangeSet;
@@ -31,6 +38,8 @@ const SCHEME: u8 = 0x08;
 const ACK_FLOOR: u8 = 0x09;
 const MESSAGE: u8 = 0x0a;
 const ABANDON: u8 = 0x0b;
+const SYMBOL_SEED: u8 = 0x0c;
+const SYMBOL_COEFFICIENTS: u8 = 0x0d;
 
 /// SCHEME kinds from this value up are feedback (receiver → sender) and not ack-eliciting;
 /// kinds below travel with the data to the receiving half.
@@ -347,9 +356,9 @@ pub(crate) fn symbol_header_len(
     len: usize,
 ) -> Result<usize, WireError> {
     let coding = match coding {
-        Coding::Plain => 1,
-        Coding::Seed(seed) => 1 + varint_len(check_varint(seed)?),
-        Coding::Coefficients(c) => 1 + varint_len(c.len() as u64) + c.len(),
+        Coding::Plain => 0,
+        Coding::Seed(seed) => varint_len(check_varint(seed)?),
+        Coding::Coefficients(c) => varint_len(c.len() as u64) + c.len(),
     };
     Ok(1 + varint_len(check_varint(block)?)
         + varint_len(u64::from(id))
@@ -365,17 +374,17 @@ pub(crate) fn emit_symbol_header(
     coding: Coding<'_>,
     len: usize,
 ) {
-    w.u8(SYMBOL);
+    w.u8(match coding {
+        Coding::Plain => SYMBOL,
+        Coding::Seed(_) => SYMBOL_SEED,
+        Coding::Coefficients(_) => SYMBOL_COEFFICIENTS,
+    });
     w.varint(block);
     w.varint(u64::from(id));
     match coding {
-        Coding::Plain => w.u8(0),
-        Coding::Seed(seed) => {
-            w.u8(1);
-            w.varint(seed);
-        }
+        Coding::Plain => {}
+        Coding::Seed(seed) => w.varint(seed),
         Coding::Coefficients(c) => {
-            w.u8(2);
             w.varint(c.len() as u64);
             w.bytes(c);
         }
@@ -574,19 +583,13 @@ impl<'a> FrameIter<'a> {
                 path: r.u8("ack floor path")?,
                 floor: r.varint("ack floor")?,
             },
-            SYMBOL => {
+            SYMBOL | SYMBOL_SEED | SYMBOL_COEFFICIENTS => {
                 let block = r.varint("symbol block")?;
                 let id = r.varint_u32("symbol id")?;
-                let coding = match r.u8("symbol coding")? {
-                    0 => Coding::Plain,
-                    1 => Coding::Seed(r.varint("symbol seed")?),
-                    2 => Coding::Coefficients(r.length_prefixed("symbol coefficients")?),
-                    _ => {
-                        return Err(WireError::Invalid {
-                            field: "symbol coding",
-                            reason: "unknown coding kind",
-                        })
-                    }
+                let coding = match ty {
+                    SYMBOL => Coding::Plain,
+                    SYMBOL_SEED => Coding::Seed(r.varint("symbol seed")?),
+                    _ => Coding::Coefficients(r.length_prefixed("symbol coefficients")?),
                 };
                 let data = r.length_prefixed("symbol payload")?;
                 Frame::Symbol(SymbolFrame {

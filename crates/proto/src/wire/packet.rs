@@ -14,9 +14,10 @@ use crate::ranges::RangeSet;
 
 /// First byte of every datagram ('T').
 pub const MAGIC: u8 = 0x54;
-/// The only version spoken (4: the handshake's INIT carries a timestamp; 3 had none; 2 had
-/// no ack delay in ACK frames; 1 had 32-bit connection ids).
-pub const VERSION: u8 = 4;
+/// The only version spoken (5: a SYMBOL frame's coding is told by its frame type; 4 had a
+/// coding byte in the frame; 3 had no timestamp in the handshake's INIT; 2 had no ack delay
+/// in ACK frames; 1 had 32-bit connection ids).
+pub const VERSION: u8 = 5;
 /// Length of the CRC-32 trailer.
 pub const CHECKSUM_LEN: usize = 4;
 /// Longest possible header.
