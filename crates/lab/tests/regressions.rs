@@ -33,16 +33,22 @@ fn hmtp_keeps_encoding_chunks_a_partially_reliable_application_released() {
     assert!(on / frames >= 0.85, "on time {on} of {frames}: {m}");
 }
 
-/// **Regression snapshot (2026-11-27).** `fmtcp` over coupled BBR carrying the compare
-/// suite's 15 s, 3.4 Mbit/s video on the `shared` mix (two paths through one 20 Mbit/s
-/// bottleneck against a CUBIC flow; no random loss, so every seed gives this run): 325 of 375
-/// frames on time (0.867). Video abandons late frames, the receiver skips them and the
-/// sender's buffer releases their bytes, possibly while a coding block that covers them still
-/// owes symbols. A RaptorQ block that read its source symbols from the send buffer without
-/// its own copy in that case could no longer be encoded and never decoded: 10 of 375 on this
-/// run (docs/performance.md, "fmtcp allocation cost"). fmtcp now copies a block with
-/// abandonable bytes when it opens and reads the others from the send buffer. The bound 0.8
-/// sits below the snapshot and far above the failure.
+/// **Regression snapshot (2026-11-27, bound re-derived 2026-11-28).** `fmtcp` over coupled
+/// BBR carrying the compare suite's 15 s, 3.4 Mbit/s video on the `shared` mix (two paths
+/// through one 20 Mbit/s bottleneck against a CUBIC flow; no random loss, so every seed gives
+/// this run). Video abandons late frames, the receiver skips them and the sender's buffer
+/// releases their bytes, possibly while a coding block that covers them still owes symbols.
+/// A RaptorQ block that read its source symbols from the send buffer without its own copy in
+/// that case could no longer be encoded and never decoded: 10 of 375 frames on time on this
+/// run (0.027; docs/performance.md, "fmtcp allocation cost"). fmtcp now copies a block with
+/// abandonable bytes when it opens and reads the others from the send buffer.
+///
+/// The share on time of a working sender is a chaotic drop-tail contest, not a constant: this
+/// run gave 325 of 375 (0.867) in wire version 4 and 251 (0.669) in version 5, whose SYMBOL
+/// frame is one byte shorter. Over 20 seeds of the mix with its start jitter it spans
+/// 0.475–0.941 (mean 0.699) in version 4 and 0.280–0.859 (mean 0.697) in version 5. The bound
+/// 0.2 sits below all 42 runs of a working sender and far above the failure (0.027); the
+/// earlier bound, 0.8, was above the median of the working sender's spread.
 #[test]
 fn fmtcp_keeps_encoding_blocks_a_partially_reliable_application_released() {
     let mix = include_str!("../../../scenarios/compare/shared.toml");
@@ -71,5 +77,5 @@ fn fmtcp_keeps_encoding_blocks_a_partially_reliable_application_released() {
         m["frames"].as_f64().unwrap(),
     );
     assert_eq!(frames, 375.0, "{m}");
-    assert!(on / frames >= 0.8, "on time {on} of {frames}: {m}");
+    assert!(on / frames >= 0.2, "on time {on} of {frames}: {m}");
 }
