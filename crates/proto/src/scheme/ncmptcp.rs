@@ -133,9 +133,11 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use tributary_codec::rlnc::{self, RlncConfig, RlncDecoder, RlncEncoder};
 
-/// Bytes of the MSS left for the SYMBOL frame header: type (1), generation id = its first
-/// stream byte (varint, ≤ 8), segment number (varint, ≤ 4 below 2^30), coding byte (1), the
-/// length of a short generation (varint, ≤ 4), payload length (2).
+/// Bytes of the MSS left for the SYMBOL frame header: type (1, which also tells the coding),
+/// generation id = its first stream byte (varint, ≤ 8), segment number (varint, ≤ 4 below
+/// 2^30), the length of a short generation (varint, ≤ 4), payload length (2): 19, plus one
+/// byte that wire version 4 spent on a coding byte, kept so that T (1380 B at MSS 1400) and
+/// every reported nc-mptcp geometry stay as they were.
 pub const SYMBOL_OVERHEAD: usize = 20;
 /// Most generations open at once, at the sender and at the receiver (a short generation can
 /// be one byte: this bounds the decoders a peer can make the receiver hold).
