@@ -53,6 +53,43 @@ fn literal_data_frame() {
     );
 }
 
+/// The SYMBOL frames as docs/wire.md lays them out (wire version 5): the frame type tells the
+/// coding, so a plain symbol is the DATA frame above (type, block in place of the offset,
+/// length, bytes) plus its symbol id, one byte here; the seed and the coefficients follow the
+/// id in their own types.
+#[test]
+fn literal_symbol_frames() {
+    let cases: [(Coding<'_>, &[u8]); 3] = [
+        (
+            Coding::Plain,
+            &[0x06, 0x41, 0x2c, 0x05, 0x03, b'a', b'b', b'c'],
+        ),
+        (
+            Coding::Seed(7),
+            &[0x0c, 0x41, 0x2c, 0x05, 0x07, 0x03, b'a', b'b', b'c'],
+        ),
+        (
+            Coding::Coefficients(&[1, 2]),
+            &[0x0d, 0x41, 0x2c, 0x05, 0x02, 1, 2, 0x03, b'a', b'b', b'c'],
+        ),
+    ];
+    for (coding, want) in cases {
+        let mut buf = [0u8; 64];
+        let mut w = PacketWriter::new(&mut buf, 64, header()).unwrap();
+        let f = Frame::Symbol(SymbolFrame {
+            block: 300,
+            id: 5,
+            coding,
+            data: b"abc",
+        });
+        w.push(&f).unwrap();
+        let n = w.finish();
+        assert_eq!(&buf[12..12 + want.len()], want, "{coding:?}");
+        let (_, body) = parse_packet(&buf[..n]).unwrap();
+        assert_eq!(FrameIter::new(body).next().unwrap().unwrap(), f);
+    }
+}
+
 /// A SCHEME frame written in place is byte for byte the frame `push` writes (with the same
 /// packet state: payload, ack-eliciting or not), and a declined fill leaves nothing behind.
 #[test]
