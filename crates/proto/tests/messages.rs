@@ -219,6 +219,49 @@ fn a_late_message_is_abandoned_without_stalling_the_stream() {
     assert!(resent < 30_000, "{resent}");
 }
 
+/// fmtcp codes blocks of 32 KiB that do not follow message boundaries. An abandoned message
+/// in the middle moves the receiver's in-order point into a block whose other bytes (the
+/// next message's head) are still owed: the receiver must decode that block although it
+/// begins below the in-order point (it once refused its symbols, so the next message could
+/// never complete and the stream stalled). (That the sender also drops blocks lying wholly
+/// in an abandoned message is measured on live video, docs/experiments/stress.md, "Blocks
+/// across an abandoned message": here the acknowledgement passes them as soon as the path
+/// carries again, so it makes no difference.)
+#[test]
+fn fmtcp_decodes_a_block_across_an_abandoned_message() {
+    let cfg = ConnectionConfig {
+        scheme: tributary_proto::scheme::SchemeConfig::named("fmtcp").unwrap(),
+        ..ConnectionConfig::default()
+    };
+    let (mut a, mut b) = (
+        Connection::new(cfg.clone(), 1).unwrap(),
+        Connection::new(cfg, 0).unwrap(),
+    );
+    let late = Instant::ZERO + Duration::from_millis(150);
+    // [0, 10 000): kept; [10 000, 210 000): abandoned, six whole 32 KiB blocks inside it;
+    // [210 000, 220 000): kept, its head in the block that holds the abandoned message's tail.
+    write(&mut a, &bytes(1, 10_000), MessageOptions::default());
+    write(
+        &mut a,
+        &bytes(2, 200_000),
+        MessageOptions::default().with_deadline(late, true),
+    );
+    write(&mut a, &bytes(3, 10_000), MessageOptions::default());
+    a.close();
+    // Everything from a is lost for the first 300 ms: message 1's deadline passes.
+    let (ev, read) = run(&mut a, &mut b, Duration::from_millis(20), 60, |t, _| {
+        t < Instant::ZERO + Duration::from_millis(300)
+    });
+    assert!(b.is_finished() && a.is_all_acked(), "stalled");
+    assert_eq!(b.stats().frames_rejected, 0);
+    assert!(ev
+        .iter()
+        .any(|(_, e)| matches!(e, Event::MessageAbandoned { id: 1, .. })));
+    let mut want = bytes(1, 10_000);
+    want.extend(bytes(3, 10_000));
+    assert_eq!(joined(&read), want);
+}
+
 #[test]
 fn a_message_on_time_is_not_abandoned() {
     let (mut a, mut b) = pair();

@@ -1017,6 +1017,24 @@ impl TxBlock {
     }
 }
 
+/// Drops the entries of `map` (non-overlapping ranges keyed by their start, of length
+/// `len(value)`) that end at or below `below`; one starting below it and ending above it
+/// stays.
+fn forget_below<V>(map: &mut BTreeMap<u64, V>, below: u64, len: impl Fn(&V) -> u64) {
+    if map.first_key_value().is_none_or(|(&k, _)| k >= below) {
+        return;
+    }
+    let mut keep = map.split_off(&below);
+    if let Some((&k, v)) = map.last_key_value() {
+        if k + len(v) > below {
+            if let Some(v) = map.remove(&k) {
+                keep.insert(k, v);
+            }
+        }
+    }
+    *map = keep;
+}
+
 /// The sender's pending blocks from `skip` on, as Algorithm 1 reads them: distributions
 /// (re)built on first access, [`fill_count`] memoised per block.
 struct SenderBlocks<'a> {
@@ -1236,6 +1254,23 @@ impl FmtcpSender {
         }
     }
 
+    /// Open blocks every byte of which belongs to abandoned messages are finished: the
+    /// receiver skips their bytes, so their symbols would be sent for nothing (and, sent
+    /// in stream order ahead of fresh data, would keep a sender that fell behind late for
+    /// every later message). A block only partly abandoned stays: its other bytes are owed.
+    fn give_up_abandoned(&mut self, ctx: &SendCtx<'_>) {
+        if !ctx.any_abandoned() {
+            return;
+        }
+        for (i, b) in self.blocks.iter_mut().enumerate() {
+            if !b.decoded && ctx.is_abandoned_range(b.start, b.start + b.len) {
+                b.decoded = true;
+                b.invalidate();
+                self.complete = self.complete.min(i);
+            }
+        }
+    }
+
     /// True if no new block can be opened: the next one does not fit below the peer's
     /// flow-control limit, or the stream ended and every block is open.
     fn window_blocked(&self, ctx: &SendCtx<'_>) -> bool {
@@ -1357,6 +1392,7 @@ impl FmtcpSender {
     /// make a full block yet are opened as a short block, if a full block would fit the
     /// flow-control window (module docs, "Short blocks").
     fn refresh(&mut self, ctx: &mut SendCtx<'_>, short: bool) {
+        self.give_up_abandoned(ctx);
         self.drop_finished(ctx.data_ack);
         let b = self.geo.block;
         loop {
@@ -1364,9 +1400,13 @@ impl FmtcpSender {
                 return;
             }
             if self.next_start < ctx.data_ack {
-                // The receiver already holds it (cannot happen unless the peer misbehaves).
+                // The receiver already holds it (or skipped it: an abandoned message).
                 self.next_start = ctx.data_ack;
             }
+            // Bytes of abandoned messages (late video frames) are not sent: the next block
+            // begins after them, as ARQ goes on with the next unsent byte. The ABANDON frame
+            // the engine sends tells the receiver to skip them.
+            self.next_start = ctx.skip_abandoned(self.next_start);
             let start = self.next_start;
             let mut end = start + b;
             if let Some(f) = ctx.final_size {
@@ -1801,9 +1841,13 @@ impl FmtcpReceiver {
             self.stats.late_symbols += 1;
             return Ok(());
         }
-        if start < contiguous {
-            return Err(SchemeError::Invalid("block straddles delivered data"));
-        }
+        // A block may begin below the in-order point: an abandoned message (a late video
+        // frame) is held without data, so the in-order point moves to its end, which need
+        // not be a block boundary. The block's bytes above that point are still owed; it is
+        // decoded as any other, and the receive buffer keeps only what lies above the point.
+        // (Refusing its symbols left those bytes undeliverable, so the next message was
+        // abandoned too, and so on: docs/experiments/stress.md, "Blocks across an abandoned
+        // message".)
         if ctx.recv_buf.final_size().is_some_and(|f| end > f) {
             return Err(SchemeError::Unknown("block past the stream end"));
         }
@@ -1872,19 +1916,12 @@ impl FmtcpReceiver {
                 self.stats.blocks_decoded += 1;
             }
         }
-        // Forget what the application can now read in order (blocks never overlap, so a
-        // block starting below the in-order point lies wholly below it).
+        // Forget the blocks the application can now read in order: those ending at or below
+        // the in-order point. Blocks never overlap, so at most the last one starting below it
+        // reaches above it (across an abandoned message) and is kept.
         let below = ctx.recv_buf.contiguous_end();
-        if self.done.first_key_value().is_some_and(|(&k, _)| k < below) {
-            self.done = self.done.split_off(&below);
-        }
-        if self
-            .blocks
-            .first_key_value()
-            .is_some_and(|(&k, _)| k < below)
-        {
-            self.blocks = self.blocks.split_off(&below);
-        }
+        forget_below(&mut self.done, below, |&len| len);
+        forget_below(&mut self.blocks, below, |b| b.len);
         Ok(())
     }
 

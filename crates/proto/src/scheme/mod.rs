@@ -250,6 +250,30 @@ impl SendCtx<'_> {
     pub fn is_abandoned(&self, offset: u64) -> bool {
         !self.messages.abandoned.is_empty() && self.messages.abandoned.contains(offset)
     }
+
+    /// True if some message was abandoned whose bytes the peer has not acknowledged yet.
+    pub fn any_abandoned(&self) -> bool {
+        !self.messages.abandoned.is_empty()
+    }
+
+    /// True if every byte of `[start, end)` belongs to abandoned messages: the peer skips
+    /// the whole range, so a scheme need send nothing more for it (a coding block over it
+    /// included).
+    pub fn is_abandoned_range(&self, start: u64, end: u64) -> bool {
+        !self.messages.abandoned.is_empty() && self.messages.abandoned.contains_range(start..end)
+    }
+
+    /// The first byte at or after `offset` that is not in an abandoned message (`offset`
+    /// itself if it is not): where a scheme that opens ranges in stream order goes on.
+    pub fn skip_abandoned(&self, offset: u64) -> u64 {
+        if self.messages.abandoned.is_empty() {
+            return offset;
+        }
+        self.messages
+            .abandoned
+            .range_containing(offset)
+            .map_or(offset, |r| r.end)
+    }
 }
 
 /// Per-block times for the delay metrics: index = stream offset / block size. A driver that
