@@ -137,6 +137,13 @@
 //! (docs/experiments/stress.md, "Adaptive δ̂"): the 4 MiB gap to `mptcp` falls from 1.3–2.2 %
 //! to 0.0–0.4 %; small buffers change by −0.4 to +1.8 %.
 //!
+//! **Abandoned messages (not in the paper).** A partially reliable application (live video)
+//! abandons late messages; the receiver holds their bytes without data, so its in-order point
+//! may move into a block. Such a block is still decoded: its bytes above that point are owed.
+//! The sender finishes blocks whose every byte is abandoned and opens the next block after
+//! abandoned bytes, as ARQ skips them (docs/experiments/stress.md, "Blocks across an
+//! abandoned message").
+//!
 //! **Estimators.** p_f = the path's loss-rate estimate ([`PathView::loss_rate`]: EWMA of packet
 //! outcomes over about 100 packets, starting at 0), capped at 0.95 in Eqs. 8–10 and 4.
 //! RTT_f = smoothed RTT (RFC 6298; the RTO before the first sample), RTO_f = the path's current
