@@ -161,6 +161,28 @@ impl TxMessages {
             .any(|m| m.opts.abandon_late)
     }
 
+    /// The first boundary (start or end) of a pending abandonable message strictly inside
+    /// `(start, end)`, else `end`: where a scheme coding the stream in blocks cuts one so
+    /// that no block holds bytes of an abandonable message and bytes outside it.
+    pub(crate) fn abandonable_cut(&self, start: u64, end: u64) -> u64 {
+        let first = self.msgs.partition_point(|m| m.end <= start);
+        for m in self.msgs.range(first..) {
+            if m.start >= end {
+                break;
+            }
+            if !m.opts.abandon_late {
+                continue;
+            }
+            if m.start > start {
+                return m.start;
+            }
+            if m.end < end {
+                return m.end;
+            }
+        }
+        end
+    }
+
     /// The earliest deadline of a message that would be abandoned at it.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         if self.msgs.is_empty() {
@@ -382,6 +404,38 @@ impl RxMessages {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocks_are_cut_at_the_boundaries_of_abandonable_messages_only() {
+        let mut m = TxMessages::default();
+        let late = MessageOptions::default().with_deadline(Instant::from_nanos(100_000_000), true);
+        let kept = MessageOptions::default().with_deadline(Instant::from_nanos(100_000_000), false);
+        // No message: nothing to cut.
+        assert_eq!(m.abandonable_cut(0, 1000), 1000);
+        m.add(0, 100, MessageOptions::default());
+        m.add(100, 200, late);
+        m.add(200, 300, late);
+        m.add(300, 400, kept);
+        m.add(400, 5000, late);
+        // Plain bytes up to an abandonable message: cut where it begins.
+        assert_eq!(m.abandonable_cut(0, 1000), 100);
+        assert_eq!(m.abandonable_cut(50, 150), 100);
+        // Inside one: cut where it ends (the next one begins there too).
+        assert_eq!(m.abandonable_cut(100, 1000), 200);
+        assert_eq!(m.abandonable_cut(150, 250), 200);
+        // Inside the last abandonable one before a kept message: cut at its end.
+        assert_eq!(m.abandonable_cut(200, 1000), 300);
+        // A kept message, then an abandonable one: cut where that begins.
+        assert_eq!(m.abandonable_cut(300, 1000), 400);
+        // A block wholly inside a message is not cut.
+        assert_eq!(m.abandonable_cut(400, 1000), 1000);
+        assert_eq!(m.abandonable_cut(120, 180), 180);
+        // A boundary exactly at the block's end is no cut.
+        assert_eq!(m.abandonable_cut(100, 200), 200);
+        // Below the acknowledgement, messages are forgotten and cut nothing.
+        m.on_data_ack(300);
+        assert_eq!(m.abandonable_cut(0, 350), 350);
+    }
 
     #[test]
     fn abandonable_in_sees_only_pending_abandonable_messages() {

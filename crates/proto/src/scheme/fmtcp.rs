@@ -141,8 +141,10 @@
 //! abandons late messages; the receiver holds their bytes without data, so its in-order point
 //! may move into a block. Such a block is still decoded: its bytes above that point are owed.
 //! The sender finishes blocks whose every byte is abandoned and opens the next block after
-//! abandoned bytes, as ARQ skips them (docs/experiments/stress.md, "Blocks across an
-//! abandoned message").
+//! abandoned bytes, as ARQ skips them. With `cut_at_messages` (the default) a block also
+//! ends where an abandonable message begins or ends, so no block is partly abandoned: a
+//! block is one frame or a piece of one (docs/experiments/stress.md, "Blocks across an
+//! abandoned message"). A plain byte stream (no such messages) is cut as before.
 //!
 //! **Estimators.** p_f = the path's loss-rate estimate ([`PathView::loss_rate`]: EWMA of packet
 //! outcomes over about 100 packets, starting at 0), capped at 0.95 in Eqs. 8–10 and 4.
@@ -261,6 +263,10 @@ pub struct FmtcpConfig {
     /// Feedback as runs of consecutive blocks in one SCHEME frame, about a byte per block,
     /// instead of one FEEDBACK frame per block (module docs, "Feedback"; not in the paper).
     pub compact_feedback: bool,
+    /// Blocks end where an abandonable message (a live-video frame) begins or ends, so that
+    /// abandoning it never leaves a block partly owed (module docs, "Abandoned messages";
+    /// not in the paper, which has no messages). No effect on a plain byte stream.
+    pub cut_at_messages: bool,
     /// With `adaptive_delta`: the smallest δ̂ (most redundancy).
     pub delta_min: f64,
     /// With `adaptive_delta`: the largest δ̂, used when a decoding failure costs no goodput.
@@ -287,6 +293,7 @@ impl Default for FmtcpConfig {
             full_symbols: false,
             adaptive_delta: false,
             compact_feedback: false,
+            cut_at_messages: true,
             delta_min: 0.005,
             delta_max: 0.9,
             lt_c: 0.1,
@@ -470,6 +477,12 @@ pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
             key: "compact_feedback",
             doc: "feedback as runs of consecutive blocks in one frame, about a byte per block \
                   (false: one FEEDBACK frame per block); not in the paper",
+        },
+        OptionDoc {
+            key: "cut_at_messages",
+            doc: "end blocks at the boundaries of abandonable messages (live-video frames), \
+                  so that abandoning one leaves no block partly owed; no effect on a byte \
+                  stream; not in the paper",
         },
         OptionDoc {
             key: "delta_min",
@@ -1424,6 +1437,11 @@ impl FmtcpSender {
             }
             if end > ctx.max_data {
                 return;
+            }
+            // A block ends where an abandonable message (a video frame) begins or ends, so
+            // that abandoning it never leaves a block partly owed.
+            if self.cfg.cut_at_messages {
+                end = ctx.abandonable_cut(start, end);
             }
             if end > ctx.send_buf.end() {
                 // A writer with bytes left over fills the block as soon as room opens.

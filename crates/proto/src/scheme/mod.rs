@@ -251,6 +251,14 @@ impl SendCtx<'_> {
         !self.messages.abandoned.is_empty() && self.messages.abandoned.contains(offset)
     }
 
+    /// Where a block of the stream that begins at `start` and would end at `end` ends
+    /// instead so as not to mix an abandonable message's bytes with others: at the first
+    /// start or end of such a message strictly inside, else `end`. Blocks cut so are never
+    /// partly abandoned.
+    pub fn abandonable_cut(&self, start: u64, end: u64) -> u64 {
+        self.messages.abandonable_cut(start, end)
+    }
+
     /// True if some message was abandoned whose bytes the peer has not acknowledged yet.
     pub fn any_abandoned(&self) -> bool {
         !self.messages.abandoned.is_empty()
