@@ -50,8 +50,9 @@ fn hmtp_keeps_encoding_chunks_a_partially_reliable_application_released() {
 /// 0.2 sits below all 42 runs of a working sender and far above the failure (0.027); the
 /// earlier bound, 0.8, was above the median of the working sender's spread. Since the fix of
 /// blocks across an abandoned frame (docs/experiments/stress.md, "Blocks across an abandoned
-/// message") this run gives 315 of 375 (0.84), and 20 seeds with the start jitter 0.56–0.89
-/// (mean 0.775); the bound stays below every working run measured.
+/// message") this run gave 315 of 375 (0.84), and since blocks are cut at frames
+/// (`cut_at_messages`) 340 (0.91); 20 seeds with the start jitter 0.58–0.93 (mean 0.856). The
+/// bound stays below every working run measured.
 #[test]
 fn fmtcp_keeps_encoding_blocks_a_partially_reliable_application_released() {
     let mix = include_str!("../../../scenarios/compare/shared.toml");

@@ -229,8 +229,14 @@ fn a_late_message_is_abandoned_without_stalling_the_stream() {
 /// carries again, so it makes no difference.)
 #[test]
 fn fmtcp_decodes_a_block_across_an_abandoned_message() {
+    // Blocks cut at the 32 KiB grid, not at messages (a sender with `cut_at_messages` off,
+    // or any peer: the receiver must not depend on the cut).
+    let fmtcp = tributary_proto::scheme::fmtcp::FmtcpConfig {
+        cut_at_messages: false,
+        ..Default::default()
+    };
     let cfg = ConnectionConfig {
-        scheme: tributary_proto::scheme::SchemeConfig::named("fmtcp").unwrap(),
+        scheme: tributary_proto::scheme::SchemeConfig::of("fmtcp", &fmtcp).unwrap(),
         ..ConnectionConfig::default()
     };
     let (mut a, mut b) = (
