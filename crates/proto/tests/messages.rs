@@ -181,23 +181,34 @@ fn an_urgent_message_overtakes_a_bulk_one_written_before_it() {
     assert_eq!(joined(&read), want);
 }
 
-#[test]
-fn a_late_message_is_abandoned_without_stalling_the_stream() {
-    let (mut a, mut b) = pair();
+/// a writes 10 000 kept bytes, `middle` bytes abandonable with a 150 ms deadline and 10 000
+/// kept bytes, then closes; everything from a is lost for the first 300 ms, so the middle
+/// message's deadline passes. Runs to the end and checks that nothing stalled.
+fn kept_abandoned_kept(
+    a: &mut Connection,
+    b: &mut Connection,
+    middle: usize,
+) -> (Vec<(Instant, Event)>, Reads) {
     let late = Instant::ZERO + Duration::from_millis(150);
-    write(&mut a, &bytes(1, 10_000), MessageOptions::default());
+    write(a, &bytes(1, 10_000), MessageOptions::default());
     write(
-        &mut a,
-        &bytes(2, 50_000),
+        a,
+        &bytes(2, middle),
         MessageOptions::default().with_deadline(late, true),
     );
-    write(&mut a, &bytes(3, 10_000), MessageOptions::default());
+    write(a, &bytes(3, 10_000), MessageOptions::default());
     a.close();
-    // Everything from a is lost for the first 300 ms: message 1's deadline passes.
-    let (ev, read) = run(&mut a, &mut b, Duration::from_millis(20), 60, |t, _| {
+    let out = run(a, b, Duration::from_millis(20), 60, |t, _| {
         t < Instant::ZERO + Duration::from_millis(300)
     });
     assert!(b.is_finished() && a.is_all_acked(), "stalled");
+    out
+}
+
+#[test]
+fn a_late_message_is_abandoned_without_stalling_the_stream() {
+    let (mut a, mut b) = pair();
+    let (ev, read) = kept_abandoned_kept(&mut a, &mut b, 50_000);
     let abandoned: Vec<_> = ev
         .iter()
         .filter(|(_, e)| matches!(e, Event::MessageAbandoned { id: 1, .. }))
@@ -243,22 +254,9 @@ fn fmtcp_decodes_a_block_across_an_abandoned_message() {
         Connection::new(cfg.clone(), 1).unwrap(),
         Connection::new(cfg, 0).unwrap(),
     );
-    let late = Instant::ZERO + Duration::from_millis(150);
     // [0, 10 000): kept; [10 000, 210 000): abandoned, six whole 32 KiB blocks inside it;
     // [210 000, 220 000): kept, its head in the block that holds the abandoned message's tail.
-    write(&mut a, &bytes(1, 10_000), MessageOptions::default());
-    write(
-        &mut a,
-        &bytes(2, 200_000),
-        MessageOptions::default().with_deadline(late, true),
-    );
-    write(&mut a, &bytes(3, 10_000), MessageOptions::default());
-    a.close();
-    // Everything from a is lost for the first 300 ms: message 1's deadline passes.
-    let (ev, read) = run(&mut a, &mut b, Duration::from_millis(20), 60, |t, _| {
-        t < Instant::ZERO + Duration::from_millis(300)
-    });
-    assert!(b.is_finished() && a.is_all_acked(), "stalled");
+    let (ev, read) = kept_abandoned_kept(&mut a, &mut b, 200_000);
     assert_eq!(b.stats().frames_rejected, 0);
     assert!(ev
         .iter()
