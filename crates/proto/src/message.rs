@@ -111,6 +111,9 @@ pub(crate) struct TxMessages {
     pub(crate) abandoned: RangeSet,
     /// Messages pending with a priority other than the default.
     prioritized: usize,
+    /// Messages abandoned so far: a scheme that checked its state against the abandoned
+    /// ranges need not check again until this changes.
+    pub(crate) abandoned_count: u64,
 }
 
 impl TxMessages {
@@ -203,6 +206,7 @@ impl TxMessages {
             let due = m.opts.abandon_late && m.opts.deadline.is_some_and(|d| d <= now);
             if due && !m.abandoned && m.end > ack {
                 m.abandoned = true;
+                self.abandoned_count += 1;
                 self.abandoned.insert(m.start.max(ack)..m.end);
                 out.push(MessageFrame {
                     id: m.id,

@@ -1096,6 +1096,9 @@ pub struct FmtcpSender {
     records: HashMap<u64, Record, BuildHasherDefault<SeqHasher>>,
     /// Reused to collect a packet's symbols.
     items_scratch: Vec<(u64, u32)>,
+    /// [`SendCtx::abandoned_count`] when the open blocks were last checked against the
+    /// abandoned ranges.
+    abandoned_seen: u64,
     next_record: u64,
     block_buf: Vec<u8>,
     /// The LT code key ([`LtParams::with_key`]): the connection id.
@@ -1130,6 +1133,7 @@ impl FmtcpSender {
             next_start: 0,
             records: HashMap::default(),
             items_scratch: Vec::new(),
+            abandoned_seen: 0,
             next_record: 0,
             block_buf: Vec::new(),
             code_key,
@@ -1278,10 +1282,14 @@ impl FmtcpSender {
     /// receiver skips their bytes, so their symbols would be sent for nothing (and, sent
     /// in stream order ahead of fresh data, would keep a sender that fell behind late for
     /// every later message). A block only partly abandoned stays: its other bytes are owed.
+    /// The blocks are checked once per abandonment, not per packet: a block opened since
+    /// begins after the abandoned bytes ([`SendCtx::skip_abandoned`] in `refresh`).
     fn give_up_abandoned(&mut self, ctx: &SendCtx<'_>) {
-        if !ctx.any_abandoned() {
+        let count = ctx.abandoned_count();
+        if count == self.abandoned_seen {
             return;
         }
+        self.abandoned_seen = count;
         for (i, b) in self.blocks.iter_mut().enumerate() {
             if !b.decoded && ctx.is_abandoned_range(b.start, b.start + b.len) {
                 b.decoded = true;

@@ -259,9 +259,11 @@ impl SendCtx<'_> {
         self.messages.abandonable_cut(start, end)
     }
 
-    /// True if some message was abandoned whose bytes the peer has not acknowledged yet.
-    pub fn any_abandoned(&self) -> bool {
-        !self.messages.abandoned.is_empty()
+    /// Messages abandoned so far on this connection: it changes exactly when bytes become
+    /// abandoned, so a scheme that checked its open blocks against the abandoned ranges need
+    /// not check them again before it does.
+    pub fn abandoned_count(&self) -> u64 {
+        self.messages.abandoned_count
     }
 
     /// True if every byte of `[start, end)` belongs to abandoned messages: the peer skips
