@@ -1144,13 +1144,14 @@ impl Connection {
                 .saturating_sub(self.peer_data_ack)
                 .min(1 << 40) as usize;
             self.send_buf.set_capacity(self.cfg.send_buffer.max(window));
-            self.tx_msgs.on_data_ack(a.data_ack);
             self.first_sent.remove_below(a.data_ack);
             // The head moved; with nothing outstanding, the clock starts at the next send.
             self.head_since = (!self.first_sent.is_empty()).then_some(now);
             self.persist_backoff = 0;
             let mut ctx = send_ctx!(self, now);
             self.tx.on_data_ack(&mut ctx);
+            // After the scheme: it may still look at the abandoned bytes the ACK passed.
+            self.tx_msgs.on_data_ack(a.data_ack);
             self.check_all_acked();
         }
         // Path level: newly acknowledged packets.

@@ -344,6 +344,73 @@ fn coding_overhead_of_an_unfinished_flow_is_not_negative() {
     assert!(r.overhead.unwrap() >= 0.0);
 }
 
+/// The coding overhead with live video whose late frames are abandoned (issue 14: "a
+/// coding-overhead metric that means what it says; never negative"). A 3.4 Mbit/s video over
+/// two 4 Mbit/s paths that both go down for 1.5 s: the frames of the outage are abandoned,
+/// many of them before all their symbols were sent. Such blocks finish without being
+/// decoded; counted with the finished blocks they made the figure negative (their symbols
+/// sent fall short of their source symbols). Now they are counted apart, and the overhead
+/// of the decoded blocks is not negative, with blocks cut at frame boundaries (the default)
+/// and with blocks that straddle frames (`cut_at_messages = false`: partly abandoned
+/// blocks).
+#[test]
+fn coding_overhead_with_abandoned_video_frames_is_not_negative() {
+    for cut in [true, false] {
+        let scheme = SchemeConfig::of(
+            "fmtcp",
+            &FmtcpConfig {
+                cut_at_messages: cut,
+                ..FmtcpConfig::default()
+            },
+        )
+        .unwrap();
+        let mut f = flow(
+            "v",
+            vec![vec![0], vec![1]],
+            conn(scheme, cc("lia"), 1 << 20),
+            FlowKind::Multipath,
+        );
+        f.app = AppConfig::of("video", &serde_json::json!({ "duration": "10s" })).unwrap();
+        let links = vec![
+            link("a", 4_000_000, 10, 50, 0.01),
+            link("b", 4_000_000, 30, 50, 0.0),
+        ];
+        let mut cfg = sim(links, vec![f], 60, 1);
+        for (at, up) in [(4000, false), (5500, true)] {
+            for l in 0..2 {
+                cfg.changes.push(TimedChange {
+                    at: Duration::from_millis(at),
+                    link: l,
+                    direction: Direction::Both,
+                    change: LinkChange {
+                        up: Some(up),
+                        ..LinkChange::default()
+                    },
+                });
+            }
+        }
+        let r = run(cfg).unwrap().flows.remove(0);
+        let s: CodingStats = serde_json::from_value(r.scheme.sender.clone()).unwrap();
+        let rx = &r.app.receiver;
+        assert!(rx["abandoned"].as_u64().unwrap() > 10, "cut {cut}: {rx}");
+        assert!(rx["on_time"].as_u64().unwrap() > 150, "cut {cut}: {rx}");
+        assert!(s.abandoned_blocks > 0, "cut {cut}: {s:?}");
+        // What the old counters gave: abandoned blocks counted as finished.
+        let lumped = (s.finished_symbols_sent + s.abandoned_symbols_sent) as f64
+            / (s.finished_source_symbols + s.abandoned_source_symbols) as f64
+            - 1.0;
+        eprintln!(
+            "cut {cut}: {s:?} lumped {lumped:.3} overhead {:.3} {rx}",
+            s.overhead()
+        );
+        assert!(
+            lumped < 0.0,
+            "cut {cut}: the case must show the old failure ({lumped})"
+        );
+        assert!(s.overhead() >= 0.0, "cut {cut}: {}", s.overhead());
+    }
+}
+
 /// Adaptive δ̂ (module docs of `fmtcp`, "Adaptive δ̂"). Requirements: (1) where the
 /// flow-control window never blocks (4 MiB buffer, a bulk flow limited by its congestion
 /// windows) a decoding failure costs no goodput, so Eq. 4 must append nothing: δ̂ =

@@ -937,6 +937,10 @@ struct TxBlock {
     acked: u64,
     reported: u64,
     decoded: bool,
+    /// Some of its bytes belong to abandoned messages: the block finishes without the
+    /// receiver decoding it (or decodes only its other bytes), so it is counted apart from
+    /// the decoded blocks ([`CodingStats::abandoned_blocks`]).
+    abandoned: bool,
     in_flight: Vec<u64>,
     /// Per path: when its latest symbol of this block was sent.
     last_sent: Vec<Option<Instant>>,
@@ -1272,8 +1276,15 @@ impl FmtcpSender {
             if let Some(b) = self.blocks.pop_front() {
                 self.complete = self.complete.saturating_sub(1);
                 self.stats.record_block_losses(b.lost_packets);
-                self.stats.finished_source_symbols += b.len.div_ceil(self.geo.symbol as u64);
-                self.stats.finished_symbols_sent += b.sent;
+                let k = b.len.div_ceil(self.geo.symbol as u64);
+                if b.abandoned {
+                    self.stats.abandoned_blocks += 1;
+                    self.stats.abandoned_source_symbols += k;
+                    self.stats.abandoned_symbols_sent += b.sent;
+                } else {
+                    self.stats.finished_source_symbols += k;
+                    self.stats.finished_symbols_sent += b.sent;
+                }
             }
         }
     }
@@ -1282,8 +1293,10 @@ impl FmtcpSender {
     /// receiver skips their bytes, so their symbols would be sent for nothing (and, sent
     /// in stream order ahead of fresh data, would keep a sender that fell behind late for
     /// every later message). A block only partly abandoned stays: its other bytes are owed.
-    /// The blocks are checked once per abandonment, not per packet: a block opened since
-    /// begins after the abandoned bytes ([`SendCtx::skip_abandoned`] in `refresh`).
+    /// Both are marked abandoned, so that the coding overhead counts only blocks the
+    /// receiver decoded. The blocks are checked once per abandonment, not per packet: a
+    /// block opened since begins after the abandoned bytes ([`SendCtx::skip_abandoned`] in
+    /// `refresh`) and is marked when it is opened.
     fn give_up_abandoned(&mut self, ctx: &SendCtx<'_>) {
         let count = ctx.abandoned_count();
         if count == self.abandoned_seen {
@@ -1291,7 +1304,11 @@ impl FmtcpSender {
         }
         self.abandoned_seen = count;
         for (i, b) in self.blocks.iter_mut().enumerate() {
-            if !b.decoded && ctx.is_abandoned_range(b.start, b.start + b.len) {
+            let (start, end) = (b.start, b.start + b.len);
+            if !b.abandoned && ctx.touches_abandoned(start, end) {
+                b.abandoned = true;
+            }
+            if !b.decoded && ctx.is_abandoned_range(start, end) {
                 b.decoded = true;
                 b.invalidate();
                 self.complete = self.complete.min(i);
@@ -1500,6 +1517,7 @@ impl FmtcpSender {
                 acked: 0,
                 reported: 0,
                 decoded: false,
+                abandoned: ctx.touches_abandoned(start, end),
                 in_flight: vec![0; ctx.paths.len()],
                 last_sent: vec![None; ctx.paths.len()],
                 lost_unreplaced: 0,
@@ -1711,6 +1729,9 @@ impl SchemeSender for FmtcpSender {
     }
 
     fn on_data_ack(&mut self, ctx: &mut SendCtx<'_>) {
+        // The acknowledgement may pass abandoned bytes: mark their blocks before they are
+        // dropped (the engine prunes the abandoned ranges after this call).
+        self.give_up_abandoned(ctx);
         self.drop_finished(ctx.data_ack);
     }
 
@@ -2101,6 +2122,10 @@ fn encode_runs(out: &mut Vec<u8>, room: usize, items: &[(u64, u64, u64)]) {
     }
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 /// Counters of the coded schemes (symbols, Eq. 7 redundancy); zero for the others.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CodingStats {
@@ -2112,13 +2137,27 @@ pub struct CodingStats {
     pub source_symbols: u64,
     /// Symbols sent (all blocks, also those still open).
     pub symbols_sent: u64,
-    /// Source symbols of the blocks finished (decoded or acknowledged) at the sender.
+    /// Source symbols of the blocks finished (decoded, or acknowledged) at the sender,
+    /// leaving out blocks with bytes of abandoned messages.
     #[serde(default)]
     pub finished_source_symbols: u64,
-    /// Symbols sent for the blocks finished at the sender. Coding overhead =
-    /// finished_symbols_sent / finished_source_symbols − 1 (see [`CodingStats::overhead`]).
+    /// Symbols sent for the blocks finished at the sender, leaving out blocks with bytes of
+    /// abandoned messages. Coding overhead = finished_symbols_sent / finished_source_symbols
+    /// − 1 (see [`CodingStats::overhead`]).
     #[serde(default)]
     pub finished_symbols_sent: u64,
+    /// Blocks the sender dropped that held bytes of abandoned messages (late video frames):
+    /// given up whole, or passed by the acknowledgement over the abandoned bytes. Not in
+    /// the finished counts above, since the receiver did not decode them (or decoded only
+    /// the bytes that were not abandoned). Omitted from reports when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abandoned_blocks: u64,
+    /// Source symbols of [`CodingStats::abandoned_blocks`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abandoned_source_symbols: u64,
+    /// Symbols sent for [`CodingStats::abandoned_blocks`]: what the abandoned frames cost.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abandoned_symbols_sent: u64,
     /// Symbols sent in place of symbols a path reported lost.
     pub replacement_symbols: u64,
     /// Symbols appended beyond k̂ by the Eq. 4 estimate (the l_b of Eq. 7).
@@ -2155,6 +2194,9 @@ impl CodingStats {
         self.symbols_sent += sender.symbols_sent;
         self.finished_source_symbols += sender.finished_source_symbols;
         self.finished_symbols_sent += sender.finished_symbols_sent;
+        self.abandoned_blocks += sender.abandoned_blocks;
+        self.abandoned_source_symbols += sender.abandoned_source_symbols;
+        self.abandoned_symbols_sent += sender.abandoned_symbols_sent;
         self.replacement_symbols += sender.replacement_symbols;
         self.appended_symbols += sender.appended_symbols;
         self.late_symbols += receiver.late_symbols;
@@ -2179,8 +2221,10 @@ impl CodingStats {
     /// Coding overhead of the finished blocks: symbols sent for them per source symbol,
     /// minus one. Blocks still open (in flight, or opened inside the flow-control window and
     /// not sent yet) are left out: counting their source symbols against the symbols sent so
-    /// far made the figure negative for flows cut off by the end of a run. Never negative: a
-    /// block finishes only once the receiver decoded it, which takes at least k symbols.
+    /// far made the figure negative for flows cut off by the end of a run. So are blocks with
+    /// bytes of abandoned messages, which finish without being decoded
+    /// ([`CodingStats::abandoned_blocks`]). Never negative: every block counted finished
+    /// only once the receiver decoded it, which takes at least k symbols.
     pub fn overhead(&self) -> f64 {
         if self.finished_source_symbols == 0 {
             0.0

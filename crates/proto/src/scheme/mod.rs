@@ -273,6 +273,16 @@ impl SendCtx<'_> {
         !self.messages.abandoned.is_empty() && self.messages.abandoned.contains_range(start..end)
     }
 
+    /// True if some byte of `[start, end)` belongs to an abandoned message not yet below the
+    /// peer's cumulative acknowledgement (the ranges are pruned after
+    /// [`SchemeSender::on_data_ack`], so that call still sees the bytes it passes).
+    pub fn touches_abandoned(&self, start: u64, end: u64) -> bool {
+        let a = &self.messages.abandoned;
+        start < end
+            && !a.is_empty()
+            && (a.contains(start) || a.next_start_after(start).is_some_and(|s| s < end))
+    }
+
     /// The first byte at or after `offset` that is not in an abandoned message (`offset`
     /// itself if it is not): where a scheme that opens ranges in stream order goes on.
     pub fn skip_abandoned(&self, offset: u64) -> u64 {
@@ -381,7 +391,9 @@ pub trait SchemeSender: Send + std::fmt::Debug {
     /// A packet this scheme filled was declared lost.
     fn on_lost(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo, kind: LossKind);
 
-    /// The peer's cumulative acknowledgement (`ctx.data_ack`) advanced.
+    /// The peer's cumulative acknowledgement (`ctx.data_ack`) advanced. Bytes of abandoned
+    /// messages it passed are still seen as abandoned during this call
+    /// ([`SendCtx::touches_abandoned`]).
     fn on_data_ack(&mut self, _ctx: &mut SendCtx<'_>) {}
 
     /// Packet `pn` of `path`, being newly acknowledged, was rebuilt by the receiver from
