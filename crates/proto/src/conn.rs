@@ -9,7 +9,9 @@
 use crate::buffer::{RecvBuffer, SendBuffer};
 use crate::cc::{AckEvent, CongestionControl, Window};
 use crate::config::{ConfigError, ConnectionConfig, TcpProfile};
-use crate::message::{MessageId, MessageOptions, RxMessages, RxOutcome, TxMessages, WriteError};
+use crate::message::{
+    Lead, MessageId, MessageOptions, RxMessages, RxOutcome, TxMessages, WriteError,
+};
 use crate::path::{
     Path, PathState, PathStats, PathView, RttEstimator, SentState, Spurious, SENT_CONTROL,
     SENT_RETRANSMISSION, SENT_STREAM_END,
@@ -594,10 +596,22 @@ impl Connection {
     }
 
     fn expire_messages(&mut self, now: Instant) {
-        if self.tx_msgs.next_deadline().is_none_or(|d| d > now) {
+        if self.tx_msgs.is_empty() {
             return;
         }
-        for a in self.tx_msgs.expire(now, self.peer_data_ack) {
+        let lead = self.lead();
+        if self.tx_msgs.next_deadline(&lead).is_none_or(|d| d > now) {
+            return;
+        }
+        let lead = lead_of(
+            &self.paths,
+            &*self.cc,
+            &self.views,
+            &self.first_sent,
+            self.peer_data_ack,
+        );
+        let frames = self.tx_msgs.expire(now, &lead);
+        for a in frames {
             self.ctrl_pending.push_back(Ctrl::Abandon(a));
             self.events.push_back(Event::MessageAbandoned {
                 id: a.id,
@@ -1790,7 +1804,9 @@ impl Connection {
         }
         t = earliest(t, self.tx.poll_timeout());
         t = earliest(t, self.rx.poll_timeout());
-        t = earliest(t, self.tx_msgs.next_deadline());
+        if !self.tx_msgs.is_empty() {
+            t = earliest(t, self.tx_msgs.next_deadline(&self.lead()));
+        }
         earliest(t, self.head_deadline())
     }
 
@@ -1943,6 +1959,16 @@ impl Connection {
     /// When the head of the stream counts as stalled: data sent and not cumulatively
     /// acknowledged for twice the largest base retransmission timeout of the active paths
     /// (doubled per stall that followed, up to 64×), since the acknowledgement last moved.
+    fn lead(&self) -> Lead<'_> {
+        lead_of(
+            &self.paths,
+            &*self.cc,
+            &self.views,
+            &self.first_sent,
+            self.peer_data_ack,
+        )
+    }
+
     fn head_deadline(&self) -> Option<Instant> {
         let since = self.head_since?;
         if self
@@ -2336,5 +2362,43 @@ impl Connection {
             path: p as u8,
             pn,
         }
+    }
+}
+
+/// What a message with a deadline at the peer needs to arrive ([`MessageOptions::at_peer`]):
+/// the one-way delay of the best path that carries new data (smoothed RTT − min RTT / 2:
+/// propagation taken as symmetric, queueing as on the data's direction) and the sending
+/// rate (Σ over those paths of the controller's pacing rate where it sets one, as BBR does,
+/// else congestion window / smoothed RTT); zero before any RTT sample.
+///
+/// [`MessageOptions::at_peer`]: crate::message::MessageOptions::at_peer
+fn lead_of<'a>(
+    paths: &'a [Path],
+    cc: &dyn CongestionControl,
+    views: &[PathView],
+    sent: &'a RangeSet,
+    ack: u64,
+) -> Lead<'a> {
+    let mut owd: Option<Duration> = None;
+    let mut rate: u128 = 0;
+    for (i, p) in paths.iter().enumerate() {
+        if p.state != PathState::Active {
+            continue;
+        }
+        let (Some(srtt), Some(min)) = (p.rtt.srtt(), p.rtt.min_rtt()) else {
+            continue;
+        };
+        let d = srtt.saturating_sub(Duration::from_nanos(min.as_nanos() / 2));
+        owd = Some(owd.map_or(d, |o| o.min(d)));
+        rate += match cc.pacing_rate(i, views) {
+            Some(r) if r > 0 => u128::from(r),
+            _ => u128::from(p.cwnd) * 1_000_000_000 / u128::from(srtt.as_nanos().max(1)),
+        };
+    }
+    Lead {
+        owd: owd.unwrap_or(Duration::ZERO),
+        rate: u64::try_from(rate).unwrap_or(u64::MAX),
+        sent,
+        ack,
     }
 }

@@ -17,13 +17,26 @@
 //! only for a message announced as abandonable with the same boundaries, so a plain byte
 //! stream can never lose bytes this way.
 //!
+//! **Deadlines at the peer.** A message marked [`MessageOptions::at_peer`] has a deadline by
+//! which the *peer* must hold it (a video frame's playout time). It is abandoned as soon as
+//! it can no longer arrive whole in time: when `now + d + u / R ≥ deadline`, where `d` is the
+//! one-way delay (per path `smoothed RTT − min RTT / 2`: the propagation delay taken as
+//! symmetric, the queueing as on the data's direction; the least over the paths that carry
+//! new data), `u` the message's bytes never sent yet, and `R` the connection's sending rate
+//! (Σ congestion window / smoothed RTT over those paths). The estimate is optimistic: bytes
+//! of earlier messages still to send, and retransmissions, are not counted. Bytes already in
+//! flight may still complete the message in time (the receiver then reports it received and
+//! ignores the ABANDON). Before the first RTT sample the lead is zero. A sender that fell
+//! behind (a video above the path's capacity) thus spends the path on messages that can
+//! still arrive, instead of sending every message a little too late.
+//!
 //! **Priority.** Lower values are more urgent ([`DEFAULT_PRIORITY`] for bytes outside
 //! messages). Schemes that send new data in ranges ask the engine for the next unsent range
 //! ([`SendCtx::next_unsent`](crate::scheme::SendCtx::next_unsent)), which serves the most
 //! urgent message first and, within a priority, stream order.
 
 use crate::ranges::RangeSet;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::wire::MessageFrame;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
@@ -49,6 +62,10 @@ pub struct MessageOptions {
     pub priority: u8,
     /// Give the message up when the deadline passes before the peer acknowledged all of it.
     pub abandon_late: bool,
+    /// The deadline is when the peer must hold the message: with `abandon_late` it is given
+    /// up as soon as it can no longer arrive whole in time (module docs, "Deadlines at the
+    /// peer"), not when the deadline passes at the sender.
+    pub at_peer: bool,
 }
 
 impl Default for MessageOptions {
@@ -57,6 +74,7 @@ impl Default for MessageOptions {
             deadline: None,
             priority: DEFAULT_PRIORITY,
             abandon_late: false,
+            at_peer: false,
         }
     }
 }
@@ -66,6 +84,12 @@ impl MessageOptions {
     pub fn with_deadline(mut self, deadline: Instant, abandon: bool) -> Self {
         self.deadline = Some(deadline);
         self.abandon_late = abandon;
+        self
+    }
+
+    /// The deadline is when the peer must hold the message (see [`MessageOptions::at_peer`]).
+    pub fn deadline_at_peer(mut self, at_peer: bool) -> Self {
+        self.at_peer = at_peer;
         self
     }
 
@@ -186,25 +210,35 @@ impl TxMessages {
         end
     }
 
-    /// The earliest deadline of a message that would be abandoned at it.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    /// No message pending (written and not yet below the cumulative acknowledgement).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.msgs.is_empty()
+    }
+
+    /// When the next message is due to be abandoned: its deadline, or for a deadline at the
+    /// peer, its deadline less `lead`'s estimate of the time it needs to arrive.
+    pub(crate) fn next_deadline(&self, lead: &Lead<'_>) -> Option<Instant> {
         if self.msgs.is_empty() {
             return None;
         }
         self.msgs
             .iter()
             .filter(|m| m.opts.abandon_late && !m.abandoned)
-            .filter_map(|m| m.opts.deadline)
+            .filter_map(|m| m.opts.deadline.map(|d| lead.due_at(m, d)))
             .min()
     }
 
-    /// Abandons every abandonable message whose deadline is at or before `now` and that the
-    /// peer has not acknowledged whole (`ack`): their ABANDON frames.
-    pub(crate) fn expire(&mut self, now: Instant, ack: u64) -> Vec<MessageFrame> {
+    /// Abandons every abandonable message due at `now` ([`TxMessages::next_deadline`]) that
+    /// the peer has not acknowledged whole (`lead.ack`): their ABANDON frames.
+    pub(crate) fn expire(&mut self, now: Instant, lead: &Lead<'_>) -> Vec<MessageFrame> {
         let mut out = Vec::new();
+        let ack = lead.ack;
         for m in &mut self.msgs {
-            let due = m.opts.abandon_late && m.opts.deadline.is_some_and(|d| d <= now);
-            if due && !m.abandoned && m.end > ack {
+            let due = m.opts.abandon_late
+                && !m.abandoned
+                && m.end > ack
+                && m.opts.deadline.is_some_and(|d| lead.due_at(m, d) <= now);
+            if due {
                 m.abandoned = true;
                 self.abandoned_count += 1;
                 self.abandoned.insert(m.start.max(ack)..m.end);
@@ -258,6 +292,38 @@ impl TxMessages {
         segs.sort_by_key(|&(p, s, _)| (p, s));
         segs.into_iter()
             .find_map(|(_, s, e)| unsent_in(first_sent, &self.abandoned, s.max(from), e.min(limit)))
+    }
+}
+
+/// What the sender knows of how long a message takes to reach the peer (module docs,
+/// "Deadlines at the peer").
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lead<'a> {
+    /// One-way delay estimate of the best path carrying new data (zero if unknown).
+    pub owd: Duration,
+    /// Sending rate, bytes per second (0 if unknown: then only `owd` counts).
+    pub rate: u64,
+    /// Stream bytes sent at least once, above `ack`.
+    pub sent: &'a RangeSet,
+    /// The peer's cumulative acknowledgement.
+    pub ack: u64,
+}
+
+impl Lead<'_> {
+    /// When message `m` with deadline `d` is abandoned: `d`, or for a deadline at the peer
+    /// `d − owd − unsent / rate` (never before the clock's origin).
+    fn due_at(&self, m: &TxMsg, d: Instant) -> Instant {
+        if !m.opts.at_peer {
+            return d;
+        }
+        let mut lead = self.owd.as_nanos();
+        if self.rate > 0 {
+            let from = m.start.max(self.ack);
+            let unsent = m.end.saturating_sub(from) - self.sent.covered(from..m.end.max(from));
+            let t = u128::from(unsent) * 1_000_000_000 / u128::from(self.rate);
+            lead = lead.saturating_add(u64::try_from(t).unwrap_or(u64::MAX));
+        }
+        Instant::from_nanos(d.as_nanos().saturating_sub(lead))
     }
 }
 
@@ -408,6 +474,67 @@ impl RxMessages {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A deadline at the peer: the message is due once it cannot arrive whole in time,
+    /// `deadline − owd − unsent / rate` (module docs, "Deadlines at the peer"); a deadline
+    /// at the sender is due when it passes, whatever the lead.
+    #[test]
+    fn a_deadline_at_the_peer_is_due_when_the_message_can_no_longer_arrive() {
+        let ms = |n: u64| Instant::from_nanos(n * 1_000_000);
+        let mut m = TxMessages::default();
+        let due = ms(1000);
+        // 0..100_000 at the peer, 100_000..200_000 at the sender.
+        m.add(
+            0,
+            100_000,
+            MessageOptions::default()
+                .with_deadline(due, true)
+                .deadline_at_peer(true),
+        );
+        m.add(
+            100_000,
+            200_000,
+            MessageOptions::default().with_deadline(due, true),
+        );
+        let mut sent = RangeSet::new();
+        // 50 ms one way, 1 MB/s: 100 kB unsent take 100 ms.
+        fn lead(sent: &RangeSet) -> Lead<'_> {
+            Lead {
+                owd: Duration::from_millis(50),
+                rate: 1_000_000,
+                sent,
+                ack: 0,
+            }
+        }
+        assert_eq!(m.next_deadline(&lead(&sent)), Some(ms(850)));
+        // Half of it sent: 50 ms of sending left.
+        sent.insert(0..50_000);
+        assert_eq!(m.next_deadline(&lead(&sent)), Some(ms(900)));
+        assert!(m.expire(ms(899), &lead(&sent)).is_empty());
+        let a = m.expire(ms(900), &lead(&sent));
+        assert_eq!((a.len(), a[0].offset, a[0].len), (1, 0, 100_000));
+        // The sender's deadline: due at 1000 ms.
+        assert_eq!(m.next_deadline(&lead(&sent)), Some(due));
+        assert!(m.expire(ms(999), &lead(&sent)).is_empty());
+        assert_eq!(m.expire(ms(1000), &lead(&sent)).len(), 1);
+        // Without a rate (no RTT sample yet) only the one-way delay counts.
+        let mut m = TxMessages::default();
+        m.add(
+            0,
+            100,
+            MessageOptions::default()
+                .with_deadline(due, true)
+                .deadline_at_peer(true),
+        );
+        let none = RangeSet::new();
+        let l = Lead {
+            owd: Duration::ZERO,
+            rate: 0,
+            sent: &none,
+            ack: 0,
+        };
+        assert_eq!(m.next_deadline(&l), Some(due));
+    }
 
     #[test]
     fn blocks_are_cut_at_the_boundaries_of_abandonable_messages_only() {

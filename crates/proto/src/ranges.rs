@@ -343,6 +343,25 @@ impl RangeSet {
         Some(next.map_or(ls, |(s, _)| s))
     }
 
+    /// How many values of `r` are in the set.
+    pub fn covered(&self, r: Range<u64>) -> u64 {
+        let mut x = r.start;
+        let mut n = 0;
+        while x < r.end {
+            if let Some(c) = self.range_containing(x) {
+                let e = c.end.min(r.end);
+                n += e - x;
+                x = e;
+            } else {
+                match self.next_start_after(x) {
+                    Some(s) if s < r.end => x = s,
+                    _ => break,
+                }
+            }
+        }
+        n
+    }
+
     /// The smallest value, if any.
     pub fn min(&self) -> Option<u64> {
         self.first().map(|r| r.start)
@@ -582,7 +601,16 @@ mod tests {
                     prop_assert_eq!(s.next_start_after(v), next);
                     let span = v..v + l;
                     let covered = span.is_empty() || want.iter().any(|r| r.start <= span.start && span.end <= r.end);
-                    prop_assert_eq!(s.contains_range(span), covered);
+                    prop_assert_eq!(s.contains_range(span.clone()), covered);
+                    let count: u64 = want
+                        .iter()
+                        .map(|r| r.end.min(span.end).saturating_sub(r.start.max(span.start)))
+                        .sum();
+                    prop_assert_eq!(s.covered(span.start..span.end + 3 * l), count + want
+                        .iter()
+                        .map(|r| r.end.min(span.end + 3 * l).saturating_sub(r.start.max(span.end)))
+                        .sum::<u64>());
+                    prop_assert_eq!(s.covered(span), count);
                 }
             }
         }

@@ -3,7 +3,11 @@
 //!
 //! The sender captures frame k at `start + k/fps` and writes it as one message with deadline
 //! `capture + deadline` (I frames priority 0, P frames 1; given up when late if
-//! `abandon_late`). Frame sizes follow a GOP pattern — one I frame `i_ratio` times the size of
+//! `abandon_late`). The deadline is the receiver's: with `abandon_early` (the default) the
+//! sender gives a frame up as soon as it can no longer arrive whole in time (the engine's
+//! estimate of one-way delay and sending time, [`MessageOptions::at_peer`]), not when the
+//! deadline passes at the sender, so a sender that fell behind skips to frames that can still
+//! be played. Frame sizes follow a GOP pattern — one I frame `i_ratio` times the size of
 //! each of the `gop − 1` P frames, averaging `bit_rate / fps` — or a trace file (one size in
 //! bytes per line). A frame that does not fit the send buffer waits (its deadline keeps
 //! running). Message ids equal frame numbers, so the receiver knows each frame's deadline.
@@ -46,6 +50,10 @@ pub struct VideoConfig {
     pub deadline: Dur,
     /// Give a frame up when its deadline passes before the receiver has all of it.
     pub abandon_late: bool,
+    /// With `abandon_late`: give a frame up as soon as it can no longer arrive whole by its
+    /// deadline (the engine's estimate, [`MessageOptions::at_peer`]), not when the deadline
+    /// passes at the sender.
+    pub abandon_early: bool,
     #[serde(skip)]
     sizes: Option<Arc<Vec<u64>>>,
 }
@@ -61,6 +69,7 @@ impl Default for VideoConfig {
             frame_sizes: None,
             deadline: Dur(Duration::from_millis(200)),
             abandon_late: true,
+            abandon_early: true,
             sizes: None,
         }
     }
@@ -103,6 +112,12 @@ pub(super) const ENTRY: Entry<dyn AppFactory> = Entry {
         OptionDoc {
             key: "abandon_late",
             doc: "give a late frame up (partial reliability)",
+        },
+        OptionDoc {
+            key: "abandon_early",
+            doc: "with abandon_late: give a frame up once it can no longer arrive whole by its \
+                  deadline (one-way delay + unsent bytes / sending rate), not when the \
+                  deadline passes at the sender",
         },
     ],
     make: |o| {
@@ -199,6 +214,7 @@ impl AppFactory for VideoConfig {
                 gop: u64::from(self.gop),
                 clock,
                 abandon_late: self.abandon_late,
+                abandon_early: self.abandon_early,
                 next: 0,
                 queued: std::collections::VecDeque::new(),
                 written: 0,
@@ -248,6 +264,7 @@ struct Camera {
     gop: u64,
     clock: Clock,
     abandon_late: bool,
+    abandon_early: bool,
     next: u64,
     queued: std::collections::VecDeque<u64>,
     written: u64,
@@ -267,6 +284,7 @@ impl AppHalf for Camera {
             let size = self.sizes[k as usize];
             let opts = MessageOptions::default()
                 .with_deadline(self.clock.due(k), self.abandon_late)
+                .deadline_at_peer(self.abandon_early)
                 .with_priority(u8::from(k % self.gop != 0));
             // A frame larger than the whole send buffer can never be written: it is written
             // as a 1-byte stand-in so that message ids keep equalling frame numbers, and
