@@ -584,6 +584,9 @@ pub struct NcSender {
     gens: VecDeque<TxGen>,
     /// Stream offset where the next generation starts.
     next_start: u64,
+    /// [`SendCtx::abandoned_count`] when the open generations were last checked against the
+    /// abandoned ranges.
+    abandoned_seen: u64,
     nc: Option<usize>,
     /// Encoders of finished generations, reused (at most [`SPARE_ENCODERS`]).
     spare: Vec<RlncEncoder>,
@@ -624,6 +627,7 @@ impl NcSender {
             seg,
             gens: VecDeque::new(),
             next_start: 0,
+            abandoned_seen: 0,
             nc: None,
             spare: Vec::new(),
             models: Vec::new(),
@@ -681,6 +685,26 @@ impl NcSender {
         self.gens.binary_search_by_key(&id, |g| g.start).ok()
     }
 
+    /// Open generations every byte of which belongs to abandoned messages are finished: the
+    /// receiver skips their bytes, so their packets would be sent for nothing (and, sent
+    /// ahead of fresh data, would keep a sender that fell behind late for every later
+    /// message). Checked once per abandonment, not per packet: a generation opened since
+    /// begins after the abandoned bytes ([`SendCtx::skip_abandoned`] in `refresh`).
+    fn give_up_abandoned(&mut self, ctx: &SendCtx<'_>) {
+        let count = ctx.abandoned_count();
+        if count == self.abandoned_seen {
+            return;
+        }
+        self.abandoned_seen = count;
+        for gi in 0..self.gens.len() {
+            let g = &self.gens[gi];
+            if !g.decoded && ctx.is_abandoned_range(g.start, g.start + g.len) {
+                self.mark_touched(gi);
+                self.gens[gi].decoded = true;
+            }
+        }
+    }
+
     fn drop_finished(&mut self, ack: u64) {
         while self
             .gens
@@ -707,6 +731,7 @@ impl NcSender {
     /// one would fit the flow-control window (module docs, "Short generations"). Returns
     /// whether a generation was opened.
     fn refresh(&mut self, ctx: &mut SendCtx<'_>, short: bool) -> bool {
+        self.give_up_abandoned(ctx);
         self.drop_finished(ctx.data_ack);
         let b = self.gen_bytes();
         let mut opened = false;
@@ -718,6 +743,9 @@ impl NcSender {
                 // The receiver already holds it (cannot happen unless the peer misbehaves).
                 self.next_start = ctx.data_ack;
             }
+            // Bytes of abandoned messages (late video frames) are not sent: the next
+            // generation begins after them, as ARQ goes on with the next unsent byte.
+            self.next_start = ctx.skip_abandoned(self.next_start);
             let start = self.next_start;
             let Some(mut end) = start.checked_add(b) else {
                 return opened;
@@ -731,6 +759,10 @@ impl NcSender {
             if end > ctx.max_data {
                 return opened;
             }
+            // A generation ends where an abandonable message (a video frame) begins or ends,
+            // so that abandoning it never leaves a generation partly owed (the receiver
+            // refuses a generation that begins below its in-order point).
+            end = ctx.abandonable_cut(start, end);
             let written = ctx.send_buf.end();
             if end > written {
                 // A short generation only if the application could have written the rest
@@ -1165,6 +1197,7 @@ impl SchemeSender for NcSender {
     }
 
     fn on_data_ack(&mut self, ctx: &mut SendCtx<'_>) {
+        self.give_up_abandoned(ctx);
         self.drop_finished(ctx.data_ack);
     }
 
