@@ -192,6 +192,12 @@ struct PathBbr {
     up_full_count: u32,
     probe_rtt_done: Option<Instant>,
     probe_rtt_round_done: bool,
+    /// Samples of packets sent while this many bytes were not yet delivered are taken as
+    /// application-limited: `C.delivered + packets in flight` on each ACK in ProbeRTT, the
+    /// drafts' `BBRHandleProbeRTT` marking the connection application-limited ("ignore low
+    /// rate samples during ProbeRTT"), so that ProbeRTT's window of 4 packets cannot become
+    /// the bandwidth estimate of a flow that feeds the filter nothing else.
+    probe_rtt_app_limited: u64,
     prior_cwnd: u64,
     /// A retransmission timeout cut the window to the minimum: restore `prior_cwnd` at the
     /// next delivery (draft-00 `BBRRestoreCwnd` when the loss episode ends).
@@ -267,7 +273,7 @@ impl PathBbr {
         // `BBRUpdateLatestDeliverySignals`.
         self.bw_latest = self.bw_latest.max(rate);
         self.inflight_latest = self.inflight_latest.max(rs.delivered);
-        if rs.is_app_limited && rate < self.btlbw {
+        if self.app_limited(rs) && rate < self.btlbw {
             return;
         }
         if self.mode == Mode::ProbeBw || self.mode == Mode::ProbeRtt {
@@ -443,8 +449,14 @@ impl PathBbr {
     }
 
     /// `BBRCheckFullPipe`.
+    /// The sample is application-limited: the engine says so, or its packet was sent during
+    /// ProbeRTT (`probe_rtt_app_limited`).
+    fn app_limited(&self, rs: &RateSample) -> bool {
+        rs.is_app_limited || rs.prior_delivered < self.probe_rtt_app_limited
+    }
+
     fn check_full_pipe(&mut self, rs: &RateSample) {
-        if self.filled_pipe || !self.round_start || rs.is_app_limited {
+        if self.filled_pipe || !self.round_start || self.app_limited(rs) {
             return;
         }
         if self.btlbw >= self.full_bw * 1.25 {
@@ -476,6 +488,7 @@ impl PathBbr {
             self.probe_rtt_done = None;
         }
         if self.mode == Mode::ProbeRtt {
+            self.probe_rtt_app_limited = rs.delivered_total + bytes_in_flight;
             match self.probe_rtt_done {
                 None if bytes_in_flight <= MIN_PIPE_PACKETS * self.mss => {
                     self.probe_rtt_done = Some(now + PROBE_RTT_DURATION);
@@ -932,6 +945,9 @@ mod tests {
         view: PathView,
         now: Instant,
         delivered: u64,
+        /// Mark the samples application-limited (as the engine does when the sender had
+        /// nothing to send).
+        app_limited: bool,
     }
 
     impl Driver {
@@ -942,6 +958,7 @@ mod tests {
                 view,
                 now: Instant::ZERO,
                 delivered: 0,
+                app_limited: false,
             }
         }
 
@@ -965,7 +982,7 @@ mod tests {
                 delivered: acked * MSS,
                 interval: rtt,
                 delivery_rate: Some(rate),
-                is_app_limited: false,
+                is_app_limited: self.app_limited,
                 newly_acked: acked * MSS,
                 newly_lost: lost * MSS,
                 acked_packets: acked,
@@ -1015,6 +1032,55 @@ mod tests {
         assert!([PROBE_DOWN_GAIN, 1.0, PROBE_UP_GAIN]
             .iter()
             .any(|g| (pace - g * bw).abs() < 1.5));
+    }
+
+    /// An application-limited flow (a video at a fraction of the path) feeds the bandwidth
+    /// filter no sample below its estimate. ProbeRTT's window of 4 packets gives samples far
+    /// below it that the engine does not mark application-limited (the sender had data); the
+    /// drafts' `BBRHandleProbeRTT` marks the connection application-limited so that they are
+    /// ignored. Without that they filled the probing cycle's slot and, once the cycle holding
+    /// the real maximum was cleared, became the estimate: the window stayed a fraction of the
+    /// path's for seconds after ProbeRTT (docs/experiments/video.md). Requirement: the
+    /// estimate after ProbeRTT is still the path's rate.
+    #[test]
+    fn probe_rtt_samples_do_not_become_an_application_limited_flows_estimate() {
+        let mut cc = Bbr::default();
+        let mut d = Driver::new();
+        // Startup and ProbeBW at 1.4 MB/s, RTT 50 ms (RTprop).
+        for _ in 0..40 {
+            d.round(&mut cc, 50, 0, 1.4e6, 50);
+        }
+        let bw = st(&cc).btlbw;
+        assert!((bw - 1.4e6).abs() < 1.0, "{bw}");
+        // Then application-limited at 0.4 MB/s, RTT 60 ms (RTprop not refreshed): after 10 s
+        // BBR enters ProbeRTT, whose rounds (not application-limited) deliver 0.05 MB/s.
+        d.app_limited = true;
+        let mut probe_rtt_rounds = 0;
+        let mut after = 0;
+        for _ in 0..400 {
+            let in_probe_rtt = st(&cc).mode == Mode::ProbeRtt;
+            // The first round after ProbeRTT is not application-limited either (a frame
+            // larger than the window): its sample is fed to the filter, which then recomputes
+            // the estimate from its two cycles.
+            let first_after = !in_probe_rtt && probe_rtt_rounds > 0 && after == 0;
+            d.app_limited = !in_probe_rtt && !first_after;
+            let rate = if in_probe_rtt { 0.05e6 } else { 0.4e6 };
+            d.round(&mut cc, 10, 0, rate, 60);
+            if in_probe_rtt {
+                probe_rtt_rounds += 1;
+            } else if probe_rtt_rounds > 0 {
+                after += 1;
+                assert!(
+                    st(&cc).btlbw >= 0.9 * bw,
+                    "estimate {} after ProbeRTT, {bw} before ({after} rounds after)",
+                    st(&cc).btlbw
+                );
+            }
+        }
+        assert!(
+            probe_rtt_rounds > 0 && after > 20,
+            "{probe_rtt_rounds} {after}"
+        );
     }
 
     /// ProbeBW cycles DOWN → CRUISE → REFILL → UP → DOWN (draft-cardwell-ccwg-bbr
