@@ -599,10 +599,7 @@ impl Connection {
         if self.tx_msgs.is_empty() {
             return;
         }
-        let lead = self.lead();
-        if self.tx_msgs.next_deadline(&lead).is_none_or(|d| d > now) {
-            return;
-        }
+        // Borrows only the fields it reads, so `tx_msgs` can change while it is held.
         let lead = lead_of(
             &self.paths,
             &*self.cc,
@@ -610,8 +607,10 @@ impl Connection {
             &self.first_sent,
             self.peer_data_ack,
         );
-        let frames = self.tx_msgs.expire(now, &lead);
-        for a in frames {
+        if self.tx_msgs.next_deadline(&lead).is_none_or(|d| d > now) {
+            return;
+        }
+        for a in self.tx_msgs.expire(now, &lead) {
             self.ctrl_pending.push_back(Ctrl::Abandon(a));
             self.events.push_back(Event::MessageAbandoned {
                 id: a.id,
@@ -1956,9 +1955,7 @@ impl Connection {
         None
     }
 
-    /// When the head of the stream counts as stalled: data sent and not cumulatively
-    /// acknowledged for twice the largest base retransmission timeout of the active paths
-    /// (doubled per stall that followed, up to 64×), since the acknowledgement last moved.
+    /// What a message with a deadline at the peer needs to arrive ([`lead_of`]).
     fn lead(&self) -> Lead<'_> {
         lead_of(
             &self.paths,
@@ -1969,6 +1966,9 @@ impl Connection {
         )
     }
 
+    /// When the head of the stream counts as stalled: data sent and not cumulatively
+    /// acknowledged for twice the largest base retransmission timeout of the active paths
+    /// (doubled per stall that followed, up to 64×), since the acknowledgement last moved.
     fn head_deadline(&self) -> Option<Instant> {
         let since = self.head_since?;
         if self

@@ -23,7 +23,8 @@
 //! one-way delay (per path `smoothed RTT − min RTT / 2`: the propagation delay taken as
 //! symmetric, the queueing as on the data's direction; the least over the paths that carry
 //! new data), `u` the message's bytes never sent yet, and `R` the connection's sending rate
-//! (Σ congestion window / smoothed RTT over those paths). The estimate is optimistic: bytes
+//! (Σ over those paths of the controller's pacing rate where it sets one, as BBR does, else
+//! congestion window / smoothed RTT). The estimate is optimistic: bytes
 //! of earlier messages still to send, and retransmissions, are not counted. Bytes already in
 //! flight may still complete the message in time (the receiver then reports it received and
 //! ignores the ABANDON). Before the first RTT sample the lead is zero. A sender that fell

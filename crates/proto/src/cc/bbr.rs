@@ -448,13 +448,13 @@ impl PathBbr {
         }
     }
 
-    /// `BBRCheckFullPipe`.
     /// The sample is application-limited: the engine says so, or its packet was sent during
     /// ProbeRTT (`probe_rtt_app_limited`).
     fn app_limited(&self, rs: &RateSample) -> bool {
         rs.is_app_limited || rs.prior_delivered < self.probe_rtt_app_limited
     }
 
+    /// `BBRCheckFullPipe`.
     fn check_full_pipe(&mut self, rs: &RateSample) {
         if self.filled_pipe || !self.round_start || self.app_limited(rs) {
             return;

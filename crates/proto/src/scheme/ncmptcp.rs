@@ -740,7 +740,7 @@ impl NcSender {
                 return opened;
             }
             if self.next_start < ctx.data_ack {
-                // The receiver already holds it (cannot happen unless the peer misbehaves).
+                // The receiver already holds it (or skipped it: an abandoned message).
                 self.next_start = ctx.data_ack;
             }
             // Bytes of abandoned messages (late video frames) are not sent: the next
