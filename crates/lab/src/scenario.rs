@@ -488,7 +488,7 @@ fn flow_config(
     }
     let (kind, scheme) = scheme_of(f, at, paths.len())?;
     let d = ConnectionConfig::default();
-    let conn = ConnectionConfig {
+    let mut conn = ConnectionConfig {
         scheme,
         cc: f.cc.clone().unwrap_or(d.cc),
         scheduler: f.scheduler.clone().unwrap_or(d.scheduler),
@@ -536,6 +536,9 @@ fn flow_config(
         format!("{at}.{field}: {}", e.reason)
     })?;
     let app = app_of(f, at)?;
+    conn.ack_timestamps = f
+        .ack_timestamps
+        .unwrap_or_else(|| app.factory().ack_timestamps());
     let n = match kind {
         FlowKind::Multipath => 1,
         FlowKind::PerPath => paths.len(),

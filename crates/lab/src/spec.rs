@@ -155,6 +155,8 @@ pub struct FlowSpec {
     #[serde(default)]
     pub max_probe_interval: Option<Dur>,
     #[serde(default)]
+    pub ack_timestamps: Option<bool>,
+    #[serde(default)]
     pub app: Option<toml::Value>,
     #[serde(default)]
     pub trace: Option<String>,

@@ -280,6 +280,24 @@ fn errors_name_the_field() {
     );
 }
 
+/// `ack_timestamps` follows the application unless the flow sets it: on for a video that
+/// gives frames up by the receiver's deadline (`abandon_early`, its default), off otherwise.
+#[test]
+fn ack_timestamps_follow_the_application_unless_set() {
+    let ts = |extra: &str| {
+        parse(extra).unwrap().config(0, 0).sim.flows[0]
+            .conn
+            .ack_timestamps
+    };
+    assert!(!ts(""));
+    assert!(ts("app = { name = \"video\" }"));
+    assert!(!ts("app = { name = \"video\", abandon_early = false }"));
+    assert!(!ts("app = { name = \"video\" }\nack_timestamps = false"));
+    assert!(ts("ack_timestamps = true"));
+    let e = err("ack_timestamps = \"yes\"");
+    assert!(e.contains("ack_timestamps"), "{e}");
+}
+
 #[test]
 fn variant_and_sweep_errors() {
     let e = err("[sweep]\nparameter = \"links.lte.loss\"\nvalues = [0.1]");

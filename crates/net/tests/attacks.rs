@@ -124,7 +124,8 @@ fn forge(
         let mut ranges = RangeSet::default();
         ranges.insert(0..largest + 1);
         // Everything acknowledged, and a huge window.
-        w.push_ack(path, &ranges, 4, 0, 1 << 40, 1 << 50).unwrap();
+        w.push_ack(path, &ranges, 4, 0, 1 << 40, 1 << 50, None)
+            .unwrap();
     }
     for f in frames {
         w.push(f).unwrap();

@@ -1288,6 +1288,9 @@ impl Connection {
                     Duration::from_micros(a.ack_delay.min(1 << 40)).min(max_ack_delay)
                 };
                 rtt_sample = Some(path.rtt.update_with_delay(now - sent, delay));
+                if let Some(t) = a.received_at {
+                    path.forward.on_sample(sent.as_nanos(), t);
+                }
             }
         }
         path.trim_front();
@@ -1862,6 +1865,14 @@ impl Connection {
             let ack_delay = self.paths[p]
                 .largest_received_at
                 .map_or(0, |t| now.saturating_since(t).as_nanos() / 1000);
+            // ACK_TS: when the largest arrived, µs on this end's clock.
+            let received_at = if self.cfg.ack_timestamps {
+                self.paths[p]
+                    .largest_received_at
+                    .map(|t| t.as_nanos() / 1000)
+            } else {
+                None
+            };
             let ok = w
                 .push_ack(
                     p as u8,
@@ -1870,6 +1881,7 @@ impl Connection {
                     ack_delay,
                     self.recv_buf.contiguous_end(),
                     max_data,
+                    received_at,
                 )
                 .ok()?;
             debug_assert!(ok);
@@ -2367,9 +2379,11 @@ impl Connection {
 
 /// What a message with a deadline at the peer needs to arrive ([`MessageOptions::at_peer`]):
 /// the one-way delay of the best path that carries new data (smoothed RTT − min RTT / 2:
-/// propagation taken as symmetric, queueing as on the data's direction) and the sending
-/// rate (Σ over those paths of the controller's pacing rate where it sets one, as BBR does,
-/// else congestion window / smoothed RTT); zero before any RTT sample.
+/// propagation taken as symmetric, queueing as on the data's direction; with the peer's ACK
+/// timestamps, [`ConnectionConfig::ack_timestamps`], min RTT / 2 plus the forward queueing
+/// they measure, if that is less, so queueing in the ACK direction no longer counts) and
+/// the sending rate (Σ over those paths of the controller's pacing rate where it sets one,
+/// as BBR does, else congestion window / smoothed RTT); zero before any RTT sample.
 ///
 /// [`MessageOptions::at_peer`]: crate::message::MessageOptions::at_peer
 fn lead_of<'a>(
@@ -2388,7 +2402,13 @@ fn lead_of<'a>(
         let (Some(srtt), Some(min)) = (p.rtt.srtt(), p.rtt.min_rtt()) else {
             continue;
         };
-        let d = srtt.saturating_sub(Duration::from_nanos(min.as_nanos() / 2));
+        let half = Duration::from_nanos(min.as_nanos() / 2);
+        let mut d = srtt.saturating_sub(half);
+        // Forward queueing can be no more than the round trip's; capping there keeps a
+        // forged or drifting timestamp from ever giving a frame up earlier than without.
+        if let Some(q) = p.forward.queueing() {
+            d = d.min(half.saturating_add(q));
+        }
         owd = Some(owd.map_or(d, |o| o.min(d)));
         rate += match cc.pacing_rate(i, views) {
             Some(r) if r > 0 => u128::from(r),

@@ -21,11 +21,15 @@
 //! which the *peer* must hold it (a video frame's playout time). It is abandoned as soon as
 //! it can no longer arrive whole in time: when `now + d + u / R ≥ deadline`, where `d` is the
 //! one-way delay (per path `smoothed RTT − min RTT / 2`: the propagation delay taken as
-//! symmetric, the queueing as on the data's direction; the least over the paths that carry
+//! symmetric, the queueing as on the data's direction; with the peer's ACK timestamps,
+//! [`crate::ConnectionConfig::ack_timestamps`], `min RTT / 2` plus the data direction's own
+//! queueing measured from them, if that is less; the least over the paths that carry
 //! new data), `u` the message's bytes never sent yet, and `R` the connection's sending rate
 //! (Σ over those paths of the controller's pacing rate where it sets one, as BBR does, else
 //! congestion window / smoothed RTT). The estimate is optimistic: bytes
-//! of earlier messages still to send, and retransmissions, are not counted. Bytes already in
+//! of earlier messages still to send, and retransmissions, are not counted. (One exception:
+//! in a first slow start cwnd / smoothed RTT lags the window's growth, and a large first
+//! message may be given up that slow start would have delivered in time.) Bytes already in
 //! flight may still complete the message in time (the receiver then reports it received and
 //! ignores the ABANDON). Before the first RTT sample the lead is zero. A sender that fell
 //! behind (a video above the path's capacity) thus spends the path on messages that can

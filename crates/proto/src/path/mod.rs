@@ -12,7 +12,7 @@ pub(crate) use rate::DeliveryRate;
 pub use rate::RateSample;
 pub(crate) use reorder::{Reordering, Spurious};
 pub use reorder::{MAX_LOST_RECORDS, REO_WND_PERSIST};
-pub use rtt::RttEstimator;
+pub use rtt::{ForwardDelay, RttEstimator};
 
 use crate::ranges::RangeSet;
 use crate::scheme::{PacketTag, SentInfo};
@@ -276,6 +276,8 @@ pub struct Path {
     pub(crate) packets_in_flight: u64,
     pub(crate) largest_acked: Option<u64>,
     pub(crate) rtt: RttEstimator,
+    /// Forward queueing from the peer's ACK timestamps (`ConnectionConfig::ack_timestamps`).
+    pub(crate) forward: ForwardDelay,
     pub(crate) cwnd: u64,
     pub(crate) ssthresh: u64,
     pub(crate) recovery_start: Option<Instant>,
@@ -369,6 +371,7 @@ impl Path {
             packets_in_flight: 0,
             largest_acked: None,
             rtt,
+            forward: ForwardDelay::default(),
             cwnd,
             ssthresh: u64::MAX,
             recovery_start: None,

@@ -136,6 +136,55 @@ impl RttEstimator {
     }
 }
 
+/// Forward (sender → receiver) queueing delay from the receiver's timestamps
+/// ([`crate::ConnectionConfig::ack_timestamps`]).
+///
+/// Each sample is the receive time of an ACK's largest packet on the receiver's clock minus
+/// its send time on ours: the one-way delay plus an unknown clock offset. The offset cancels
+/// in the difference between the smoothed sample (α = 1/8, as SRTT) and the smallest, which is
+/// the queueing the forward direction adds over its least delay. A round-trip measure cannot
+/// tell that from queueing in the ACK direction. Clocks are assumed to run at the same rate:
+/// a relative drift of `x` ppm adds `x` µs per second of connection to the estimate (the
+/// simulator's ends share one clock). Samples are the peer's word and may be forged; they
+/// are kept to 64-bit arithmetic here, and the one user
+/// (the message lead, `conn.rs`) never lets the result exceed the round-trip estimate.
+#[derive(Debug, Clone, Default)]
+pub struct ForwardDelay {
+    /// Smallest sample, ns (receiver clock − sender clock).
+    min: Option<i64>,
+    /// Smoothed sample, ns.
+    smoothed: i64,
+}
+
+impl ForwardDelay {
+    /// Feeds one sample: the packet was sent at `sent_ns` on our clock and received at
+    /// `received_us` µs on the peer's.
+    pub fn on_sample(&mut self, sent_ns: u64, received_us: u64) {
+        let d = i128::from(received_us) * 1000 - i128::from(sent_ns);
+        let d = i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX });
+        match self.min {
+            None => {
+                self.min = Some(d);
+                self.smoothed = d;
+            }
+            Some(m) => {
+                self.min = Some(m.min(d));
+                let s = (7 * i128::from(self.smoothed) + i128::from(d)) / 8;
+                self.smoothed = i64::try_from(s).unwrap_or(d);
+            }
+        }
+    }
+
+    /// Queueing delay of the forward direction (smoothed − smallest sample), once sampled.
+    pub fn queueing(&self) -> Option<Duration> {
+        let m = self.min?;
+        let q = i128::from(self.smoothed) - i128::from(m);
+        Some(Duration::from_nanos(
+            u64::try_from(q.max(0)).unwrap_or(u64::MAX),
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +251,35 @@ mod tests {
         f.update(ms(1));
         // 1 + 4*0.5 + 25 = 28 ms: the 200 ms floor.
         assert_eq!(f.rto(), ms(200));
+    }
+
+    /// The clock offset cancels: a receiver clock 7 s ahead, one-way delays of 20 ms then
+    /// 28 ms give a queueing of (7·20 + 28)/8 − 20 = 1 ms; the first sample is the smallest
+    /// one (zero queueing).
+    #[test]
+    fn forward_queueing_is_free_of_the_clock_offset() {
+        let mut f = ForwardDelay::default();
+        assert_eq!(f.queueing(), None);
+        let offset_us = 7_000_000;
+        f.on_sample(1_000_000_000, 1_000_000 + offset_us + 20_000);
+        assert_eq!(f.queueing(), Some(Duration::ZERO));
+        f.on_sample(2_000_000_000, 2_000_000 + offset_us + 28_000);
+        assert_eq!(f.queueing(), Some(Duration::from_millis(1)));
+        // A receiver clock behind ours (negative samples) works the same.
+        let mut g = ForwardDelay::default();
+        g.on_sample(9_000_000_000, 20_000);
+        g.on_sample(9_100_000_000, 100_000 + 28_000);
+        assert_eq!(g.queueing(), Some(Duration::from_millis(1)));
+    }
+
+    /// Forged extremes neither panic nor wrap: the estimate saturates.
+    #[test]
+    fn forged_timestamps_saturate() {
+        let mut f = ForwardDelay::default();
+        f.on_sample(u64::MAX, 0);
+        f.on_sample(0, u64::MAX);
+        f.on_sample(0, u64::MAX);
+        let q = f.queueing().unwrap();
+        assert!(q > Duration::from_secs(1_000_000), "{q:?}");
     }
 }

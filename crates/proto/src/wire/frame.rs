@@ -16,11 +16,16 @@
 //! | 0x0b | ABANDON | id, offset, length, flags |
 //! | 0x0c | SYMBOL_SEED | block, symbol id, seed, payload |
 //! | 0x0d | SYMBOL_COEFFICIENTS | block, symbol id, coefficients (length-prefixed), payload |
+//! | 0x0e | ACK_TS | ACK's fields, then the receive time of `largest` (µs, receiver's clock) |
 //!
 //! The three SYMBOL types are one frame, [`Frame::Symbol`], whose [`Coding`] is told by the
 //! type byte rather than by a byte of its own (wire version 5; version 4 had SYMBOL only, with
 //! a coding byte after the symbol id): a plain symbol, the usual one, has the DATA frame's
 //! header plus its symbol id.
+//!
+//! ACK_TS is an ACK with a timestamp, sent instead of ACK only when the connection was
+//! configured for it ([`crate::ConnectionConfig::ack_timestamps`], which both ends share),
+//! so a peer that does not know the type never receives it.
 
 use super::{check_varint, varint_len, Reader, WireError, Writer};
 use crate::ranges::RangeSet;
@@ -40,6 +45,7 @@ const MESSAGE: u8 = 0x0a;
 const ABANDON: u8 = 0x0b;
 const SYMBOL_SEED: u8 = 0x0c;
 const SYMBOL_COEFFICIENTS: u8 = 0x0d;
+const ACK_TS: u8 = 0x0e;
 
 /// SCHEME kinds from this value up are feedback (receiver → sender) and not ack-eliciting;
 /// kinds below travel with the data to the receiving half.
@@ -124,6 +130,9 @@ pub struct AckFrame<'a> {
     pub data_ack: u64,
     /// Flow-control limit: the sender may not send stream bytes at or beyond this offset.
     pub max_data: u64,
+    /// ACK_TS only: when `largest` arrived, microseconds on the receiver's clock (any epoch:
+    /// the sender uses differences of its samples, [`crate::path::ForwardDelay`]).
+    pub received_at: Option<u64>,
     first_range: u64,
     range_count: u64,
     encoded_ranges: &'a [u8],
@@ -240,6 +249,10 @@ impl Frame<'_> {
                     + a.encoded_ranges.len()
                     + varint_len(check_varint(a.data_ack)?)
                     + varint_len(check_varint(a.max_data)?)
+                    + match a.received_at {
+                        Some(t) => varint_len(check_varint(t)?),
+                        None => 0,
+                    }
             }
             Frame::Data { offset, data } => data_header_len(*offset, data.len())? + data.len(),
             Frame::StreamEnd { final_size } => 1 + varint_len(check_varint(*final_size)?),
@@ -269,7 +282,7 @@ impl Frame<'_> {
             }
             Frame::Ping => w.u8(PING),
             Frame::Ack(a) => {
-                w.u8(ACK);
+                w.u8(if a.received_at.is_some() { ACK_TS } else { ACK });
                 w.u8(a.path);
                 w.varint(a.largest);
                 w.varint(a.ack_delay);
@@ -278,6 +291,9 @@ impl Frame<'_> {
                 w.bytes(a.encoded_ranges);
                 w.varint(a.data_ack);
                 w.varint(a.max_data);
+                if let Some(t) = a.received_at {
+                    w.varint(t);
+                }
             }
             Frame::Data { offset, data } => {
                 emit_data_header(w, *offset, data.len());
@@ -399,7 +415,9 @@ pub(crate) fn emit_data_header(w: &mut Writer<'_>, offset: u64, len: usize) {
 }
 
 /// Writes an ACK frame for `ranges` (at most `max_ranges` of the highest ranges) into `out`,
-/// returning its length, or `None` if `ranges` is empty or `out` is too small.
+/// returning its length, or `None` if `ranges` is empty or `out` is too small. With
+/// `received_at` (µs) it is an ACK_TS frame.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_ack(
     out: &mut [u8],
     path: u8,
@@ -408,6 +426,7 @@ pub(crate) fn encode_ack(
     ack_delay: u64,
     data_ack: u64,
     max_data: u64,
+    received_at: Option<u64>,
 ) -> Result<Option<usize>, WireError> {
     let Some(first) = ranges.iter().next_back() else {
         return Ok(None);
@@ -416,13 +435,18 @@ pub(crate) fn encode_ack(
     check_varint(ack_delay)?;
     check_varint(data_ack)?;
     check_varint(max_data)?;
+    if let Some(t) = received_at {
+        check_varint(t)?;
+    }
     let first_range = first.end - 1 - first.start;
     let count = ranges.len().min(max_ranges) - 1;
     let rest = || ranges.iter().rev().skip(1).take(count);
     // The sizing pass only when the frame might not fit: a varint takes at most 8 bytes
-    // (type and path one byte each, six more fields, two per further range).
-    if 2 + 8 * (6 + 2 * count) > out.len() {
+    // (type and path one byte each, six or seven more fields, two per further range).
+    let fields = 6 + usize::from(received_at.is_some());
+    if 2 + 8 * (fields + 2 * count) > out.len() {
         let mut need = 2
+            + received_at.map_or(0, varint_len)
             + varint_len(largest)
             + varint_len(ack_delay)
             + varint_len(first_range)
@@ -439,7 +463,7 @@ pub(crate) fn encode_ack(
         }
     }
     let mut w = Writer { buf: out, pos: 0 };
-    w.u8(ACK);
+    w.u8(if received_at.is_some() { ACK_TS } else { ACK });
     w.u8(path);
     w.varint(largest);
     w.varint(ack_delay);
@@ -454,6 +478,9 @@ pub(crate) fn encode_ack(
     }
     w.varint(data_ack);
     w.varint(max_data);
+    if let Some(t) = received_at {
+        w.varint(t);
+    }
     Ok(Some(w.pos))
 }
 
@@ -486,7 +513,7 @@ impl<'a> FrameIter<'a> {
                 Frame::Padding(n)
             }
             PING => Frame::Ping,
-            ACK => {
+            ACK | ACK_TS => {
                 let path = r.u8("ack path")?;
                 let largest = r.varint("ack largest")?;
                 // Any value is well-formed: the sender caps what it uses at max_ack_delay.
@@ -520,12 +547,19 @@ impl<'a> FrameIter<'a> {
                 let encoded_ranges = start.clone().bytes(used, "ack ranges")?;
                 let data_ack = r.varint("ack data ack")?;
                 let max_data = r.varint("ack max data")?;
+                // Any value is well-formed: the sender only uses differences of samples.
+                let received_at = if ty == ACK_TS {
+                    Some(r.varint("ack receive time")?)
+                } else {
+                    None
+                };
                 Frame::Ack(AckFrame {
                     path,
                     largest,
                     ack_delay,
                     data_ack,
                     max_data,
+                    received_at,
                     first_range,
                     range_count,
                     encoded_ranges,

@@ -338,8 +338,9 @@ impl<'a> PacketWriter<'a> {
     }
 
     /// Appends an ACK frame for the highest `max_ranges` ranges of `ranges`, with
-    /// `ack_delay` microseconds since the largest was received. Returns `false` (writing
-    /// nothing) if `ranges` is empty or the frame does not fit.
+    /// `ack_delay` microseconds since the largest was received, and with `received_at` (the
+    /// largest's receive time, µs on this end's clock) as an ACK_TS frame. Returns `false`
+    /// (writing nothing) if `ranges` is empty or the frame does not fit.
     #[allow(clippy::too_many_arguments)]
     pub fn push_ack(
         &mut self,
@@ -349,6 +350,7 @@ impl<'a> PacketWriter<'a> {
         ack_delay: u64,
         data_ack: u64,
         max_data: u64,
+        received_at: Option<u64>,
     ) -> Result<bool, WireError> {
         let start = self.w.pos;
         let end = start + self.remaining();
@@ -360,6 +362,7 @@ impl<'a> PacketWriter<'a> {
             ack_delay,
             data_ack,
             max_data,
+            received_at,
         )? {
             Some(n) => {
                 self.w.pos += n;

@@ -251,23 +251,30 @@ fn ack_fits_exactly_when_its_bytes_fit() {
     set.insert(1 << 31..1 << 32);
     // Most fields take 8 bytes, so a bound of fewer bytes per varint would be wrong here.
     let (delay, data_ack, max_data) = (1 << 40, 1 << 31, 1 << 35);
-    let mut roomy = [0u8; 256];
-    let n = frame::encode_ack(&mut roomy, 1, &set, 16, delay, data_ack, max_data)
-        .unwrap()
-        .unwrap();
-    assert!(
-        n < 2 + 8 * (6 + 2 * 2),
-        "the test must reach the sizing pass"
-    );
-    assert!(n > 2 + 4 * (6 + 2 * 2), "a 4-byte bound must be too small");
-    for len in 0..roomy.len() {
-        let mut out = vec![0u8; len];
-        let got = frame::encode_ack(&mut out, 1, &set, 16, delay, data_ack, max_data).unwrap();
-        if len < n {
-            assert_eq!(got, None, "length {len}");
-        } else {
-            assert_eq!(got, Some(n), "length {len}");
-            assert_eq!(out[..n], roomy[..n]);
+    // Plain ACK (six fields) and ACK_TS (seven).
+    for (ts, fields) in [(None, 6), (Some(1 << 50), 7)] {
+        let mut roomy = [0u8; 256];
+        let n = frame::encode_ack(&mut roomy, 1, &set, 16, delay, data_ack, max_data, ts)
+            .unwrap()
+            .unwrap();
+        assert!(
+            n < 2 + 8 * (fields + 2 * 2),
+            "the test must reach the sizing pass"
+        );
+        assert!(
+            n > 2 + 4 * (fields + 2 * 2),
+            "a 4-byte bound must be too small"
+        );
+        for len in 0..roomy.len() {
+            let mut out = vec![0u8; len];
+            let got =
+                frame::encode_ack(&mut out, 1, &set, 16, delay, data_ack, max_data, ts).unwrap();
+            if len < n {
+                assert_eq!(got, None, "length {len}");
+            } else {
+                assert_eq!(got, Some(n), "length {len}");
+                assert_eq!(out[..n], roomy[..n]);
+            }
         }
     }
 }
@@ -280,7 +287,7 @@ fn ack_ranges_round_trip_and_reject_underflow() {
     set.insert(10..20);
     let mut buf = [0u8; 128];
     let mut w = PacketWriter::new(&mut buf, 128, header()).unwrap();
-    assert!(w.push_ack(1, &set, 16, 25_000, 1234, 99_999).unwrap());
+    assert!(w.push_ack(1, &set, 16, 25_000, 1234, 99_999, None).unwrap());
     let n = w.finish();
     let (_, body) = parse_packet(&buf[..n]).unwrap();
     let Frame::Ack(a) = FrameIter::new(body).next().unwrap().unwrap() else {
@@ -291,6 +298,32 @@ fn ack_ranges_round_trip_and_reject_underflow() {
         (a.path, a.largest, a.ack_delay, a.data_ack, a.max_data),
         (1, 19, 25_000, 1234, 99_999)
     );
+    assert_eq!(a.received_at, None);
+    assert_eq!(body[0], 0x02);
+
+    // The same with a receive time: an ACK_TS frame, one varint longer.
+    let mut buf2 = [0u8; 128];
+    let mut w = PacketWriter::new(&mut buf2, 128, header()).unwrap();
+    assert!(w
+        .push_ack(1, &set, 16, 25_000, 1234, 99_999, Some(300_000_000))
+        .unwrap());
+    let n2 = w.finish();
+    assert_eq!(n2, n + 4);
+    let (_, body) = parse_packet(&buf2[..n2]).unwrap();
+    assert_eq!(body[0], 0x0e);
+    let Frame::Ack(t) = FrameIter::new(body).next().unwrap().unwrap() else {
+        panic!("not an ack")
+    };
+    assert_eq!(t.ranges().collect::<Vec<_>>(), vec![10..20, 5..6, 0..3]);
+    assert_eq!((t.largest, t.received_at), (19, Some(300_000_000)));
+    assert_eq!(Frame::Ack(t.clone()).encoded_len().unwrap(), body.len());
+    // Cut anywhere, it is an error, never a frame.
+    for cut in 1..body.len() {
+        assert!(
+            FrameIter::new(&body[..cut]).next().unwrap().is_err(),
+            "cut at {cut}"
+        );
+    }
 
     // An ACK whose first range reaches below zero.
     let bad = [0x02, 0x00, 0x01, 0x00, 0x05, 0x00, 0x00, 0x00];
@@ -325,7 +358,7 @@ fn ack_delay_is_parsed_whatever_its_value_and_truncation_is_an_error() {
     set.insert(0..1);
     let mut buf = [0u8; 128];
     let mut w = PacketWriter::new(&mut buf, 128, header()).unwrap();
-    assert!(w.push_ack(0, &set, 4, VARINT_MAX + 1, 0, 0).is_err());
+    assert!(w.push_ack(0, &set, 4, VARINT_MAX + 1, 0, 0, None).is_err());
 }
 
 fn arb_frame() -> impl Strategy<Value = (u8, u64, u64, Vec<u8>, u32)> {
@@ -409,12 +442,12 @@ proptest! {
     }
 
     #[test]
-    fn ack_round_trip(starts in proptest::collection::vec((0u64..10_000, 1u64..50), 1..40), delay in 0u64..=VARINT_MAX) {
+    fn ack_round_trip(starts in proptest::collection::vec((0u64..10_000, 1u64..50), 1..40), delay in 0u64..=VARINT_MAX, ts in proptest::option::of(0u64..=VARINT_MAX)) {
         let mut set = RangeSet::new();
         for (s, l) in starts { set.insert(s..s + l); }
         let mut buf = vec![0u8; 2048];
         let mut w = PacketWriter::new(&mut buf, 2048, header()).unwrap();
-        prop_assert!(w.push_ack(0, &set, 64, delay, 0, 0).unwrap());
+        prop_assert!(w.push_ack(0, &set, 64, delay, 0, 0, ts).unwrap());
         let n = w.finish();
         let (_, body) = parse_packet(&buf[..n]).unwrap();
         let Some(Ok(Frame::Ack(a))) = FrameIter::new(body).next() else { panic!() };
@@ -422,6 +455,7 @@ proptest! {
         let want: Vec<_> = set.iter().rev().collect();
         prop_assert_eq!(got, want);
         prop_assert_eq!(a.ack_delay, delay);
+        prop_assert_eq!(a.received_at, ts);
     }
 
     #[test]

@@ -93,6 +93,13 @@ pub trait AppFactory: Factory {
         Ok(())
     }
 
+    /// Whether its connections should carry the receiver's ACK timestamps
+    /// (`ConnectionConfig::ack_timestamps`) unless the flow says otherwise: applications
+    /// whose messages are given up by the peer's deadline want them.
+    fn ack_timestamps(&self) -> bool {
+        false
+    }
+
     /// The (sending, receiving) halves for one connection.
     fn build(&self, ctx: &AppContext) -> (Box<dyn AppHalf>, Box<dyn AppHalf>);
 }

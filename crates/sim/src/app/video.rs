@@ -200,6 +200,12 @@ impl AppFactory for VideoConfig {
         Ok(())
     }
 
+    /// Early abandonment judges a frame by its one-way delay: timestamps keep queueing in
+    /// the ACK direction out of it.
+    fn ack_timestamps(&self) -> bool {
+        self.abandon_early
+    }
+
     fn build(&self, ctx: &AppContext) -> (Box<dyn AppHalf>, Box<dyn AppHalf>) {
         let sizes = self.sizes.clone().unwrap_or_default();
         let n = sizes.len();
