@@ -148,13 +148,24 @@ fn frame_list(frames: &[u8]) -> String {
                 out,
                 "{{\"frame_type\":\"stream\",\"offset\":{final_size},\"length\":0,\"fin\":true}}"
             ),
-            Frame::Ack(a) => write!(
-                out,
-                "{{\"frame_type\":\"ack\",\"path_id\":{},\"largest\":{},\"ack_delay\":{}}}",
-                a.path,
-                a.largest,
-                a.ack_delay as f64 / 1000.0
-            ),
+            Frame::Ack(a) => match a.received_at {
+                None => write!(
+                    out,
+                    "{{\"frame_type\":\"ack\",\"path_id\":{},\"largest\":{},\"ack_delay\":{}}}",
+                    a.path,
+                    a.largest,
+                    a.ack_delay as f64 / 1000.0
+                ),
+                // ACK_TS: the receive time of `largest` (µs, the receiver's clock), a field
+                // of our own (qlog's QUIC schema has none).
+                Some(t) => write!(
+                    out,
+                    "{{\"frame_type\":\"ack\",\"path_id\":{},\"largest\":{},\"ack_delay\":{},\"received_at_us\":{t}}}",
+                    a.path,
+                    a.largest,
+                    a.ack_delay as f64 / 1000.0
+                ),
+            },
             Frame::Ping => write!(out, "{{\"frame_type\":\"ping\"}}"),
             Frame::Padding(n) => write!(out, "{{\"frame_type\":\"padding\",\"length\":{n}}}"),
             Frame::Close { code } => write!(
@@ -393,5 +404,55 @@ mod tests {
         assert_eq!(records[3]["data"]["path_id"], 1);
         assert_eq!(records[4]["name"], "tributary:congestion_undone");
         assert_eq!(records[4]["data"]["path_id"], 1);
+    }
+
+    /// An ACK_TS frame shows its receive time; a plain ACK has none.
+    #[test]
+    fn ack_frames_show_the_receive_time_when_they_carry_one() {
+        let mut set = crate::ranges::RangeSet::new();
+        set.insert(3..9);
+        let mut w = QlogWriter::new(Vec::new(), "t", "flow", VantagePoint::Server);
+        for ts in [None, Some(123_456)] {
+            let mut buf = [0u8; 64];
+            let hdr = Header {
+                conn_id: 1,
+                path: 0,
+                pn: 1,
+            };
+            let mut pw = crate::wire::PacketWriter::new(&mut buf, 64, hdr).unwrap();
+            assert!(pw.push_ack(0, &set, 4, 2_000, 0, 0, ts).unwrap());
+            let n = pw.finish();
+            let (_, body) = crate::wire::parse_packet(&buf[..n]).unwrap();
+            w.event(
+                Instant::from_nanos(1_000_000),
+                &TraceEvent::PacketSent {
+                    path: 0,
+                    header: Header {
+                        conn_id: 1,
+                        path: 0,
+                        pn: 1,
+                    },
+                    frames: body,
+                },
+            );
+        }
+        let out = String::from_utf8(w.finish().unwrap()).unwrap();
+        let acks: Vec<serde_json::Value> = out
+            .split('\u{1e}')
+            .skip(2)
+            .map(|r| {
+                serde_json::from_str::<serde_json::Value>(r).unwrap()["data"]["frames"][0].clone()
+            })
+            .collect();
+        assert_eq!(acks.len(), 2);
+        for a in &acks {
+            assert_eq!(
+                (a["frame_type"].as_str(), a["largest"].as_u64()),
+                (Some("ack"), Some(8))
+            );
+            assert_eq!(a["ack_delay"], 2.0);
+        }
+        assert!(acks[0].get("received_at_us").is_none());
+        assert_eq!(acks[1]["received_at_us"], 123_456);
     }
 }
