@@ -320,6 +320,7 @@ macro_rules! send_ctx {
             first_sent: &mut $s.first_sent,
             engine_frames: false,
             messages: &$s.tx_msgs,
+            reach: None,
             redundant: $s.sched.redundant(),
             writer_waiting: $s.writer_waiting,
         }
@@ -2143,6 +2144,12 @@ impl Connection {
             // Reliable control frames ride first (a few per packet, leaving room for data);
             // they leave the queue only if the packet is sent.
             let mut ctrl = 0;
+            // One-way delay of this path, wanted only while messages are due at the peer.
+            let reach = if self.tx_msgs.has_at_peer() {
+                one_way(&self.paths[p])
+            } else {
+                None
+            };
             for c in self.ctrl_pending.iter().take(MAX_CONTROL_PER_PACKET) {
                 if w.push(&c.frame()).is_err() {
                     break;
@@ -2153,9 +2160,16 @@ impl Connection {
             let tag = {
                 let mut ctx = send_ctx!(self, now);
                 ctx.engine_frames = with_end || ctrl > 0;
+                ctx.reach = reach.map(|d| now + d);
                 self.tx.poll_packet(&mut ctx, p, &mut w)
             };
-            if tag.is_none() && !with_end && ctrl == 0 {
+            // Message announcements and abandonments with nothing else to carry them wait for
+            // a faster path while messages due at the peer are pending: the data they
+            // describe goes there (`SendCtx::next_unsent`), and a receiver that learned of a
+            // frame only over the slower path would hold it complete but unannounced.
+            let ctrl_waits =
+                tag.is_none() && ctrl > 0 && reach.is_some_and(|d| self.faster_path_than(p, d));
+            if tag.is_none() && !with_end && (ctrl == 0 || ctrl_waits) {
                 // Window space and nothing to send: application-limited (delivery-rate
                 // estimation §3.4).
                 let path = &mut self.paths[p];
@@ -2377,6 +2391,30 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// Some other active path's one-way delay estimate is below `d`.
+    fn faster_path_than(&self, p: usize, d: Duration) -> bool {
+        self.paths.iter().enumerate().any(|(i, q)| {
+            i != p && q.state == PathState::Active && one_way(q).is_some_and(|e| e < d)
+        })
+    }
+}
+
+/// One-way delay estimate of a path, once it has an RTT sample: smoothed RTT − min RTT / 2
+/// (propagation taken as symmetric, queueing as on the data's direction), or with the peer's
+/// ACK timestamps min RTT / 2 plus the forward queueing they measure, if that is less.
+fn one_way(p: &Path) -> Option<Duration> {
+    let (srtt, min) = (p.rtt.srtt()?, p.rtt.min_rtt()?);
+    let half = Duration::from_nanos(min.as_nanos() / 2);
+    let d = srtt.saturating_sub(half);
+    // Forward queueing can be no more than the round trip's; capping there keeps a forged
+    // or drifting timestamp from ever giving a frame up earlier than without.
+    Some(match p.forward.queueing() {
+        Some(q) => d.min(half.saturating_add(q)),
+        None => d,
+    })
+}
+
 /// What a message with a deadline at the peer needs to arrive ([`MessageOptions::at_peer`]):
 /// the one-way delay of the best path that carries new data (smoothed RTT − min RTT / 2:
 /// propagation taken as symmetric, queueing as on the data's direction; with the peer's ACK
@@ -2399,16 +2437,9 @@ fn lead_of<'a>(
         if p.state != PathState::Active {
             continue;
         }
-        let (Some(srtt), Some(min)) = (p.rtt.srtt(), p.rtt.min_rtt()) else {
+        let (Some(srtt), Some(d)) = (p.rtt.srtt(), one_way(p)) else {
             continue;
         };
-        let half = Duration::from_nanos(min.as_nanos() / 2);
-        let mut d = srtt.saturating_sub(half);
-        // Forward queueing can be no more than the round trip's; capping there keeps a
-        // forged or drifting timestamp from ever giving a frame up earlier than without.
-        if let Some(q) = p.forward.queueing() {
-            d = d.min(half.saturating_add(q));
-        }
         owd = Some(owd.map_or(d, |o| o.min(d)));
         rate += match cc.pacing_rate(i, views) {
             Some(r) if r > 0 => u128::from(r),

@@ -35,6 +35,15 @@
 //! behind (a video above the path's capacity) thus spends the path on messages that can
 //! still arrive, instead of sending every message a little too late.
 //!
+//! Over several paths the same estimate also picks the path: a message's bytes are not sent
+//! for the first time on a path whose one-way delay would bring them after the deadline
+//! ([`SendCtx::next_unsent`](crate::scheme::SendCtx::next_unsent) leaves them for a faster
+//! path; coded schemes ask [`SendCtx::in_time`](crate::scheme::SendCtx::in_time) for their
+//! blocks), and while such messages are pending, MESSAGE and ABANDON frames with no data to
+//! ride with do not go alone on a path slower than another active one: they wait for the
+//! faster path's next packet, where the frames they describe go. (A frame announced only
+//! over a satellite path is complete at the receiver long before it is known there.)
+//!
 //! **Priority.** Lower values are more urgent ([`DEFAULT_PRIORITY`] for bytes outside
 //! messages). Schemes that send new data in ranges ask the engine for the next unsent range
 //! ([`SendCtx::next_unsent`](crate::scheme::SendCtx::next_unsent)), which serves the most
@@ -140,6 +149,8 @@ pub(crate) struct TxMessages {
     pub(crate) abandoned: RangeSet,
     /// Messages pending with a priority other than the default.
     prioritized: usize,
+    /// Messages pending with a deadline at the peer.
+    at_peer: usize,
     /// Messages abandoned so far: a scheme that checked its state against the abandoned
     /// ranges need not check again until this changes.
     pub(crate) abandoned_count: u64,
@@ -152,6 +163,9 @@ impl TxMessages {
         self.next_id += 1;
         if opts.priority != DEFAULT_PRIORITY {
             self.prioritized += 1;
+        }
+        if opts.at_peer && opts.deadline.is_some() {
+            self.at_peer += 1;
         }
         self.msgs.push_back(TxMsg {
             id,
@@ -174,6 +188,9 @@ impl TxMessages {
             if let Some(m) = self.msgs.pop_front() {
                 if m.opts.priority != DEFAULT_PRIORITY {
                     self.prioritized -= 1;
+                }
+                if m.opts.at_peer && m.opts.deadline.is_some() {
+                    self.at_peer -= 1;
                 }
             }
         }
@@ -213,6 +230,23 @@ impl TxMessages {
             }
         }
         end
+    }
+
+    /// Some pending message has a deadline at the peer.
+    pub(crate) fn has_at_peer(&self) -> bool {
+        self.at_peer > 0
+    }
+
+    /// Stream byte `offset` belongs to a pending message whose deadline at the peer comes
+    /// before `reach`.
+    pub(crate) fn due_before(&self, offset: u64, reach: Instant) -> bool {
+        if self.at_peer == 0 {
+            return false;
+        }
+        let i = self.msgs.partition_point(|m| m.end <= offset);
+        self.msgs.get(i).is_some_and(|m| {
+            m.start <= offset && m.opts.at_peer && m.opts.deadline.is_some_and(|d| d < reach)
+        })
     }
 
     /// No message pending (written and not yet below the cumulative acknowledgement).
@@ -259,14 +293,18 @@ impl TxMessages {
     }
 
     /// The next range of stream bytes in `[from, limit)` never sent (`first_sent`) and not
-    /// abandoned, most urgent first.
+    /// abandoned, most urgent first. With `reach` (when bytes sent now on the path asked for
+    /// would reach the peer), bytes of messages whose deadline at the peer comes before it
+    /// are left for a faster path (module docs, "Deadlines at the peer").
     pub(crate) fn next_unsent(
         &self,
         first_sent: &RangeSet,
         from: u64,
         limit: u64,
+        reach: Option<Instant>,
     ) -> Option<Range<u64>> {
-        if self.prioritized == 0 {
+        let reach = reach.filter(|_| self.at_peer > 0);
+        if self.prioritized == 0 && reach.is_none() {
             if self.abandoned.is_empty() && first_sent.len() <= 1 {
                 // A plain stream: everything after the bytes sent so far.
                 let start = match first_sent.first() {
@@ -288,7 +326,8 @@ impl TxMessages {
             if m.start > pos {
                 segs.push((DEFAULT_PRIORITY, pos, m.start));
             }
-            if !m.abandoned {
+            let too_late = |r: Instant| m.opts.at_peer && m.opts.deadline.is_some_and(|d| d < r);
+            if !m.abandoned && !reach.is_some_and(too_late) {
                 segs.push((m.opts.priority, m.start.max(from), m.end));
             }
             pos = pos.max(m.end);

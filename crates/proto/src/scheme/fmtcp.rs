@@ -144,7 +144,11 @@
 //! abandoned bytes, as ARQ skips them. With `cut_at_messages` (the default) a block also
 //! ends where an abandonable message begins or ends, so no block is partly abandoned: a
 //! block is one frame or a piece of one (docs/experiments/stress.md, "Blocks across an
-//! abandoned message"). A plain byte stream (no such messages) is cut as before.
+//! abandoned message"). A plain byte stream (no such messages) is cut as before. A path
+//! sends no symbol of a block whose message has a deadline at the peer before the path could
+//! deliver it ([`SendCtx::in_time`]; Algorithm 1 by itself counts such a symbol as arriving,
+//! late): the block is left to faster paths (docs/experiments/video.md, "Paths that cannot
+//! make the deadline").
 //!
 //! **Estimators.** p_f = the path's loss-rate estimate ([`PathView::loss_rate`]: EWMA of packet
 //! outcomes over about 100 packets, starting at 0), capped at 0.95 in Eqs. 8–10 and 4.
@@ -1678,9 +1682,13 @@ impl SchemeSender for FmtcpSender {
         for a in &mut alloc {
             a.0 += skip;
         }
+        // A block of a message this path cannot deliver by its deadline at the peer is left
+        // to faster paths (`SendCtx::in_time`).
+        alloc.retain(|&(bi, _)| ctx.in_time(self.blocks[bi].start));
         let mut repair = false;
         if alloc.is_empty() && self.cfg.repair && self.window_blocked(ctx) {
             alloc = self.repair_plan(path);
+            alloc.retain(|&(bi, _)| ctx.in_time(self.blocks[bi].start));
             repair = !alloc.is_empty();
         }
         let mut items = std::mem::take(&mut self.items_scratch);

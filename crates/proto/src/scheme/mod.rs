@@ -156,6 +156,10 @@ pub struct SendCtx<'a> {
     pub(crate) first_sent: &'a mut RangeSet,
     pub(crate) engine_frames: bool,
     pub(crate) messages: &'a TxMessages,
+    /// When bytes sent now on the path being filled reach the peer (its one-way delay
+    /// estimate), if known: bytes of messages due at the peer before then are not offered
+    /// by [`SendCtx::next_unsent`].
+    pub(crate) reach: Option<Instant>,
     /// The scheduler asks for every packet on every path (`sched::Redundant`); schemes that
     /// replicate data honour it, others may ignore it.
     pub redundant: bool,
@@ -200,7 +204,7 @@ impl SendCtx<'_> {
     pub fn next_unsent(&self, limit: u64) -> Option<Range<u64>> {
         let limit = limit.min(self.send_buf.end());
         self.messages
-            .next_unsent(self.first_sent, self.data_ack, limit)
+            .next_unsent(self.first_sent, self.data_ack, limit, self.reach)
     }
 
     /// True if new data cannot be sent because of the peer's receive window (not because
@@ -244,6 +248,15 @@ impl SendCtx<'_> {
     /// block instead.
     pub fn may_abandon(&self, start: u64, end: u64) -> bool {
         self.messages.abandonable_in(start, end)
+    }
+
+    /// False if stream byte `offset` belongs to a message whose deadline at the peer comes
+    /// before bytes sent now on the path being filled would arrive (its one-way delay
+    /// estimate; module docs of [`crate::message`], "Deadlines at the peer"): a coded scheme
+    /// leaves such a block to faster paths. True when nothing is known.
+    pub fn in_time(&self, offset: u64) -> bool {
+        self.reach
+            .is_none_or(|r| !self.messages.due_before(offset, r))
     }
 
     /// True if stream byte `offset` belongs to an abandoned message: do not send it again.

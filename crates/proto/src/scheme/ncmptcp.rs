@@ -1042,8 +1042,10 @@ impl NcSender {
             return None;
         }
         // (1) Repairs, oldest first.
+        // A generation of a message this path cannot deliver by its deadline at the peer is
+        // left to faster paths (`SendCtx::in_time`), in both passes.
         for &gi in needs.iter() {
-            if !self.gens[gi].satisfied_once {
+            if !self.gens[gi].satisfied_once || !ctx.in_time(self.gens[gi].start) {
                 continue;
             }
             let c = self.gens[gi].k;
@@ -1072,6 +1074,9 @@ impl NcSender {
             .chain(needs[..split].iter().copied())
             .chain(tail..target.max(tail));
         for gi in order {
+            if !ctx.in_time(self.gens[gi].start) {
+                continue;
+            }
             let c = self.gens[gi].k.min(cap);
             if let Some(n) = self.candidate(gi, nc, c, false) {
                 return self.emit(ctx, gi, n, path, Why::New, pkt);
@@ -1082,7 +1087,7 @@ impl NcSender {
         if self.cfg.unblock && nc {
             let g = self.gens.front()?;
             let on_nc = g.out.iter().filter(|o| self.is_nc(o.path)).count();
-            if g.satisfied_once && on_nc < g.need() as usize {
+            if g.satisfied_once && on_nc < g.need() as usize && ctx.in_time(g.start) {
                 let n = self.candidate(0, true, g.k, true)?;
                 return self.emit(ctx, 0, n, path, Why::Unblock, pkt);
             }
