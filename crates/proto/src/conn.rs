@@ -2163,12 +2163,19 @@ impl Connection {
                 ctx.reach = reach.map(|d| now + d);
                 self.tx.poll_packet(&mut ctx, p, &mut w)
             };
-            // Message announcements and abandonments with nothing else to carry them wait for
-            // a faster path while messages due at the peer are pending: the data they
-            // describe goes there (`SendCtx::next_unsent`), and a receiver that learned of a
-            // frame only over the slower path would hold it complete but unannounced.
-            let ctrl_waits =
-                tag.is_none() && ctrl > 0 && reach.is_some_and(|d| self.faster_path_than(p, d));
+            // With nothing else to carry them, announcements of messages due at the peer
+            // before this path could deliver them wait for a faster path (the data they
+            // describe goes there, `SendCtx::next_unsent`, and a receiver that learned of a
+            // message only over this path would learn of it too late to count it on time),
+            // and so do abandonments, if a faster path is active: they ride in its packets.
+            let ctrl_waits = tag.is_none()
+                && ctrl > 0
+                && reach.is_some_and(|d| {
+                    self.ctrl_pending.iter().take(ctrl).all(|c| match c {
+                        Ctrl::Message(m) => self.tx_msgs.due_before(m.offset, now + d),
+                        Ctrl::Abandon(_) => self.faster_path_than(p, d),
+                    })
+                });
             if tag.is_none() && !with_end && (ctrl == 0 || ctrl_waits) {
                 // Window space and nothing to send: application-limited (delivery-rate
                 // estimation §3.4).

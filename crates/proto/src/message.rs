@@ -39,10 +39,11 @@
 //! for the first time on a path whose one-way delay would bring them after the deadline
 //! ([`SendCtx::next_unsent`](crate::scheme::SendCtx::next_unsent) leaves them for a faster
 //! path; coded schemes ask [`SendCtx::in_time`](crate::scheme::SendCtx::in_time) for their
-//! blocks), and while such messages are pending, MESSAGE and ABANDON frames with no data to
-//! ride with do not go alone on a path slower than another active one: they wait for the
-//! faster path's next packet, where the frames they describe go. (A frame announced only
-//! over a satellite path is complete at the receiver long before it is known there.)
+//! blocks). A packet with no data is not sent either when all it would carry is MESSAGE
+//! frames of messages the path cannot deliver by their deadline, or ABANDON frames while a
+//! faster path is active: they ride in another path's next packet, where the frames they
+//! describe go. (A frame announced only over a satellite path is complete at the receiver
+//! long before it is known there.)
 //!
 //! **Priority.** Lower values are more urgent ([`DEFAULT_PRIORITY`] for bytes outside
 //! messages). Schemes that send new data in ranges ask the engine for the next unsent range
