@@ -520,6 +520,57 @@ impl RxMessages {
 mod tests {
     use super::*;
 
+    /// A path that would bring a message's bytes after its deadline at the peer is not
+    /// offered them (module docs, "Deadlines at the peer"); a faster path is, and so is any
+    /// path without an estimate. Messages without a deadline at the peer are offered as
+    /// always.
+    #[test]
+    fn a_path_too_slow_for_a_deadline_at_the_peer_is_not_offered_its_bytes() {
+        let ms = |n: u64| Instant::from_nanos(n * 1_000_000);
+        let mut m = TxMessages::default();
+        let at_peer = |due| {
+            MessageOptions::default()
+                .with_deadline(due, true)
+                .deadline_at_peer(true)
+        };
+        m.add(0, 1_000, at_peer(ms(200)));
+        m.add(1_000, 2_000, at_peer(ms(400)));
+        m.add(
+            2_000,
+            3_000,
+            MessageOptions::default().with_deadline(ms(100), true),
+        );
+        let sent = RangeSet::new();
+        // No estimate: the plain stream, all of it. A path that arrives by 150 ms: the first
+        // message (with an estimate the bytes are taken message by message).
+        assert_eq!(m.next_unsent(&sent, 0, 3_000, None), Some(0..3_000));
+        assert_eq!(
+            m.next_unsent(&sent, 0, 3_000, Some(ms(150))),
+            Some(0..1_000)
+        );
+        // Arriving at 300 ms: the first is too late there, the second is not.
+        assert_eq!(
+            m.next_unsent(&sent, 0, 3_000, Some(ms(300))),
+            Some(1_000..2_000)
+        );
+        // Arriving at 500 ms: only the message whose deadline is the sender's.
+        assert_eq!(
+            m.next_unsent(&sent, 0, 3_000, Some(ms(500))),
+            Some(2_000..3_000)
+        );
+        assert!(m.due_before(999, ms(201)) && !m.due_before(999, ms(200)));
+        assert!(m.due_before(1_000, ms(401)) && !m.due_before(1_000, ms(400)));
+        assert!(!m.due_before(2_500, ms(10_000)), "a deadline at the sender");
+        assert!(!m.due_before(5_000, ms(10_000)), "no message there");
+        // Once the at-peer messages are acknowledged, nothing is held back.
+        m.on_data_ack(2_000);
+        assert!(!m.has_at_peer());
+        assert_eq!(
+            m.next_unsent(&sent, 2_000, 3_000, Some(ms(500))),
+            Some(2_000..3_000)
+        );
+    }
+
     /// A deadline at the peer: the message is due once it cannot arrive whole in time,
     /// `deadline − owd − unsent / rate` (module docs, "Deadlines at the peer"); a deadline
     /// at the sender is due when it passes, whatever the lead.
