@@ -212,8 +212,24 @@ impl SendCtx<'_> {
     /// and the written stream reaches the window's end. What ARQ's opportunistic
     /// reinjection waits for.
     pub fn window_limited(&self) -> bool {
-        self.send_buf.end() >= self.max_data
-            && self.next_unsent_in_window(self.segment_size).is_none()
+        if self.send_buf.end() < self.max_data {
+            return false;
+        }
+        // Bytes held back from this path for their deadline (`reach`) are still unsent: the
+        // window is not what stops them, so they are asked for without it.
+        let limit = self.max_data.min(self.send_buf.end());
+        self.messages
+            .next_unsent(self.first_sent, self.data_ack, limit, None)
+            .is_none_or(|r| self.cut_remnant(&r, self.segment_size))
+    }
+
+    /// Sender-side silly-window avoidance's test ([`SendCtx::next_unsent_in_window`]).
+    fn cut_remnant(&self, r: &Range<u64>, full: usize) -> bool {
+        let len = r.end - r.start;
+        let cut =
+            r.end == self.max_data && (self.writer_waiting || self.send_buf.end() > self.max_data);
+        let remnant = len < full as u64 && len < self.peer_window_max / 2;
+        cut && remnant
     }
 
     /// The next range of new data worth sending now ([`SendCtx::next_unsent`] below the
@@ -226,11 +242,7 @@ impl SendCtx<'_> {
     /// (the application wrote no more) goes out at once, as a pushed segment does in TCP.
     pub fn next_unsent_in_window(&self, full: usize) -> Option<Range<u64>> {
         let r = self.next_unsent(self.max_data)?;
-        let len = r.end - r.start;
-        let cut =
-            r.end == self.max_data && (self.writer_waiting || self.send_buf.end() > self.max_data);
-        let remnant = len < full as u64 && len < self.peer_window_max / 2;
-        (!(cut && remnant)).then_some(r)
+        (!self.cut_remnant(&r, full)).then_some(r)
     }
 
     /// In [`SchemeSender::poll_packet`]: the engine already put reliable frames of its own
