@@ -118,10 +118,10 @@ pub struct ConnectionConfig {
     pub max_probe_interval: Option<Duration>,
     /// Receivers send each ACK as an ACK_TS frame carrying the receive time of its largest
     /// packet (docs/wire.md), and senders derive from those times the queueing delay of the
-    /// forward direction alone ([`crate::path::ForwardDelay`]). Used by messages given up by
-    /// the peer's deadline ([`crate::message::MessageOptions::deadline_at_peer`]): their
-    /// one-way estimate then leaves out queueing in the ACK direction, which the round trip
-    /// cannot tell apart. Off by default (an ACK grows by 1–8 bytes); the simulator turns it
+    /// forward direction alone ([`crate::path::ForwardDelay`]). Used for messages with a
+    /// deadline at the peer ([`crate::message::MessageOptions::deadline_at_peer`]), when they
+    /// are given up and which paths may carry them: their one-way estimate then leaves out
+    /// queueing in the ACK direction, which the round trip cannot tell apart. Off by default (an ACK grows by 1–8 bytes); the simulator turns it
     /// on for applications that use such deadlines (the `video` app with `abandon_early`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ack_timestamps: bool,

@@ -1968,6 +1968,13 @@ impl Connection {
         None
     }
 
+    /// Some other active path's one-way delay estimate ([`one_way`]) is below `d`.
+    fn faster_path_than(&self, p: usize, d: Duration) -> bool {
+        self.paths.iter().enumerate().any(|(i, q)| {
+            i != p && q.state == PathState::Active && one_way(q).is_some_and(|e| e < d)
+        })
+    }
+
     /// What a message with a deadline at the peer needs to arrive ([`lead_of`]).
     fn lead(&self) -> Lead<'_> {
         lead_of(
@@ -2395,15 +2402,6 @@ impl Connection {
             path: p as u8,
             pn,
         }
-    }
-}
-
-impl Connection {
-    /// Some other active path's one-way delay estimate is below `d`.
-    fn faster_path_than(&self, p: usize, d: Duration) -> bool {
-        self.paths.iter().enumerate().any(|(i, q)| {
-            i != p && q.state == PathState::Active && one_way(q).is_some_and(|e| e < d)
-        })
     }
 }
 

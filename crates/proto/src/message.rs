@@ -141,6 +141,18 @@ struct TxMsg {
     abandoned: bool,
 }
 
+impl TxMsg {
+    /// It has a deadline at the peer.
+    fn due_at_peer(&self) -> bool {
+        self.opts.at_peer && self.opts.deadline.is_some()
+    }
+
+    /// Its deadline at the peer comes before `reach`.
+    fn too_late_for(&self, reach: Instant) -> bool {
+        self.opts.at_peer && self.opts.deadline.is_some_and(|d| d < reach)
+    }
+}
+
 /// The sender's messages not yet acknowledged.
 #[derive(Debug, Default)]
 pub(crate) struct TxMessages {
@@ -165,16 +177,17 @@ impl TxMessages {
         if opts.priority != DEFAULT_PRIORITY {
             self.prioritized += 1;
         }
-        if opts.at_peer && opts.deadline.is_some() {
-            self.at_peer += 1;
-        }
-        self.msgs.push_back(TxMsg {
+        let m = TxMsg {
             id,
             start,
             end,
             opts,
             abandoned: false,
-        });
+        };
+        if m.due_at_peer() {
+            self.at_peer += 1;
+        }
+        self.msgs.push_back(m);
         MessageFrame {
             id,
             offset: start,
@@ -190,7 +203,7 @@ impl TxMessages {
                 if m.opts.priority != DEFAULT_PRIORITY {
                     self.prioritized -= 1;
                 }
-                if m.opts.at_peer && m.opts.deadline.is_some() {
+                if m.due_at_peer() {
                     self.at_peer -= 1;
                 }
             }
@@ -245,9 +258,9 @@ impl TxMessages {
             return false;
         }
         let i = self.msgs.partition_point(|m| m.end <= offset);
-        self.msgs.get(i).is_some_and(|m| {
-            m.start <= offset && m.opts.at_peer && m.opts.deadline.is_some_and(|d| d < reach)
-        })
+        self.msgs
+            .get(i)
+            .is_some_and(|m| m.start <= offset && m.too_late_for(reach))
     }
 
     /// No message pending (written and not yet below the cumulative acknowledgement).
@@ -327,8 +340,7 @@ impl TxMessages {
             if m.start > pos {
                 segs.push((DEFAULT_PRIORITY, pos, m.start));
             }
-            let too_late = |r: Instant| m.opts.at_peer && m.opts.deadline.is_some_and(|d| d < r);
-            if !m.abandoned && !reach.is_some_and(too_late) {
+            if !m.abandoned && !reach.is_some_and(|r| m.too_late_for(r)) {
                 segs.push((m.opts.priority, m.start.max(from), m.end));
             }
             pos = pos.max(m.end);

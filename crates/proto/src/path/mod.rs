@@ -207,7 +207,7 @@ pub struct PathStats {
     pub undos: u64,
 }
 
-fn is_zero(n: &u64) -> bool {
+pub(crate) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 

@@ -146,8 +146,8 @@ impl RttEstimator {
 /// tell that from queueing in the ACK direction. Clocks are assumed to run at the same rate:
 /// a relative drift of `x` ppm adds `x` µs per second of connection to the estimate (the
 /// simulator's ends share one clock). Samples are the peer's word and may be forged; they
-/// are kept to 64-bit arithmetic here, and the one user
-/// (the message lead, `conn.rs`) never lets the result exceed the round-trip estimate.
+/// are kept to 64-bit arithmetic here, and the connection's one-way estimate that uses them
+/// (`one_way` in `conn.rs`) never lets the result exceed the round-trip estimate.
 #[derive(Debug, Clone, Default)]
 pub struct ForwardDelay {
     /// Smallest sample, ns (receiver clock − sender clock).

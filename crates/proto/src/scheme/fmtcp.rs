@@ -2130,10 +2130,6 @@ fn encode_runs(out: &mut Vec<u8>, room: usize, items: &[(u64, u64, u64)]) {
     }
 }
 
-fn is_zero(v: &u64) -> bool {
-    *v == 0
-}
-
 /// Counters of the coded schemes (symbols, Eq. 7 redundancy); zero for the others.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CodingStats {
@@ -2158,13 +2154,13 @@ pub struct CodingStats {
     /// given up whole, or passed by the acknowledgement over the abandoned bytes. Not in
     /// the finished counts above, since the receiver did not decode them (or decoded only
     /// the bytes that were not abandoned). Omitted from reports when zero.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::path::is_zero")]
     pub abandoned_blocks: u64,
     /// Source symbols of [`CodingStats::abandoned_blocks`].
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::path::is_zero")]
     pub abandoned_source_symbols: u64,
     /// Symbols sent for [`CodingStats::abandoned_blocks`]: what the abandoned frames cost.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::path::is_zero")]
     pub abandoned_symbols_sent: u64,
     /// Symbols sent in place of symbols a path reported lost.
     pub replacement_symbols: u64,
