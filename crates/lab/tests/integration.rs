@@ -11,6 +11,7 @@ mod plot;
 mod regressions;
 mod runs;
 mod scenarios;
+mod stress;
 mod sweep;
 mod traces;
 
