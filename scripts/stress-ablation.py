@@ -69,7 +69,7 @@ def delivered(path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("outdir", nargs="?", default="/tmp/stress-ablation")
     ap.add_argument("--repetitions", type=int, default=30)
     ap.add_argument("--jobs", type=int, default=1)
