@@ -6,7 +6,9 @@ use tributary_sim::bench::{cases, measure, Measurement};
 /// Arguments of `tributary bench`.
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Timed runs per case (the median and the best are reported).
+    /// Timed runs per case (the median and the best are reported). The cases run in rounds,
+    /// one run of each per round, so that a slow spell of the machine does not fall on one
+    /// case only.
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
     /// Only cases whose name contains this.
@@ -20,21 +22,33 @@ pub struct BenchArgs {
 pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(a.runs >= 1, "--runs must be at least 1");
     let mut out = Vec::new();
+    let chosen: Vec<_> = cases()
+        .into_iter()
+        .filter(|c| {
+            a.filter
+                .as_ref()
+                .is_none_or(|f| c.name.contains(f.as_str()))
+        })
+        .collect();
+    anyhow::ensure!(
+        !chosen.is_empty(),
+        "no benchmark case matches --filter {:?}",
+        a.filter.as_deref().unwrap_or_default()
+    );
     println!(
         "{:<26} {:>9} {:>10} {:>14} {:>14}",
         "case", "packets", "events", "median pkt/s", "best pkt/s"
     );
-    for case in cases() {
-        if a.filter
-            .as_ref()
-            .is_some_and(|f| !case.name.contains(f.as_str()))
-        {
-            continue;
+    // Rounds, each running every chosen case once: on a shared or throttled machine a slow
+    // spell then slows runs of every case rather than all runs of one, so the cases' medians
+    // stay comparable with each other.
+    let mut ms: Vec<Vec<Measurement>> = vec![Vec::with_capacity(a.runs); chosen.len()];
+    for _ in 0..a.runs {
+        for (case, m) in chosen.iter().zip(&mut ms) {
+            m.push(measure(case)?);
         }
-        let mut ms: Vec<Measurement> = Vec::new();
-        for _ in 0..a.runs {
-            ms.push(measure(&case)?);
-        }
+    }
+    for (case, ms) in chosen.iter().zip(&ms) {
         let mut rates: Vec<f64> = ms.iter().map(Measurement::packets_per_second).collect();
         rates.sort_by(f64::total_cmp);
         let median = rates[rates.len() / 2];

@@ -323,3 +323,55 @@ fn max_probe_interval_help_states_its_floor() {
         "{err}"
     );
 }
+
+/// `tributary bench`: a filter that matches no case is an error that says so; otherwise every
+/// chosen case is reported with one record per run, and the runs of a case simulate the same
+/// thing (same packets and events: only the wall time may differ).
+#[test]
+fn bench_reports_every_run_of_each_chosen_case() {
+    let out = tributary(&["bench", "--runs", "1", "--filter", "no-such-case"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no benchmark case matches --filter \"no-such-case\""),
+        "{err}"
+    );
+
+    let json = tmp("bench.json");
+    let _ = std::fs::remove_file(&json);
+    let out = tributary(&[
+        "bench",
+        "--runs",
+        "2",
+        "--filter",
+        "8paths",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cases = v.as_array().unwrap();
+    let names: Vec<&str> = cases.iter().map(|c| c["case"].as_str().unwrap()).collect();
+    assert_eq!(names, ["mptcp-8paths-4MiB-10s", "fmtcp-8paths-4MiB-10s"]);
+    for c in cases {
+        let runs = c["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{c}");
+        for r in runs {
+            assert_eq!(r["packets"], c["packets"], "{c}");
+            assert_eq!(r["events"], c["events"], "{c}");
+            assert!(num(&r["wall_seconds"]) > 0.0, "{c}");
+        }
+        assert!(num(&c["packets"]) > 10_000.0, "{c}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().count(),
+        3,
+        "header and one row per case:\n{stdout}"
+    );
+}
