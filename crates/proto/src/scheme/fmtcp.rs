@@ -723,9 +723,41 @@ pub fn fill_count(a: &Arrivals, q: f64, delta_hat: f64, cap: usize) -> usize {
 }
 
 /// Memo of [`fill_count`] for blocks with nothing in flight (keyed by missing symbols and the
-/// quantised arrival probability): such blocks are all alike.
+/// quantised arrival probability): such blocks are all alike. The key packs both into one
+/// `u64` ([`FillMemo::key`]); its values are bounded (symbols of a block, 4,096 steps of the
+/// probability), so the table cannot grow beyond that and a cheap hash will do.
 #[derive(Debug, Default)]
-pub struct FillMemo(HashMap<(usize, u64), usize>);
+pub struct FillMemo(HashMap<u64, usize, BuildHasherDefault<MemoHasher>>);
+
+/// Hasher of [`FillMemo`]'s packed keys: SplitMix64's finaliser, so that keys differing only
+/// in their high bits (the missing symbols) still land in different buckets.
+#[derive(Debug, Default, Clone, Copy)]
+struct MemoHasher(u64);
+
+impl std::hash::Hasher for MemoHasher {
+    fn finish(&self) -> u64 {
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) ^ u64::from(b) ^ (self.0 >> 56);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
+}
+
+impl FillMemo {
+    /// One key per (missing symbols, probability on the [`Q_STEP`] grid): the probability's
+    /// step count (1 to 4,096) in the low 13 bits, the missing symbols above.
+    fn key(need: usize, qbar: f64) -> u64 {
+        ((need as u64) << 13) | (qbar / Q_STEP) as u64
+    }
+}
 
 /// The pending blocks as [`allocate_with`] reads them, in stream order.
 pub trait BlockView {
@@ -826,17 +858,26 @@ pub fn allocate_with(
             let qbar = ((qsum / v as f64 / Q_STEP).round() * Q_STEP).clamp(Q_STEP, 1.0);
             let mut r = v as usize * per_packet;
             let mut landed = false;
+            // Runs of fresh blocks share one key: the last one looked up is kept at hand.
+            let mut last: Option<(u64, usize)> = None;
             for i in 0..blocks.len() {
                 let a = blocks.get(i);
                 if a.failure() < delta_hat {
                     continue;
                 }
                 let m = if a.is_fresh() {
-                    let key = (a.need(), qbar.to_bits());
-                    *memo
-                        .0
-                        .entry(key)
-                        .or_insert_with(|| fill_count(a, qbar, delta_hat, CAP))
+                    let key = FillMemo::key(a.need(), qbar);
+                    match last {
+                        Some((k, m)) if k == key => m,
+                        _ => {
+                            let m = *memo
+                                .0
+                                .entry(key)
+                                .or_insert_with(|| fill_count(a, qbar, delta_hat, CAP));
+                            last = Some((key, m));
+                            m
+                        }
+                    }
                 } else {
                     blocks.fill(i, qbar, delta_hat, CAP)
                 };
