@@ -192,11 +192,24 @@ pub struct RaptorqProgress {
 }
 
 /// Collects symbols of one source block and decodes it (the receiver side).
+///
+/// The code is systematic, so a block whose k source symbols all arrive is its source symbols
+/// in order: they are written straight into the block's buffer and the `raptorq` crate is
+/// not involved. The crate's decoder is created only when the first repair symbol arrives,
+/// and is then given every source symbol held so far. It sees the same symbols, and tries its
+/// solves at the same pushes, as a decoder given every symbol from the start: before a repair
+/// symbol it could only have told "too few symbols" or "every source symbol is here".
 #[derive(Debug, Clone)]
 pub struct RaptorqDecoder {
     config: RaptorqConfig,
-    inner: SourceBlockDecoder,
-    seen: HashSet<u32>,
+    /// The source symbols received, at their places in the block (allocated on the first).
+    block: Vec<u8>,
+    /// Which source symbols `block` holds.
+    have: Vec<bool>,
+    /// The crate's decoder, from the first repair symbol on.
+    inner: Option<SourceBlockDecoder>,
+    /// Distinct repair symbols received.
+    repairs: HashSet<u32>,
     source_received: usize,
     result: Option<Vec<u8>>,
     attempts: usize,
@@ -206,9 +219,11 @@ impl RaptorqDecoder {
     /// An empty decoder.
     pub fn new(config: RaptorqConfig) -> Self {
         Self {
-            inner: SourceBlockDecoder::new(0, &config.oti(), config.block_bytes() as u64),
             config,
-            seen: HashSet::new(),
+            block: Vec::new(),
+            have: Vec::new(),
+            inner: None,
+            repairs: HashSet::new(),
             source_received: 0,
             result: None,
             attempts: 0,
@@ -226,27 +241,70 @@ impl RaptorqDecoder {
     /// Errors (and changes nothing) if `payload` is not T bytes or `esi` >
     /// [`MAX_ENCODING_SYMBOL_ID`].
     pub fn push(&mut self, esi: u32, payload: &[u8]) -> Result<RaptorqProgress> {
-        check_len(self.config.symbol_size, payload.len())?;
+        let (k, t) = (self.config.k, self.config.symbol_size);
+        check_len(t, payload.len())?;
         self.config.check_esi(esi)?;
-        let new_symbol = self.result.is_none() && self.seen.insert(esi);
+        let new_symbol = self.result.is_none()
+            && if (esi as usize) < k {
+                if self.have.is_empty() {
+                    self.have = vec![false; k];
+                    self.block = vec![0; k * t];
+                }
+                !std::mem::replace(&mut self.have[esi as usize], true)
+            } else {
+                self.repairs.insert(esi)
+            };
         if new_symbol {
-            self.source_received += usize::from((esi as usize) < self.config.k);
-            let packet = EncodingPacket::new(PayloadId::new(0, esi), payload.to_vec());
-            if self.seen.len() >= self.config.k {
+            if (esi as usize) < k {
+                let i = esi as usize;
+                self.block[i * t..(i + 1) * t].copy_from_slice(payload);
+                self.source_received += 1;
+            }
+            if self.received() >= k {
                 self.attempts += 1;
             }
-            self.result = self.inner.decode(std::iter::once(packet));
+            if self.source_received == k {
+                self.result = Some(std::mem::take(&mut self.block));
+            } else if let Some(inner) = self.inner.as_mut() {
+                let packet = EncodingPacket::new(PayloadId::new(0, esi), payload.to_vec());
+                self.result = inner.decode(std::iter::once(packet));
+            } else if (esi as usize) >= k {
+                // The first repair symbol: the crate's decoder gets every symbol held.
+                let mut inner = SourceBlockDecoder::new(
+                    0,
+                    &self.config.oti(),
+                    self.config.block_bytes() as u64,
+                );
+                let sources = self
+                    .have
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, h)| **h)
+                    .map(|(i, _)| {
+                        EncodingPacket::new(
+                            PayloadId::new(0, i as u32),
+                            self.block[i * t..(i + 1) * t].to_vec(),
+                        )
+                    });
+                let repair = EncodingPacket::new(PayloadId::new(0, esi), payload.to_vec());
+                self.result = inner.decode(sources.chain(std::iter::once(repair)));
+                self.inner = Some(inner);
+            }
+            if self.result.is_some() {
+                self.inner = None;
+                self.block = Vec::new();
+            }
         }
         Ok(RaptorqProgress {
             new_symbol,
-            received: self.seen.len(),
+            received: self.received(),
             complete: self.is_complete(),
         })
     }
 
     /// Distinct symbols received (counting stops once decoded).
     pub fn received(&self) -> usize {
-        self.seen.len()
+        self.source_received + self.repairs.len()
     }
 
     /// Decoding attempts made so far (each with ≥ k symbols).

@@ -57,6 +57,69 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 60,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(crate::PROPTEST_SEED),
+        ..ProptestConfig::default()
+    })]
+
+    /// The wrapper keeps source symbols itself and calls the crate only from the first repair
+    /// symbol on (module docs). It must complete at exactly the push where the crate's own
+    /// decoder, given every symbol as it arrives, first returns the block, and return the same
+    /// bytes. Patterns as a transport delivers them: most source symbols in order, some lost,
+    /// repair symbols interleaved (none, one or many).
+    #[test]
+    fn completes_at_the_same_symbol_as_the_crate(
+        k in 1usize..120,
+        t in 1usize..48,
+        seed in any::<u64>(),
+        loss_per_mille in 0u64..300,
+        repairs_per_mille in 0u64..400,
+    ) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let config = RaptorqConfig::new(k, t).unwrap();
+        let mut source = vec![0u8; k * t];
+        rng.fill_bytes(&mut source);
+        let enc = RaptorqEncoder::new(config, source.clone()).unwrap();
+        let mut esis: Vec<u32> = Vec::new();
+        let mut next_repair = k as u32;
+        for i in 0..k as u32 {
+            if rng.next_u64() % 1000 >= loss_per_mille {
+                esis.push(i);
+            }
+            while rng.next_u64() % 1000 < repairs_per_mille {
+                esis.push(next_repair);
+                next_repair += 1;
+            }
+        }
+        // Enough repair symbols at the end for the block to decode.
+        for _ in 0..k + 4 {
+            esis.push(next_repair);
+            next_repair += 1;
+        }
+        let oti = raptorq::ObjectTransmissionInformation::new((k * t) as u64, t as u16, 1, 1, 1);
+        let mut theirs = raptorq::SourceBlockDecoder::new(0, &oti, (k * t) as u64);
+        let mut ours = RaptorqDecoder::new(config);
+        let mut buf = vec![0; t];
+        let mut done = false;
+        for &esi in &esis {
+            enc.encode(esi, &mut buf).unwrap();
+            let p = ours.push(esi, &buf).unwrap();
+            let packet = raptorq::EncodingPacket::new(raptorq::PayloadId::new(0, esi), buf.clone());
+            let got = theirs.decode(std::iter::once(packet));
+            prop_assert_eq!(p.complete, got.is_some(), "esi {} of {:?}", esi, esis);
+            if let Some(data) = got {
+                prop_assert_eq!(&data, &source);
+                done = true;
+                break;
+            }
+        }
+        prop_assert!(done, "never decoded");
+        prop_assert_eq!(ours.into_data().unwrap(), source);
+    }
+}
+
 #[test]
 fn repair_symbols_are_the_crates() {
     let (k, t) = (50usize, 24usize);
