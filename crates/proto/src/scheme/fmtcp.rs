@@ -724,7 +724,7 @@ pub fn fill_count(a: &Arrivals, q: f64, delta_hat: f64, cap: usize) -> usize {
 
 /// Memo of [`fill_count`] for blocks with nothing in flight (keyed by missing symbols and the
 /// quantised arrival probability): such blocks are all alike. The key packs both into one
-/// `u64` ([`FillMemo::key`]); its values are bounded (symbols of a block, 4,096 steps of the
+/// `u64`; its values are bounded (symbols of a block, 4,096 steps of the
 /// probability), so the table cannot grow beyond that and a cheap hash will do.
 #[derive(Debug, Default)]
 pub struct FillMemo(HashMap<u64, usize, BuildHasherDefault<MemoHasher>>);
