@@ -335,9 +335,11 @@ impl SymbolRng {
     }
 }
 
-/// SplitMix64's output function (Stafford's "Mix13" variant of MurmurHash3's finaliser).
+/// SplitMix64's output function (Stafford's "Mix13" variant of MurmurHash3's finaliser): a
+/// bijection of `u64` whose every output bit depends on every input bit (also used by the
+/// transport to hash small integer keys).
 #[inline]
-fn mix64(mut z: u64) -> u64 {
+pub fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)

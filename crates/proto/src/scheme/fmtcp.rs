@@ -198,7 +198,7 @@ use crate::wire::{
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
-use tributary_codec::lt::{LtDecoder, LtEncoder, LtParams, LtSymbolId};
+use tributary_codec::lt::{mix64, LtDecoder, LtEncoder, LtParams, LtSymbolId};
 use tributary_codec::raptorq::{
     RaptorqConfig, RaptorqDecoder, RaptorqEncoder, MAX_ENCODING_SYMBOL_ID,
 };
@@ -724,26 +724,23 @@ pub fn fill_count(a: &Arrivals, q: f64, delta_hat: f64, cap: usize) -> usize {
 
 /// Memo of [`fill_count`] for blocks with nothing in flight (keyed by missing symbols and the
 /// quantised arrival probability): such blocks are all alike. The key packs both into one
-/// `u64`; its values are bounded (symbols of a block, 4,096 steps of the
-/// probability), so the table cannot grow beyond that and a cheap hash will do.
+/// `u64`; its values are bounded (symbols of a block, 4,096 steps of the probability), so
+/// the table cannot grow beyond that and a cheap hash will do.
 #[derive(Debug, Default)]
 pub struct FillMemo(HashMap<u64, usize, BuildHasherDefault<MemoHasher>>);
 
-/// Hasher of [`FillMemo`]'s packed keys: SplitMix64's finaliser, so that keys differing only
-/// in their high bits (the missing symbols) still land in different buckets.
+/// Hasher of [`FillMemo`]'s packed keys: SplitMix64's finaliser ([`mix64`]), so that keys
+/// differing only in their high bits (the missing symbols) still land in different buckets.
 #[derive(Debug, Default, Clone, Copy)]
 struct MemoHasher(u64);
 
 impl std::hash::Hasher for MemoHasher {
     fn finish(&self) -> u64 {
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        mix64(self.0)
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0 << 8) ^ u64::from(b) ^ (self.0 >> 56);
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
         }
     }
     fn write_u64(&mut self, x: u64) {
