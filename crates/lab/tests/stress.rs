@@ -3,18 +3,24 @@
 
 use tributary_lab::{run, RunOptions, Scenario};
 
+/// The suite's fmtcp variant, as `scenarios/stress/three-paths.toml` writes it.
+const SUITE_FMTCP: &str = "[[variants]]\nname = \"fmtcp\"\nset = { \"flows.bulk.scheme\" = { name = \"fmtcp\", repair = true, full_symbols = true, adaptive_delta = true } }";
+
 /// `scenarios/stress/three-paths.toml` up to its first variant (links, the flow with its
-/// 64 KiB buffer), with `variants` appended in place of the file's variants and sweep.
-fn three_paths_with(variants: &str) -> Scenario {
+/// 64 KiB buffer), with only the `mptcp` variant and the suite's fmtcp variant, no sweep.
+fn three_paths_mptcp_and_fmtcp() -> Scenario {
     let file = include_str!("../../../scenarios/stress/three-paths.toml");
     let head = file.split("[[variants]]").next().unwrap();
     assert!(
         head.contains("buffer = \"64KiB\"") && head.contains("cc = \"lia\""),
         "the three-path case's flow changed"
     );
-    let suite = "[[variants]]\nname = \"fmtcp\"\nset = { \"flows.bulk.scheme\" = { name = \"fmtcp\", repair = true, full_symbols = true, adaptive_delta = true } }";
-    assert!(file.contains(suite), "the suite's fmtcp variant changed");
-    Scenario::parse(&format!("{head}{variants}"), "three-paths.toml, 64 KiB").unwrap()
+    assert!(
+        file.contains(SUITE_FMTCP),
+        "the suite's fmtcp variant changed"
+    );
+    let text = format!("{head}[[variants]]\nname = \"mptcp\"\n\n{SUITE_FMTCP}\n");
+    Scenario::parse(&text, "three-paths.toml, 64 KiB").unwrap()
 }
 
 /// Goodput (Mbit/s) per variant name, one entry per repetition in repetition order.
@@ -54,10 +60,7 @@ fn goodputs(s: &Scenario, repetitions: u64) -> std::collections::BTreeMap<String
 /// asserted (docs/experiments/stress.md, "Not done / limits").
 #[test]
 fn fmtcp_at_least_matches_mptcp_on_the_issues_three_path_case() {
-    let s = three_paths_with(
-        "[[variants]]\nname = \"mptcp\"\n\n\
-         [[variants]]\nname = \"fmtcp\"\nset = { \"flows.bulk.scheme\" = { name = \"fmtcp\", repair = true, full_symbols = true, adaptive_delta = true } }\n",
-    );
+    let s = three_paths_mptcp_and_fmtcp();
     let g = goodputs(&s, 8);
     let (f, m) = (&g["fmtcp"], &g["mptcp"]);
     let ratio = f.iter().zip(m).map(|(a, b)| a / b).sum::<f64>() / f.len() as f64;
