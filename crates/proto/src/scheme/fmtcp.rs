@@ -167,8 +167,7 @@
 //! counted by the engine (`ConnectionStats::frames_rejected`).
 //!
 //! **Feedback (the paper's receiver reports each block's state; the encoding is ours).** By
-//! default every ACK carries one FEEDBACK frame per block (received-symbol count, decoded
-//! flag), decoded blocks first, as many as fit. With `compact_feedback` (off by default) one
+//! default (`compact_feedback`, on since 2026-11-28) one
 //! SCHEME frame of kind [`FEEDBACK_KIND`] per ACK lists the receiver's blocks in stream order
 //! as runs of consecutive blocks (a run ends where the receiver holds nothing of the next
 //! block, whose length it cannot know): `start, n, n × state`, varints, where `start` is the
@@ -177,11 +176,16 @@
 //! block costs one byte (two from 63 symbols) instead of the 7 of a FEEDBACK frame per block
 //! (type, id, count, flags; 11 beyond the stream's first GiB), which made fmtcp's ACKs
 //! 3.4–5.5 % of the stream's bytes against 2.4 % for `mptcp` with 4 MiB buffers
-//! (docs/experiments/stress.md, "Feedback as runs of blocks"). What does not fit the
-//! ACK packet is left out from the end. A run that starts below the sender's first held block
-//! is from an ACK overtaken by a later one and is skipped (counts only grow); a run naming a
-//! block never sent, starting inside a block, running past the last block sent, a count above
-//! the symbols sent or a truncated body is refused (`feedback_rejected`).
+//! (docs/experiments/stress.md, "Feedback as runs of blocks"), and parsing one frame per
+//! block made up about a tenth of fmtcp's simulator cost (docs/performance.md, "Feedback as
+//! runs by default"). What does not fit the ACK packet is left out from the end. A run that
+//! starts below the sender's first held block is from an ACK overtaken by a later one and is
+//! skipped (counts only grow); a run naming a block never sent, starting inside a block,
+//! running past the last block sent, a count above the symbols sent or a truncated body is
+//! refused (`feedback_rejected`). With `compact_feedback = false` every ACK carries one
+//! FEEDBACK frame per block instead (received-symbol count, decoded flag), decoded blocks
+//! first, as many as fit: the encoding the documented paper reproductions were measured with,
+//! and which their scenario files keep.
 
 use super::{
     Action, FrameSource, LossKind, PacketTag, RecvCtx, SchemeError, SchemeFactory, SchemeReceiver,
@@ -264,8 +268,9 @@ pub struct FmtcpConfig {
     /// per packet as the cost of one symbol over the cost of a decoding failure, within
     /// [`delta_min`](Self::delta_min), [`delta_max`](Self::delta_max); `delta` is then unused.
     pub adaptive_delta: bool,
-    /// Feedback as runs of consecutive blocks in one SCHEME frame, about a byte per block,
-    /// instead of one FEEDBACK frame per block (module docs, "Feedback"; not in the paper).
+    /// Feedback as runs of consecutive blocks in one SCHEME frame, about a byte per block
+    /// (the default), instead of one FEEDBACK frame per block (module docs, "Feedback"; not
+    /// in the paper).
     pub compact_feedback: bool,
     /// Blocks end where an abandonable message (a live-video frame) begins or ends, so that
     /// abandoning it never leaves a block partly owed (module docs, "Abandoned messages";
@@ -296,7 +301,7 @@ impl Default for FmtcpConfig {
             penalize_margin: 2.0,
             full_symbols: false,
             adaptive_delta: false,
-            compact_feedback: false,
+            compact_feedback: true,
             cut_at_messages: true,
             delta_min: 0.005,
             delta_max: 0.9,
@@ -480,7 +485,8 @@ pub(crate) const ENTRY: Entry<dyn SchemeFactory> = Entry {
         OptionDoc {
             key: "compact_feedback",
             doc: "feedback as runs of consecutive blocks in one frame, about a byte per block \
-                  (false: one FEEDBACK frame per block); not in the paper",
+                  (false: one FEEDBACK frame per block, the default until 2026-11-28, which \
+                  the paper reproductions keep); not in the paper",
         },
         OptionDoc {
             key: "cut_at_messages",
