@@ -13,9 +13,11 @@ compared the next time this runs, over MULTIPATH_CC (or SINGLE_PATH_CC if it is 
 SINGLE_PATH). A mix is a scenario file in scenarios/compare/ with the network and one flow
 `f` (other flows are background). Controllers are the two lists below: one place to edit.
 Generated scenarios, results and figures go to target/compare/ (never into the source tree,
-except docs/compare.md and its figures in docs/compare/).
+except docs/compare.md and its figures in docs/compare/). An interrupted run resumes each
+mix's results file, but only with the build of tributary that started it: after a change to
+the simulator the old file is moved aside (`.stale`) and the mix runs afresh.
 """
-import argparse, json, os, re, subprocess, sys, time, tomllib
+import argparse, hashlib, json, os, re, subprocess, sys, time, tomllib
 from t95 import t95
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -130,6 +132,39 @@ def capacity_mbps(sc, paths):
     return total
 
 
+def binary_id(exe):
+    """SHA-256 of the tributary executable: which build wrote a results file."""
+    h = hashlib.sha256()
+    with open(exe, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def resume_only_same_build(stream, build):
+    """Every run resumes its mix's results file (an interrupted comparison loses nothing), but
+    the file's fingerprint covers the configuration, not the simulator's code
+    (docs/scenarios.md, "The results file"): after a change to the code, resuming would
+    report the old build's runs as the new one's. So a file is resumed only by the build that
+    started it (recorded beside it in `<file>.build`); a file of another build, or of an
+    unknown one, is moved to `<file>.stale` and the mix runs afresh."""
+    tag = stream + '.build'
+    if os.path.exists(stream):
+        old = open(tag).read().strip() if os.path.exists(tag) else None
+        if old != build:
+            os.replace(stream, stream + '.stale')
+            print(f'{os.path.basename(stream)}: written by another build of tributary; '
+                  f'moved to {os.path.basename(stream)}.stale, running afresh', flush=True)
+    with open(tag, 'w') as f:
+        f.write(build + '\n')
+
+
+def recorded_walls():
+    """Wall time per mix of the runs that wrote target/compare/ (`wall.json`)."""
+    wall_file = os.path.join(OUT, 'wall.json')
+    return json.load(open(wall_file)) if os.path.exists(wall_file) else {}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--check', action='store_true')
@@ -146,6 +181,7 @@ def main():
     exe = tributary()
     mixes = a.mixes.split(',')
     total, walls = 0, {}
+    build = None
     for mix in mixes:
         gen, sc = generate(exe, mix, a.repetitions)
         if a.check:
@@ -159,6 +195,11 @@ def main():
             continue
         tag = a.shard.replace('/', 'of') if a.shard else 'all'
         stream = os.path.join(OUT, f'{mix}.{tag}.jsonl')
+        if build is None:
+            build = binary_id(exe)
+        resume_only_same_build(stream, build)
+        # A resumed file's earlier runs took time too: its wall time adds to the one recorded.
+        resumed = os.path.exists(stream)
         cmd = ['nice', '-n', '10', exe, 'run', gen, '--resume', stream, '--jobs', a.jobs]
         if a.shard:
             cmd += ['--shard', a.shard]
@@ -167,6 +208,8 @@ def main():
         t0 = time.time()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         walls[mix] = time.time() - t0
+        if resumed:
+            walls[mix] += recorded_walls().get(mix, 0.0)
         print(f'{mix}: {walls[mix]:.0f} s wall', flush=True)
     if a.check:
         print(f'total: {total} runs')
@@ -183,11 +226,10 @@ def main():
                                stdout=subprocess.DEVNULL)
     if walls:
         # Runs of some mixes keep the wall times of the others (one file for the report).
-        wall_file = os.path.join(OUT, 'wall.json')
-        known = json.load(open(wall_file)) if os.path.exists(wall_file) else {}
+        known = recorded_walls()
         known.update(walls)
         known['_jobs'] = a.jobs
-        json.dump(known, open(wall_file, 'w'))
+        json.dump(known, open(os.path.join(OUT, 'wall.json'), 'w'))
     report(mixes, a.repetitions)
 
 
