@@ -230,7 +230,9 @@ def main():
         known.update(walls)
         known['_jobs'] = a.jobs
         json.dump(known, open(os.path.join(OUT, 'wall.json'), 'w'))
-    report(mixes, a.repetitions)
+    # The report covers every mix (those not run yet or interrupted are listed as such): a
+    # run of some mixes, e.g. one resuming an interrupted mix, keeps the others in the report.
+    report(MIXES, a.repetitions)
 
 
 def summary_rows(mix):
