@@ -100,6 +100,10 @@ impl std::str::FromStr for Shard {
     }
 }
 
+/// Digest of the sources this build was compiled from (`build.rs`): the same on every machine
+/// that builds the same sources, different after any change to them.
+pub const BUILD: &str = env!("TRIBUTARY_BUILD");
+
 /// Line 1 of a results file.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Header {
@@ -115,9 +119,14 @@ pub struct Header {
     pub runs: usize,
     /// The slice this file holds; `None` for the whole plan.
     pub shard: Option<Shard>,
-    /// Version of the `tributary` build that started the file (informative: the fingerprint
-    /// covers the configuration, not the code).
+    /// Version of the `tributary` build that started the file (informative).
     pub tributary_version: String,
+    /// Digest of the sources of the build that started the file ([`BUILD`]). The fingerprint
+    /// covers the configuration, not the code: a file is resumed or merged only by the same
+    /// build, so that one report never mixes runs of two versions of the simulator. `None` in
+    /// files written before builds were recorded (not checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
     /// What the report needs besides the runs.
     pub layout: Layout,
 }
@@ -134,6 +143,7 @@ impl Header {
             runs: layout.runs(),
             shard,
             tributary_version: env!("CARGO_PKG_VERSION").into(),
+            build: Some(BUILD.into()),
             layout,
         }
     }
@@ -183,6 +193,16 @@ impl Header {
                 self.tributary_version,
                 theirs(&other.tributary_version)
             ));
+        }
+        if let (Some(a), Some(b)) = (&self.build, &other.build) {
+            if a != b {
+                diffs.push(format!(
+                    "written by another build of tributary (sources {a}; {}): results of two \
+                     versions of the simulator must not be mixed, so rerun the sweep into a new \
+                     file",
+                    theirs(b)
+                ));
+            }
         }
         if diffs.is_empty() && self.shard != other.shard {
             diffs.push(format!(

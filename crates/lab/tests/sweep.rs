@@ -514,6 +514,47 @@ fn results_files_are_never_overwritten_or_mixed_without_being_told() {
         "{e}"
     );
     assert_eq!(std::fs::read(&p).unwrap(), before);
+    // A file started by another build of tributary (other sources): the fingerprint cannot
+    // tell, the build digest in the header does. Resuming it, or merging it with this
+    // build's results, is refused and changes nothing.
+    let text = String::from_utf8(before.clone()).unwrap();
+    let ours = format!("\"build\":\"{}\"", sweep::BUILD);
+    assert!(text.lines().next().unwrap().contains(&ours), "{text}");
+    let foreign = d.join("foreign.jsonl");
+    std::fs::write(
+        &foreign,
+        text.replacen(&ours, "\"build\":\"0123456789abcdef\"", 1),
+    )
+    .unwrap();
+    let foreign_bytes = std::fs::read(&foreign).unwrap();
+    let e = sweep::sweep(
+        &s,
+        &opts(
+            2,
+            None,
+            Results::Resume {
+                path: foreign.clone(),
+            },
+        ),
+        &sweep::Silent,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("written by another build of tributary (sources 0123456789abcdef"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&foreign).unwrap(), foreign_bytes);
+    // A file without a build (written before builds were recorded) is resumed unchecked.
+    let old = d.join("old.jsonl");
+    std::fs::write(&old, text.replacen(&format!(",{ours}"), "", 1)).unwrap();
+    assert!(!std::fs::read_to_string(&old).unwrap().contains("\"build\""));
+    sweep::sweep(
+        &s,
+        &opts(2, None, Results::Resume { path: old }),
+        &sweep::Silent,
+    )
+    .unwrap();
     // A shard needs a file.
     assert!(matches!(
         sweep::sweep(
