@@ -176,9 +176,9 @@
 //! block costs one byte (two from 63 symbols) instead of the 7 of a FEEDBACK frame per block
 //! (type, id, count, flags; 11 beyond the stream's first GiB), which made fmtcp's ACKs
 //! 3.4–5.5 % of the stream's bytes against 2.4 % for `mptcp` with 4 MiB buffers
-//! (docs/experiments/stress.md, "Feedback as runs of blocks"), and parsing one frame per
-//! block made up about a tenth of fmtcp's simulator cost (docs/performance.md, "Feedback as
-//! runs by default"). What does not fit the ACK packet is left out from the end. A run that
+//! (docs/experiments/stress.md, "Feedback as runs of blocks"), and handling one frame per
+//! block made up about a seventh of fmtcp's simulator cost (14 % of its instructions per
+//! packet on the 8-path benchmark; docs/performance.md, "Feedback as runs by default"). What does not fit the ACK packet is left out from the end. A run that
 //! starts below the sender's first held block is from an ACK overtaken by a later one and is
 //! skipped (counts only grow); a run naming a block never sent, starting inside a block,
 //! running past the last block sent, a count above the symbols sent or a truncated body is
