@@ -560,6 +560,9 @@ pub fn appended_symbols(w: u64, p: f64, delta_hat: f64) -> u64 {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Arrivals {
     prob: Vec<f64>,
+    /// Symbols added so far, at most `need`: `prob[i]` is zero for `top < i < need` (i
+    /// arrivals out of fewer than i symbols), so [`add`](Self::add) leaves those entries alone.
+    top: usize,
 }
 
 impl Arrivals {
@@ -573,7 +576,7 @@ impl Arrivals {
         buf.clear();
         buf.resize(need + 1, 0.0);
         buf[0] = 1.0;
-        Arrivals { prob: buf }
+        Arrivals { prob: buf, top: 0 }
     }
     /// One more symbol in flight, arriving with probability `q`.
     pub fn add(&mut self, q: f64) {
@@ -588,13 +591,16 @@ impl Arrivals {
         // p[i] ← p[i]·(1 − q) + p[i − 1]·q for i = n−1 … 1, each from the old values: written
         // upwards with the old p[i − 1] carried, the same products and sums in the same
         // order per element (a form the compiler vectorises).
+        // Entries above `top + 1` stay zero (0·(1 − q) + 0·q = +0): they are not written,
+        // which leaves every value bit-identical to the full pass.
         let mut prev = p[0];
-        for x in &mut p[1..n] {
+        for x in &mut p[1..(self.top + 2).min(n)] {
             let cur = *x;
             *x = cur * r + prev * q;
             prev = cur;
         }
         p[0] *= r;
+        self.top = (self.top + 1).min(n);
     }
     /// Adds `count` symbols of arrival probability `q`.
     pub fn add_many(&mut self, count: u64, q: f64) {
@@ -1000,8 +1006,46 @@ struct TxBlock {
     arr: Option<Arrivals>,
     /// The buffer of the last dropped `arr`, reused by the next rebuild.
     spare: Vec<f64>,
-    /// Memo of [`fill_count`] on `arr`: (quantised q bits, count); dropped with `arr`.
-    fill: Option<(u64, usize)>,
+    /// Memo of [`fill_count`] on `arr`, per quantised q; emptied with `arr`.
+    fill: FillCache,
+}
+
+/// [`fill_count`] results of one block's current distribution at the last few arrival
+/// probabilities asked. Algorithm 1 asks each path's poll at the mean probability of the
+/// *other* paths' virtual packets, so the polls of different paths ask different q of the same
+/// unchanged block; one entry made them evict each other.
+#[derive(Debug, Default, Clone, Copy)]
+struct FillCache {
+    /// (q bits, count), the first `len` valid.
+    entries: [(u64, usize); FILL_CACHE],
+    len: u8,
+    /// Slot the next new entry overwrites once all are used (oldest first).
+    next: u8,
+}
+
+/// Entries of a [`FillCache`].
+const FILL_CACHE: usize = 4;
+
+impl FillCache {
+    fn get(&self, bits: u64) -> Option<usize> {
+        self.entries[..usize::from(self.len)]
+            .iter()
+            .find(|e| e.0 == bits)
+            .map(|e| e.1)
+    }
+    fn put(&mut self, bits: u64, n: usize) {
+        if usize::from(self.len) < FILL_CACHE {
+            self.entries[usize::from(self.len)] = (bits, n);
+            self.len += 1;
+        } else {
+            self.entries[usize::from(self.next)] = (bits, n);
+            self.next = (self.next + 1) % FILL_CACHE as u8;
+        }
+    }
+    fn clear(&mut self) {
+        self.len = 0;
+        self.next = 0;
+    }
 }
 
 /// The symbols one packet carried: (block id, count) per block; one block inline (always so
@@ -1072,6 +1116,7 @@ impl TxBlock {
         if let Some(a) = self.arr.take() {
             self.spare = a.prob;
         }
+        self.fill.clear();
     }
 
     /// The cached arrival distribution, rebuilt if it was dropped.
@@ -1079,7 +1124,7 @@ impl TxBlock {
         if self.arr.is_none() {
             let buf = std::mem::take(&mut self.spare);
             self.arr = Some(self.arrivals_in(paths, buf));
-            self.fill = None;
+            self.fill.clear();
         }
         self.arr.get_or_insert_with(|| Arrivals::new(0))
     }
@@ -1125,13 +1170,11 @@ impl BlockView for SenderBlocks<'_> {
     }
     fn fill(&mut self, i: usize, q: f64, delta_hat: f64, cap: usize) -> usize {
         let b = &mut self.blocks[self.skip + i];
-        if let Some((bits, n)) = b.fill {
-            if bits == q.to_bits() {
-                return n;
-            }
+        if let Some(n) = b.fill.get(q.to_bits()) {
+            return n;
         }
         let n = fill_count(b.cached(self.est), q, delta_hat, cap);
-        b.fill = Some((q.to_bits(), n));
+        b.fill.put(q.to_bits(), n);
         n
     }
 }
@@ -1229,7 +1272,7 @@ impl FmtcpSender {
                 self.complete = 0;
                 self.memo.0.clear();
                 for b in &mut self.blocks {
-                    b.fill = None;
+                    b.fill.clear();
                 }
             }
         }
@@ -1572,7 +1615,7 @@ impl FmtcpSender {
                 lost_packets: 0,
                 arr: None,
                 spare: Vec::new(),
-                fill: None,
+                fill: FillCache::default(),
             });
             self.next_start = end;
             if end - start < b && ctx.final_size.is_none() {
@@ -2359,5 +2402,74 @@ mod tests {
             }
         }
         assert_eq!(decode(&full)[0].1.len(), 40);
+    }
+
+    /// `Arrivals::add` as it was written before it skipped the zero entries above the symbols
+    /// added: every entry from 1 to need − 1, each step.
+    fn add_full_pass(p: &mut [f64], q: f64) {
+        let n = p.len() - 1;
+        if n == 0 {
+            return;
+        }
+        let q = q.clamp(0.0, 1.0);
+        let r = 1.0 - q;
+        p[n] += p[n - 1] * q;
+        let mut prev = p[0];
+        for x in &mut p[1..n] {
+            let cur = *x;
+            *x = cur * r + prev * q;
+            prev = cur;
+        }
+        p[0] *= r;
+    }
+
+    /// Skipping the entries that are still zero changes no bit of any probability, for any
+    /// need (0 to 40) and any sequence of arrival probabilities (0, 1 and values between).
+    #[test]
+    fn arrivals_skip_only_entries_that_stay_zero() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for need in 0..=40usize {
+            for _ in 0..20 {
+                let mut a = Arrivals::new(need);
+                let mut full = a.prob.clone();
+                for step in 0..(2 * need + 5) {
+                    let q = match rnd(5) {
+                        0 => 1.0,
+                        1 => 0.0,
+                        _ => rnd(4097) as f64 / 4096.0,
+                    };
+                    a.add(q);
+                    add_full_pass(&mut full, q);
+                    let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&a.prob), bits(&full), "need {need}, step {step}");
+                }
+            }
+        }
+    }
+
+    /// The per-block memo of `fill_count` answers each of its last `FILL_CACHE` probabilities
+    /// with the count stored for it, forgets the oldest beyond that, and nothing once cleared.
+    #[test]
+    fn fill_cache_keeps_the_latest_probabilities() {
+        let mut c = FillCache::default();
+        let key = |i: u64| (0.5 + i as f64 / 4096.0).to_bits();
+        for i in 0..FILL_CACHE as u64 {
+            c.put(key(i), i as usize + 10);
+        }
+        for i in 0..FILL_CACHE as u64 {
+            assert_eq!(c.get(key(i)), Some(i as usize + 10));
+        }
+        c.put(key(99), 7);
+        assert_eq!(c.get(key(0)), None, "the oldest entry is replaced");
+        assert_eq!(c.get(key(99)), Some(7));
+        assert_eq!(c.get(key(1)), Some(11));
+        c.clear();
+        assert!((0..100).all(|i| c.get(key(i)).is_none()));
     }
 }
