@@ -248,7 +248,8 @@ impl RaptorqDecoder {
             && if (esi as usize) < k {
                 if self.have.is_empty() {
                     self.have = vec![false; k];
-                    self.block = vec![0; k * t];
+                    // Filled as symbols arrive (see below): not zeroed ahead of them.
+                    self.block = Vec::with_capacity(k * t);
                 }
                 !std::mem::replace(&mut self.have[esi as usize], true)
             } else {
@@ -257,7 +258,16 @@ impl RaptorqDecoder {
         if new_symbol {
             if (esi as usize) < k {
                 let i = esi as usize;
-                self.block[i * t..(i + 1) * t].copy_from_slice(payload);
+                // `block` holds the bytes up to the furthest symbol received; a symbol beyond
+                // them extends it, zeros standing in for the ones not yet received (each
+                // overwritten when it arrives). Symbols mostly arrive in order, so the
+                // block's k·T bytes are rarely zeroed first.
+                if self.block.len() < (i + 1) * t {
+                    self.block.resize(i * t, 0);
+                    self.block.extend_from_slice(payload);
+                } else {
+                    self.block[i * t..(i + 1) * t].copy_from_slice(payload);
+                }
                 self.source_received += 1;
             }
             if self.received() >= k {

@@ -120,6 +120,45 @@ proptest! {
     }
 }
 
+/// Source symbols alone, in any order (in order, reversed, shuffled, the last first), give
+/// back the block: the decoder holds them in place as they come, without the crate.
+#[test]
+fn source_symbols_in_any_order_give_the_block() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for &(k, t) in &[(1, 1), (2, 3), (24, 1340), (57, 16), (200, 7)] {
+        let config = RaptorqConfig::new(k, t).unwrap();
+        let mut source = vec![0u8; k * t];
+        rng.fill_bytes(&mut source);
+        let enc = RaptorqEncoder::new(config, source.clone()).unwrap();
+        let mut shuffled: Vec<u32> = (0..k as u32).collect();
+        for i in (1..k).rev() {
+            shuffled.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+        let mut last_first: Vec<u32> = (0..k as u32).collect();
+        last_first.rotate_right(1);
+        let orders = [
+            (0..k as u32).collect::<Vec<_>>(),
+            (0..k as u32).rev().collect(),
+            shuffled,
+            last_first,
+        ];
+        for order in orders {
+            let mut dec = RaptorqDecoder::new(config);
+            let mut buf = vec![0; t];
+            for (n, &esi) in order.iter().enumerate() {
+                enc.encode(esi, &mut buf).unwrap();
+                let p = dec.push(esi, &buf).unwrap();
+                assert_eq!(p.complete, n + 1 == k, "k {k}, order {order:?}, push {n}");
+            }
+            assert_eq!(
+                dec.into_data().unwrap(),
+                source,
+                "k {k}, t {t}, order {order:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn repair_symbols_are_the_crates() {
     let (k, t) = (50usize, 24usize);

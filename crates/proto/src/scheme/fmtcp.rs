@@ -1120,13 +1120,21 @@ impl TxBlock {
     }
 
     /// The cached arrival distribution, rebuilt if it was dropped.
+    #[inline]
     fn cached(&mut self, paths: &[PathEstimate]) -> &Arrivals {
         if self.arr.is_none() {
-            let buf = std::mem::take(&mut self.spare);
-            self.arr = Some(self.arrivals_in(paths, buf));
-            self.fill.clear();
+            self.rebuild(paths);
         }
         self.arr.get_or_insert_with(|| Arrivals::new(0))
+    }
+
+    /// Rebuilds the dropped distribution (out of line: Algorithm 1's walk over the pending
+    /// blocks mostly finds it cached).
+    #[inline(never)]
+    fn rebuild(&mut self, paths: &[PathEstimate]) {
+        let buf = std::mem::take(&mut self.spare);
+        self.arr = Some(self.arrivals_in(paths, buf));
+        self.fill.clear();
     }
 
     fn in_flight_total(&self) -> u64 {
@@ -2151,17 +2159,31 @@ impl FmtcpReceiver {
         };
         let mut items = std::mem::take(&mut self.fb_items);
         items.clear();
-        // Decoded blocks awaiting in-order delivery and blocks being decoded (two disjoint
-        // sorted lists: the stable sort merges them in one pass), by id.
-        items.extend(self.done.iter().map(|(&id, &len)| (id, len, 0)));
-        items.extend(self.blocks.iter().map(|(&id, rb)| {
-            let count = match &rb.dec {
-                Decoder::Raptorq(d) => d.received(),
-                Decoder::Lt(d) => d.received(),
-            } as u64;
-            (id, rb.len, count + 1)
-        }));
-        items.sort_by_key(|&(id, _, _)| id);
+        // Decoded blocks awaiting in-order delivery and blocks being decoded: two sorted
+        // lists, merged by id (a decoded block first on a tie, which does not occur).
+        let mut done = self.done.iter().map(|(&id, &len)| (id, len, 0)).peekable();
+        let mut open = self
+            .blocks
+            .iter()
+            .map(|(&id, rb)| {
+                let count = match &rb.dec {
+                    Decoder::Raptorq(d) => d.received(),
+                    Decoder::Lt(d) => d.received(),
+                } as u64;
+                (id, rb.len, count + 1)
+            })
+            .peekable();
+        loop {
+            let next = match (done.peek(), open.peek()) {
+                (Some(d), Some(o)) if o.0 < d.0 => open.next(),
+                (Some(_), _) => done.next(),
+                (None, _) => open.next(),
+            };
+            match next {
+                Some(item) => items.push(item),
+                None => break,
+            }
+        }
         let mut body = std::mem::take(&mut self.fb_body);
         encode_runs(&mut body, room, &items);
         if !body.is_empty() {
