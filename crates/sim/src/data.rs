@@ -48,7 +48,10 @@ pub fn fill(seed: u64, offset: u64, dst: &mut [u8]) {
     let stride = STEP.wrapping_mul(LANES as u64);
     for b in &mut blocks {
         for (k, c) in b.chunks_exact_mut(8).enumerate() {
-            c.copy_from_slice(&(m[k] ^ seed).to_le_bytes());
+            // An array assignment, not `copy_from_slice`: in builds with debug assertions
+            // (the tests) the latter's precondition checks kept this loop scalar.
+            let c: &mut [u8; 8] = c.try_into().expect("8-byte chunk");
+            *c = (m[k] ^ seed).to_le_bytes();
         }
         for v in &mut m {
             *v = v.wrapping_add(stride);
