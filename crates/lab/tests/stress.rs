@@ -56,9 +56,9 @@ fn goodputs(s: &Scenario, repetitions: u64) -> std::collections::BTreeMap<String
 /// 0.029 over 30 seeds (27 of 30 at or above 1; `scripts/stress-ablation.py`), 1.068 on these
 /// 8 (1.079 and 1.071 with the per-block feedback before). With the paper's sender (no
 /// `repair`, default symbols, fixed δ̂; per-block feedback) the same seeds gave 0.638, the
-/// issue's two thirds, and the bound fails. TCP on the fast path alone (5.78 Mbit/s on these seeds) stays above both
-/// multipath schemes over LIA with this buffer; that is not the scheme's doing, so it is not
-/// asserted (docs/experiments/stress.md, "Not done / limits").
+/// issue's two thirds, and the bound fails. TCP on the fast path alone (5.78 Mbit/s on these
+/// seeds) stays above both multipath schemes over LIA with this buffer; that is not the
+/// scheme's doing, so it is not asserted (docs/experiments/stress.md, "Not done / limits").
 #[test]
 fn fmtcp_at_least_matches_mptcp_on_the_issues_three_path_case() {
     let s = three_paths_mptcp_and_fmtcp();

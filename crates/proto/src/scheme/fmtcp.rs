@@ -178,11 +178,12 @@
 //! 3.4–5.5 % of the stream's bytes against 2.4 % for `mptcp` with 4 MiB buffers
 //! (docs/experiments/stress.md, "Feedback as runs of blocks"), and handling one frame per
 //! block made up about a seventh of fmtcp's simulator cost (14 % of its instructions per
-//! packet on the 8-path benchmark; docs/performance.md, "Feedback as runs by default"). What does not fit the ACK packet is left out from the end. A run that
-//! starts below the sender's first held block is from an ACK overtaken by a later one and is
-//! skipped (counts only grow); a run naming a block never sent, starting inside a block,
-//! running past the last block sent, a count above the symbols sent or a truncated body is
-//! refused (`feedback_rejected`). With `compact_feedback = false` every ACK carries one
+//! packet on the 8-path benchmark; docs/performance.md, "Feedback as runs by default").
+//! What does not fit the ACK packet is left out from the end. A run that starts below the
+//! sender's first held block is from an ACK overtaken by a later one and is skipped (counts
+//! only grow); a run naming a block never sent, starting inside a block, running past the
+//! last block sent, a count above the symbols sent or a truncated body is refused
+//! (`feedback_rejected`). With `compact_feedback = false` every ACK carries one
 //! FEEDBACK frame per block instead (received-symbol count, decoded flag), decoded blocks
 //! first, as many as fit: the encoding the documented paper reproductions were measured with,
 //! and which their scenario files keep.
@@ -1110,8 +1111,9 @@ impl TxBlock {
         a
     }
 
-    /// Drops the cached distribution (the block's counts or the loss estimates changed),
-    /// keeping its buffer for the next rebuild.
+    /// Drops the cached distribution (the block's counts or the loss estimates changed) and
+    /// the fill counts memoised on it, keeping its buffer for the next rebuild. The only
+    /// place a distribution is dropped, so a rebuilt one always starts with an empty memo.
     fn invalidate(&mut self) {
         if let Some(a) = self.arr.take() {
             self.spare = a.prob;
@@ -1134,7 +1136,6 @@ impl TxBlock {
     fn rebuild(&mut self, paths: &[PathEstimate]) {
         let buf = std::mem::take(&mut self.spare);
         self.arr = Some(self.arrivals_in(paths, buf));
-        self.fill.clear();
     }
 
     fn in_flight_total(&self) -> u64 {
