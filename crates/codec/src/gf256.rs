@@ -558,6 +558,31 @@ pub fn mul_slice(dst: &mut [u8], src: &[u8], c: u8) -> Result<()> {
     Kernel::best().mul(dst, src, c)
 }
 
+/// `dst[i] ^= c·src[i]` for a `c` given by its split tables, `c·b = lo[b & 15] ^ hi[b >> 4]`.
+///
+/// Multiplication by a constant is GF(2)-linear in every representation of GF(2^8), so this
+/// serves another field's elements (RaptorQ's, polynomial 0x11D) with this module's
+/// split-table kernels: [`Kernel::Avx2`] on any CPU with AVX2, else [`Kernel::Ssse3`], else
+/// scalar. The caller guarantees `dst.len() == src.len()` (checked in debug builds).
+pub(crate) fn mul_add_nibbles(dst: &mut [u8], src: &[u8], lo: &[u8; 16], hi: &[u8; 16]) {
+    debug_assert_eq!(dst.len(), src.len());
+    let n = dst.len().min(src.len());
+    let (dst, src) = (&mut dst[..n], &src[..n]);
+    match Kernel::best() {
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 | Kernel::Gfni | Kernel::Gfni512 => {
+            // SAFETY: each of these kernels is only `best` on a CPU with AVX2.
+            unsafe { x86::mul_add_nibbles_avx2(dst, src, lo, hi) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Ssse3 => {
+            // SAFETY: `best` is SSSE3 only on a CPU that has it.
+            unsafe { x86::mul_add_nibbles_ssse3(dst, src, lo, hi) }
+        }
+        _ => scalar::mul_nibbles::<true>(dst, src, lo, hi),
+    }
+}
+
 /// `dst ^= src` with the best kernel. Errors if the lengths differ.
 pub fn xor(dst: &mut [u8], src: &[u8]) -> Result<()> {
     Kernel::best().xor(dst, src)
@@ -584,6 +609,19 @@ mod scalar {
         let row = &MUL[c as usize];
         for ((d, &l), &h) in dst.iter_mut().zip(lo).zip(hi) {
             *d ^= row[usize::from(l | (h << 4))];
+        }
+    }
+
+    /// `dst (^)= c·src` for the `c` whose split tables are `lo` and `hi`.
+    pub(super) fn mul_nibbles<const ADD: bool>(
+        dst: &mut [u8],
+        src: &[u8],
+        lo: &[u8; 16],
+        hi: &[u8; 16],
+    ) {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            let p = lo[usize::from(s & 15)] ^ hi[usize::from(s >> 4)];
+            *d = if ADD { *d ^ p } else { p };
         }
     }
 
@@ -638,6 +676,17 @@ mod x86 {
     #[target_feature(enable = "ssse3")]
     unsafe fn mul_ssse3_impl<const ADD: bool>(dst: &mut [u8], src: &[u8], c: u8) {
         let (lo, hi) = split_tables(c);
+        unsafe { mul_ssse3_tables::<ADD>(dst, src, &lo, &hi) }
+    }
+
+    /// `dst (^)= c·src` for the `c` whose split tables are `lo` and `hi`.
+    #[target_feature(enable = "ssse3")]
+    unsafe fn mul_ssse3_tables<const ADD: bool>(
+        dst: &mut [u8],
+        src: &[u8],
+        lo: &[u8; 16],
+        hi: &[u8; 16],
+    ) {
         let n = dst.len() / 16 * 16;
         unsafe {
             let tlo = load16(lo.as_ptr());
@@ -656,13 +705,17 @@ mod x86 {
                 i += 16;
             }
         }
-        if ADD {
-            scalar::mul_add(&mut dst[n..], &src[n..], c);
-        } else {
-            scalar::mul(&mut dst[n..], &src[n..], c);
-        }
+        scalar::mul_nibbles::<ADD>(&mut dst[n..], &src[n..], lo, hi);
     }
 
+    pub(super) unsafe fn mul_add_nibbles_ssse3(
+        dst: &mut [u8],
+        src: &[u8],
+        lo: &[u8; 16],
+        hi: &[u8; 16],
+    ) {
+        unsafe { mul_ssse3_tables::<true>(dst, src, lo, hi) }
+    }
     pub(super) unsafe fn mul_add_ssse3(dst: &mut [u8], src: &[u8], c: u8) {
         unsafe { mul_ssse3_impl::<true>(dst, src, c) }
     }
@@ -765,22 +818,55 @@ mod x86 {
             }
             return;
         }
+        unsafe { windows::<ADD, GFNI>(dst, src, &consts::<GFNI>(c)) }
+    }
+
+    /// `dst (^)= c·src` for the `c` whose split tables are `lo` and `hi` (any field).
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn mul_add_nibbles_avx2(
+        dst: &mut [u8],
+        src: &[u8],
+        lo: &[u8; 16],
+        hi: &[u8; 16],
+    ) {
+        if dst.len() < 32 {
+            scalar::mul_nibbles::<true>(dst, src, lo, hi);
+            return;
+        }
+        unsafe {
+            let t = (
+                _mm256_broadcastsi128_si256(load16(lo.as_ptr())),
+                _mm256_broadcastsi128_si256(load16(hi.as_ptr())),
+                _mm256_set1_epi8(0x0f),
+            );
+            windows::<true, false>(dst, src, &t)
+        }
+    }
+
+    /// `dst (^)= c·src` for slices of at least 32 bytes, with the constants `t` of `c`.
+    #[target_feature(enable = "avx2")]
+    unsafe fn windows<const ADD: bool, const GFNI: bool>(
+        dst: &mut [u8],
+        src: &[u8],
+        t: &(__m256i, __m256i, __m256i),
+    ) {
+        let len = dst.len();
+        debug_assert!(len >= 32);
         let n = len / 32 * 32;
         unsafe {
-            let t = consts::<GFNI>(c);
             let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
-            let last = window::<ADD, GFNI>(d, s, len - 32, &t);
+            let last = window::<ADD, GFNI>(d, s, len - 32, t);
             let mut i = 0;
             // Two independent windows per iteration keep both vector pipes busy.
             while i + 64 <= n {
-                let p = window::<ADD, GFNI>(d, s, i, &t);
-                let q = window::<ADD, GFNI>(d, s, i + 32, &t);
+                let p = window::<ADD, GFNI>(d, s, i, t);
+                let q = window::<ADD, GFNI>(d, s, i + 32, t);
                 store32(d.add(i), p);
                 store32(d.add(i + 32), q);
                 i += 64;
             }
             if i < n {
-                store32(d.add(i), window::<ADD, GFNI>(d, s, i, &t));
+                store32(d.add(i), window::<ADD, GFNI>(d, s, i, t));
             }
             store32(d.add(len - 32), last);
         }
@@ -1368,6 +1454,47 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The split-table entry points for another field's tables compute `dst ^= c·src` with
+    /// those tables, on every length (ragged ends, below one 32-byte window, empty) and on
+    /// each SIMD path this CPU has, against the byte-wise reference. The tables here are a
+    /// field-free GF(2)-linear map (a permutation of bit positions XOR a shift), so a path
+    /// that used this field's own multiplication instead would fail.
+    #[test]
+    fn nibble_tables_drive_every_path() {
+        let f = |b: u8| b.rotate_left(3) ^ (b >> 1);
+        let (mut lo, mut hi) = ([0u8; 16], [0u8; 16]);
+        for i in 0..16u8 {
+            lo[i as usize] = f(i);
+            hi[i as usize] = f(i << 4);
+        }
+        for len in [0usize, 1, 15, 16, 17, 31, 32, 33, 63, 64, 100, 1400] {
+            let src: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let start: Vec<u8> = (0..len).map(|i| (i * 5 + 3) as u8).collect();
+            let want: Vec<u8> = start.iter().zip(&src).map(|(&d, &s)| d ^ f(s)).collect();
+            let mut got = start.clone();
+            mul_add_nibbles(&mut got, &src, &lo, &hi);
+            assert_eq!(got, want, "best path, len {len}");
+            #[cfg(target_arch = "x86_64")]
+            {
+                if Kernel::Ssse3.is_available() {
+                    let mut got = start.clone();
+                    // SAFETY: SSSE3 checked just above; equal lengths.
+                    unsafe { x86::mul_add_nibbles_ssse3(&mut got, &src, &lo, &hi) };
+                    assert_eq!(got, want, "ssse3, len {len}");
+                }
+                if Kernel::Avx2.is_available() {
+                    let mut got = start.clone();
+                    // SAFETY: AVX2 checked just above; equal lengths.
+                    unsafe { x86::mul_add_nibbles_avx2(&mut got, &src, &lo, &hi) };
+                    assert_eq!(got, want, "avx2, len {len}");
+                }
+            }
+            let mut got = start.clone();
+            scalar::mul_nibbles::<true>(&mut got, &src, &lo, &hi);
+            assert_eq!(got, want, "scalar, len {len}");
+        }
+    }
 
     /// The word-wise zero-byte test of the dense-vector check agrees with `contains(&0)`,
     /// for a zero in every position, beside every byte value (borrows from a zero byte into

@@ -1,6 +1,8 @@
 //! Erasure codes for Tributary, as pure math with no transport knowledge.
 //!
-//! * [`raptorq`]: RaptorQ (RFC 6330) through the `raptorq` crate, behind validated types.
+//! * [`raptorq`]: RaptorQ (RFC 6330) through the `raptorq` crate, behind validated types;
+//!   blocks of up to 256 symbols encode and decode their first repair symbols from rows of
+//!   source-symbol coefficients instead of the crate's solver (same bytes).
 //! * [`lt`]: LT codes with the robust soliton distribution of the HMTP paper (Eqs. 1–4),
 //!   symbols identified by `(block, seed)`, a peeling decoder and an optional
 //!   Gaussian-elimination completion.
@@ -20,6 +22,7 @@ mod known;
 pub mod lt;
 pub mod parity;
 pub mod raptorq;
+mod raptorq_rows;
 pub mod rlnc;
 
 pub use error::{Error, Result};

@@ -12,11 +12,22 @@
 //! reports completion in every [`RaptorqProgress`].
 
 use crate::error::{check_len, Error, Result};
+use crate::raptorq_rows::{self, Held, Rows};
 use ::raptorq::{
     EncodingPacket, ObjectTransmissionInformation, PayloadId, SourceBlockDecoder,
     SourceBlockEncoder,
 };
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// Repair symbols an encoder of at most [`raptorq_rows::MAX_K`] source symbols writes from
+/// rows (k multiply-adds each) before it computes the intermediate symbols once and uses
+/// the crate (see `docs/codec.md`, "Small blocks without the solver").
+const ROWS_ENCODE_LIMIT: usize = 16;
+/// Missing source symbols up to which a decoder of at most [`raptorq_rows::MAX_K`] source
+/// symbols solves from rows (about m·k multiply-adds) instead of calling the crate's solver.
+const ROWS_DECODE_LIMIT: usize = 16;
 
 /// Largest k of one source block (K'max of RFC 6330 §5.1.2).
 pub const MAX_SOURCE_SYMBOLS: usize = 56_403;
@@ -91,14 +102,34 @@ impl RaptorqConfig {
 }
 
 /// Produces any encoding symbol of one source block (the sender side).
-#[derive(Debug, Clone)]
+///
+/// The code is systematic: source symbols are the data itself. For blocks of up to 256
+/// symbols the first repair symbols are written as linear combinations of the source
+/// symbols (one row of k octets each, the same bytes as the crate's); a block that needs
+/// many repair symbols has its intermediate symbols (RFC 6330 §5.3.3) computed once, by the
+/// crate, and serves the rest from them.
+#[derive(Debug)]
 pub struct RaptorqEncoder {
     config: RaptorqConfig,
     data: Vec<u8>,
-    /// The intermediate symbols (RFC 6330 §5.3.3), computed on the first repair symbol:
-    /// the source symbols are the data itself (systematic code), so a block sent without
-    /// repair never pays for them.
-    inner: std::sync::OnceLock<SourceBlockEncoder>,
+    /// The crate's encoder with the intermediate symbols, computed when first needed.
+    inner: OnceLock<SourceBlockEncoder>,
+    /// The rows of this k, fetched on the first repair symbol written from them.
+    rows: OnceLock<Arc<Rows>>,
+    /// Repair symbols written from rows so far.
+    from_rows: AtomicUsize,
+}
+
+impl Clone for RaptorqEncoder {
+    fn clone(&self) -> Self {
+        Self {
+            config: self.config,
+            data: self.data.clone(),
+            inner: self.inner.clone(),
+            rows: self.rows.clone(),
+            from_rows: AtomicUsize::new(self.from_rows.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 impl RaptorqEncoder {
@@ -109,13 +140,29 @@ impl RaptorqEncoder {
         Ok(Self {
             config,
             data,
-            inner: std::sync::OnceLock::new(),
+            inner: OnceLock::new(),
+            rows: OnceLock::new(),
+            from_rows: AtomicUsize::new(0),
         })
     }
 
     fn inner(&self) -> &SourceBlockEncoder {
         self.inner
             .get_or_init(|| SourceBlockEncoder::new(0, &self.config.oti(), &self.data))
+    }
+
+    /// The rows, if the next `n` repair symbols are to be written from them: a small block
+    /// whose intermediate symbols are not computed yet, within [`ROWS_ENCODE_LIMIT`].
+    fn rows_for(&self, n: usize) -> Option<&Rows> {
+        if self.config.k > raptorq_rows::MAX_K || self.inner.get().is_some() {
+            return None;
+        }
+        let used = self.from_rows.load(Ordering::Relaxed);
+        if used + n > ROWS_ENCODE_LIMIT {
+            return None;
+        }
+        self.from_rows.store(used + n, Ordering::Relaxed);
+        Some(self.rows.get_or_init(|| Rows::get(self.config.k)))
     }
 
     /// The configuration.
@@ -139,6 +186,8 @@ impl RaptorqEncoder {
         if esi < k {
             let i = esi as usize;
             out.copy_from_slice(&self.data[i * t..(i + 1) * t]);
+        } else if let Some(rows) = self.rows_for(1) {
+            rows.encode(esi, &self.data, out);
         } else {
             let packet = self.inner().repair_packets(esi - k, 1);
             out.copy_from_slice(packet[0].data());
@@ -172,6 +221,12 @@ impl RaptorqEncoder {
         }
         self.config
             .check_esi(u32::try_from(u64::from(first_esi) + n - 1).unwrap_or(u32::MAX))?;
+        if let Some(rows) = self.rows_for(n as usize) {
+            for (esi, dst) in (first_esi..).zip(out.chunks_exact_mut(t)) {
+                rows.encode(esi, &self.data, dst);
+            }
+            return Ok(());
+        }
         let packets = self.inner().repair_packets(first_esi - k, n as u32);
         for (dst, p) in out.chunks_exact_mut(t).zip(&packets) {
             dst.copy_from_slice(p.data());
@@ -194,11 +249,16 @@ pub struct RaptorqProgress {
 /// Collects symbols of one source block and decodes it (the receiver side).
 ///
 /// The code is systematic, so a block whose k source symbols all arrive is its source symbols
-/// in order: they are written straight into the block's buffer and the `raptorq` crate is
-/// not involved. The crate's decoder is created only when the first repair symbol arrives,
-/// and is then given every source symbol held so far. It sees the same symbols, and tries its
-/// solves at the same pushes, as a decoder given every symbol from the start: before a repair
-/// symbol it could only have told "too few symbols" or "every source symbol is here".
+/// in order: they are written straight into the block's buffer. Repair symbols are held until
+/// a decoding attempt (every new symbol once k distinct ones are held) needs them:
+///
+/// * a block of up to 256 symbols missing at most 16 source symbols is solved from the
+///   repair symbols' rows (an m×m system over the missing symbols; see `docs/codec.md`);
+/// * otherwise the `raptorq` crate's decoder is created, given every symbol held, and from
+///   then on given each new symbol.
+///
+/// Both succeed at exactly the same pushes, with the same bytes: a solve succeeds if and only
+/// if the symbols held determine the block.
 #[derive(Debug, Clone)]
 pub struct RaptorqDecoder {
     config: RaptorqConfig,
@@ -206,10 +266,15 @@ pub struct RaptorqDecoder {
     block: Vec<u8>,
     /// Which source symbols `block` holds.
     have: Vec<bool>,
-    /// The crate's decoder, from the first repair symbol on.
+    /// The crate's decoder, once an attempt needed it.
     inner: Option<SourceBlockDecoder>,
     /// Distinct repair symbols received.
     repairs: HashSet<u32>,
+    /// The repair symbols received while `inner` is `None`: ESI, bytes and (for a small
+    /// block) the row.
+    held: Vec<Held>,
+    /// The rows of this k, for a small block, fetched with the first repair symbol.
+    rows: Option<Arc<Rows>>,
     source_received: usize,
     result: Option<Vec<u8>>,
     attempts: usize,
@@ -224,6 +289,8 @@ impl RaptorqDecoder {
             have: Vec::new(),
             inner: None,
             repairs: HashSet::new(),
+            held: Vec::new(),
+            rows: None,
             source_received: 0,
             result: None,
             attempts: 0,
@@ -278,30 +345,17 @@ impl RaptorqDecoder {
             } else if let Some(inner) = self.inner.as_mut() {
                 let packet = EncodingPacket::new(PayloadId::new(0, esi), payload.to_vec());
                 self.result = inner.decode(std::iter::once(packet));
-            } else if (esi as usize) >= k {
-                // The first repair symbol: the crate's decoder gets every symbol held.
-                let mut inner = SourceBlockDecoder::new(
-                    0,
-                    &self.config.oti(),
-                    self.config.block_bytes() as u64,
-                );
-                let sources = self
-                    .have
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, h)| **h)
-                    .map(|(i, _)| {
-                        EncodingPacket::new(
-                            PayloadId::new(0, i as u32),
-                            self.block[i * t..(i + 1) * t].to_vec(),
-                        )
-                    });
-                let repair = EncodingPacket::new(PayloadId::new(0, esi), payload.to_vec());
-                self.result = inner.decode(sources.chain(std::iter::once(repair)));
-                self.inner = Some(inner);
+            } else {
+                if (esi as usize) >= k {
+                    self.hold(esi, payload);
+                }
+                if self.received() >= k {
+                    self.attempt();
+                }
             }
             if self.result.is_some() {
                 self.inner = None;
+                self.held = Vec::new();
                 self.block = Vec::new();
             }
         }
@@ -310,6 +364,53 @@ impl RaptorqDecoder {
             received: self.received(),
             complete: self.is_complete(),
         })
+    }
+
+    /// Keeps a repair symbol, with its row if the block is small.
+    fn hold(&mut self, esi: u32, payload: &[u8]) {
+        let k = self.config.k;
+        let row = if k <= raptorq_rows::MAX_K {
+            self.rows.get_or_insert_with(|| Rows::get(k)).row(esi)
+        } else {
+            Vec::new()
+        };
+        let payload = payload.to_vec();
+        self.held.push(Held { esi, row, payload });
+    }
+
+    /// A decoding attempt with the symbols held, before the crate's decoder exists.
+    fn attempt(&mut self) {
+        let (k, t) = (self.config.k, self.config.symbol_size);
+        let missing = k - self.source_received;
+        self.block.resize(k * t, 0);
+        // No source symbol may have come yet.
+        self.have.resize(k, false);
+        if k <= raptorq_rows::MAX_K && missing <= ROWS_DECODE_LIMIT {
+            if raptorq_rows::solve(&mut self.block, &self.have, t, &self.held) {
+                self.result = Some(std::mem::take(&mut self.block));
+            }
+            return;
+        }
+        // The crate's decoder, given every symbol held.
+        let mut inner =
+            SourceBlockDecoder::new(0, &self.config.oti(), self.config.block_bytes() as u64);
+        let block = &self.block;
+        let sources = self
+            .have
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| **h)
+            .map(|(i, _)| {
+                EncodingPacket::new(
+                    PayloadId::new(0, i as u32),
+                    block[i * t..(i + 1) * t].to_vec(),
+                )
+            });
+        let repairs = std::mem::take(&mut self.held)
+            .into_iter()
+            .map(|h| EncodingPacket::new(PayloadId::new(0, h.esi), h.payload));
+        self.result = inner.decode(sources.chain(repairs));
+        self.inner = Some(inner);
     }
 
     /// Distinct symbols received (counting stops once decoded).

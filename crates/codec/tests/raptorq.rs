@@ -179,6 +179,116 @@ fn repair_symbols_are_the_crates() {
     }
 }
 
+/// A small block's encoder writes its first repair symbols from rows of source-symbol
+/// coefficients and later ones from the crate's intermediate symbols (module docs); either
+/// way, one by one or in batches, they are the crate's bytes.
+#[test]
+fn repair_symbols_from_rows_and_from_the_solver_are_the_crates() {
+    for &(k, t) in &[(1usize, 5usize), (24, 1340), (101, 9), (300, 3)] {
+        let data: Vec<u8> = (0..k * t).map(|i| (i * 31 + i / 7) as u8).collect();
+        let config = RaptorqConfig::new(k, t).unwrap();
+        let oti = raptorq::ObjectTransmissionInformation::new((k * t) as u64, t as u16, 1, 1, 1);
+        let theirs = raptorq::SourceBlockEncoder::new(0, &oti, &data);
+        let packets = theirs.repair_packets(0, 60);
+        // One by one: the first 16 from rows (k ≤ 256), the rest from the solver.
+        let ours = RaptorqEncoder::new(config, data.clone()).unwrap();
+        let mut buf = vec![0; t];
+        for (i, p) in packets.iter().enumerate() {
+            ours.encode((k + i) as u32, &mut buf).unwrap();
+            assert_eq!(&buf[..], p.data(), "k {k}, repair {i}");
+        }
+        // Batches of 5, 5 and 50: rows, rows, then the solver.
+        let ours = RaptorqEncoder::new(config, data.clone()).unwrap();
+        let mut batch = vec![0; 60 * t];
+        let (a, rest) = batch.split_at_mut(5 * t);
+        let (b, c) = rest.split_at_mut(5 * t);
+        ours.encode_repair(k as u32, a).unwrap();
+        ours.encode_repair((k + 5) as u32, b).unwrap();
+        ours.encode_repair((k + 10) as u32, c).unwrap();
+        for (i, p) in packets.iter().enumerate() {
+            assert_eq!(
+                &batch[i * t..(i + 1) * t],
+                p.data(),
+                "k {k}, batch repair {i}"
+            );
+        }
+    }
+}
+
+/// The decoder solves small blocks missing few symbols from rows, without the crate (module
+/// docs). It must complete at exactly the push where the crate's decoder does and return the
+/// same bytes, including the pushes where k or more symbols are held but do not determine the
+/// block (RFC 6330 §1: about 1 % at exactly k symbols). Each trial loses m source symbols
+/// (1..=20, so both the rows and the crate serve), delivers the rest in a random order with
+/// m repair symbols of random ESIs among them, then one more repair symbol at a time.
+#[test]
+fn completes_where_the_crate_does_at_exactly_k_symbols() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let t = 4usize;
+    let mut not_at_k = 0;
+    let mut trials = 0;
+    for &k in &[1usize, 2, 3, 5, 10, 24, 40, 100] {
+        let config = RaptorqConfig::new(k, t).unwrap();
+        let oti = raptorq::ObjectTransmissionInformation::new((k * t) as u64, t as u16, 1, 1, 1);
+        for _ in 0..400 {
+            let mut source = vec![0u8; k * t];
+            rng.fill_bytes(&mut source);
+            let enc = RaptorqEncoder::new(config, source.clone()).unwrap();
+            let m = 1 + (rng.next_u64() % k.min(20) as u64) as usize;
+            let mut esis: Vec<u32> = (0..k as u32).collect();
+            for i in (1..k).rev() {
+                esis.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+            }
+            esis.truncate(k - m);
+            let mut repairs = std::collections::BTreeSet::new();
+            while repairs.len() < m + 8 {
+                repairs.insert(k as u32 + (rng.next_u64() % 5000) as u32);
+            }
+            let mut repairs: Vec<u32> = repairs.into_iter().collect();
+            for i in (1..repairs.len()).rev() {
+                repairs.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+            }
+            esis.extend_from_slice(&repairs[..m]);
+            for i in (1..k).rev() {
+                esis.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+            }
+            esis.extend_from_slice(&repairs[m..]);
+            let mut theirs = raptorq::SourceBlockDecoder::new(0, &oti, (k * t) as u64);
+            let mut ours = RaptorqDecoder::new(config);
+            let mut buf = vec![0; t];
+            trials += 1;
+            let mut done = false;
+            for (n, &esi) in esis.iter().enumerate() {
+                enc.encode(esi, &mut buf).unwrap();
+                let p = ours.push(esi, &buf).unwrap();
+                let packet =
+                    raptorq::EncodingPacket::new(raptorq::PayloadId::new(0, esi), buf.clone());
+                let got = theirs.decode(std::iter::once(packet));
+                assert_eq!(
+                    p.complete,
+                    got.is_some(),
+                    "k {k}, m {m}, push {n} of {esis:?}"
+                );
+                if let Some(data) = got {
+                    assert_eq!(data, source);
+                    not_at_k += usize::from(n + 1 > k);
+                    done = true;
+                    break;
+                }
+            }
+            assert!(done, "k {k}, m {m}: not decoded from {esis:?}");
+            assert_eq!(ours.into_data().unwrap(), source);
+        }
+    }
+    // The trials must include blocks that did not decode at exactly k symbols, or the
+    // comparison above never saw the two decoders refuse together.
+    assert!(
+        not_at_k > 0,
+        "all {trials} trials decoded at exactly k symbols"
+    );
+    eprintln!("{not_at_k} of {trials} trials needed more than k symbols");
+}
+
 #[test]
 fn malformed_input_is_a_typed_error() {
     assert!(matches!(
