@@ -12,7 +12,7 @@
 //! reports completion in every [`RaptorqProgress`].
 
 use crate::error::{check_len, Error, Result};
-use crate::raptorq_rows::{self, Held, Rows};
+use crate::raptorq_rows::{self, Basis, Held, Rows};
 use ::raptorq::{
     EncodingPacket, ObjectTransmissionInformation, PayloadId, SourceBlockDecoder,
     SourceBlockEncoder,
@@ -275,6 +275,8 @@ pub struct RaptorqDecoder {
     held: Vec<Held>,
     /// The rows of this k, for a small block, fetched with the first repair symbol.
     rows: Option<Arc<Rows>>,
+    /// The repair symbols chosen by earlier attempts from rows.
+    basis: Basis,
     source_received: usize,
     result: Option<Vec<u8>>,
     attempts: usize,
@@ -291,6 +293,7 @@ impl RaptorqDecoder {
             repairs: HashSet::new(),
             held: Vec::new(),
             rows: None,
+            basis: Basis::default(),
             source_received: 0,
             result: None,
             attempts: 0,
@@ -355,6 +358,7 @@ impl RaptorqDecoder {
             }
             if self.result.is_some() {
                 self.inner = None;
+                self.basis = Basis::default();
                 self.held = Vec::new();
                 self.block = Vec::new();
             }
@@ -386,7 +390,7 @@ impl RaptorqDecoder {
         // No source symbol may have come yet.
         self.have.resize(k, false);
         if k <= raptorq_rows::MAX_K && missing <= ROWS_DECODE_LIMIT {
-            if raptorq_rows::solve(&mut self.block, &self.have, t, &self.held) {
+            if raptorq_rows::solve(&mut self.block, &self.have, t, &self.held, &mut self.basis) {
                 self.result = Some(std::mem::take(&mut self.block));
             }
             return;

@@ -178,11 +178,34 @@ pub(crate) struct Held {
     pub(crate) payload: Vec<u8>,
 }
 
+/// Which held repair symbols a decoder chose so far: an echelon basis of their rows
+/// restricted to the missing source symbols, kept between attempts so that an attempt after
+/// a new repair symbol reduces only that symbol's row (a peer sending many repair symbols
+/// that add no rank costs O(m²) octet operations each, not a pass over all held). Rebuilt
+/// when a source symbol arrives, as the missing set then changes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Basis {
+    /// The number of missing symbols it was built for (the set only shrinks).
+    missing: usize,
+    /// Held repair symbols examined.
+    seen: usize,
+    /// (pivot column, row normalised at its pivot), reduced against the earlier rows.
+    rows: Vec<(usize, Vec<u8>)>,
+    /// Index in `held` of each row's repair symbol.
+    chosen: Vec<usize>,
+}
+
 /// Tries to recover the missing source symbols of `block` (k symbols of T bytes; `have[i]`
-/// tells which are present, the others are zero) from the repair symbols `held`. Returns
-/// `false`, leaving `block` as it was, if the repair rows restricted to the missing symbols
-/// have rank below their number.
-pub(crate) fn solve(block: &mut [u8], have: &[bool], t: usize, held: &[Held]) -> bool {
+/// tells which are present, the others are zero) from the repair symbols `held`, with the
+/// choice of `basis` from earlier attempts. Returns `false`, leaving `block` as it was, if
+/// the repair rows restricted to the missing symbols have rank below their number.
+pub(crate) fn solve(
+    block: &mut [u8],
+    have: &[bool],
+    t: usize,
+    held: &[Held],
+    basis: &mut Basis,
+) -> bool {
     let missing: Vec<usize> = (0..have.len()).filter(|&i| !have[i]).collect();
     let m = missing.len();
     if m == 0 {
@@ -190,11 +213,17 @@ pub(crate) fn solve(block: &mut [u8], have: &[bool], t: usize, held: &[Held]) ->
     }
     // 1. Choose m repair symbols whose rows, restricted to the missing columns, are
     //    independent: an echelon basis built row by row (scalar work only).
-    let mut basis: Vec<(usize, Vec<u8>)> = Vec::with_capacity(m); // (pivot column, row)
-    let mut chosen: Vec<usize> = Vec::with_capacity(m);
-    for (r, h) in held.iter().enumerate() {
-        let mut v: Vec<u8> = missing.iter().map(|&i| h.row[i]).collect();
-        for (p, b) in &basis {
+    if basis.missing != m || basis.seen > held.len() {
+        *basis = Basis {
+            missing: m,
+            ..Basis::default()
+        };
+    }
+    while basis.chosen.len() < m && basis.seen < held.len() {
+        let r = basis.seen;
+        basis.seen += 1;
+        let mut v: Vec<u8> = missing.iter().map(|&i| held[r].row[i]).collect();
+        for (p, b) in &basis.rows {
             let f = v[*p];
             if f != 0 {
                 for (x, &y) in v.iter_mut().zip(b) {
@@ -207,21 +236,19 @@ pub(crate) fn solve(block: &mut [u8], have: &[bool], t: usize, held: &[Held]) ->
             for x in &mut v {
                 *x = mul(*x, s);
             }
-            basis.push((p, v));
-            chosen.push(r);
-            if chosen.len() == m {
-                break;
-            }
+            basis.rows.push((p, v));
+            basis.chosen.push(r);
         }
     }
-    if chosen.len() < m {
+    if basis.chosen.len() < m {
         return false;
     }
+    let chosen = &basis.chosen;
     // 2. The chosen symbols with the known source symbols' share removed:
     //    y_r = r − Σ_{i∉M} g_r(i)·sᵢ.
     let mut a: Vec<Vec<u8>> = Vec::with_capacity(m);
     let mut y = vec![0u8; m * t];
-    for (yr, &r) in y.chunks_exact_mut(t).zip(&chosen) {
+    for (yr, &r) in y.chunks_exact_mut(t).zip(chosen) {
         let h = &held[r];
         yr.copy_from_slice(&h.payload);
         for (i, s) in block.chunks_exact(t).enumerate() {
