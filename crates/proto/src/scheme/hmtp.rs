@@ -9,6 +9,13 @@
 //! `force_after` (a small or slow writer is not stuck), and at once when the stream is closed.
 //! A chunk of n < k·T bytes has its own k_c = ⌈n/T⌉ (the last symbol is zero-padded).
 //!
+//! **Messages that may be given up (video frames; beyond the paper).** A chunk ends where
+//! such a message begins or ends ([`SendCtx::abandonable_cut`]), so a frame given up never
+//! leaves a chunk partly owed; an open chunk every byte of which was given up stops sending
+//! (it counts as finished), and the next chunk begins after abandoned bytes
+//! ([`SendCtx::skip_abandoned`]), as `fmtcp` and `nc-mptcp` do. Streams without such messages
+//! (bulk, files) are cut exactly as before.
+//!
 //! **Encoding (steps 2–3, Eqs. 1–4).** `tributary_codec::lt` with the robust soliton
 //! distribution for (k_c, c, δ). Each symbol travels in a SCHEME frame (kind
 //! [`SYMBOL_KIND`]) whose body is `chunk id, chunk start offset, chunk length, seed` (varints)
@@ -381,6 +388,9 @@ pub struct HmtpSender {
     params: Option<LtParams>,
     /// The LT code key: the connection id (module docs).
     key: u64,
+    /// [`SendCtx::abandoned_count`] when the open chunks were last checked against the
+    /// abandoned ranges.
+    abandoned_seen: u64,
     stats: HmtpStats,
 }
 
@@ -401,7 +411,24 @@ impl HmtpSender {
             body: Vec::with_capacity(t + FRAME_HEADER),
             spare: Vec::new(),
             params: None,
+            abandoned_seen: 0,
             stats: HmtpStats::default(),
+        }
+    }
+
+    /// Open chunks every byte of which belongs to messages given up (late video frames) are
+    /// finished: the receiver skips their bytes. Checked once per abandonment, not per
+    /// packet; a chunk opened since begins after the abandoned bytes.
+    fn give_up_abandoned(&mut self, ctx: &SendCtx<'_>) {
+        let count = ctx.abandoned_count();
+        if count == self.abandoned_seen {
+            return;
+        }
+        self.abandoned_seen = count;
+        for c in &mut self.chunks {
+            if !c.decoded && ctx.is_abandoned_range(c.start, c.start + c.len) {
+                c.decoded = true;
+            }
         }
     }
 
@@ -426,7 +453,8 @@ impl HmtpSender {
     /// Opens the next chunk if its data is there (or forced) and it fits the window.
     fn open_chunk(&mut self, ctx: &mut SendCtx<'_>) -> bool {
         let full = (self.cfg.k * self.t) as u64;
-        let start = self.next_start.max(ctx.data_ack);
+        // Bytes of messages given up are not sent: the chunk begins after them.
+        let start = ctx.skip_abandoned(self.next_start.max(ctx.data_ack));
         let mut end = start + full;
         let mut forced = false;
         if let Some(f) = ctx.final_size {
@@ -438,6 +466,8 @@ impl HmtpSender {
                 forced = true;
             }
         }
+        // A chunk ends where a message that may be given up begins or ends (module docs).
+        end = ctx.abandonable_cut(start, end);
         let written = ctx.send_buf.end();
         if written <= start {
             self.partial_since = None;
@@ -604,6 +634,7 @@ impl SchemeSender for HmtpSender {
         _path: usize,
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag> {
+        self.give_up_abandoned(ctx);
         self.drop_finished(ctx.data_ack);
         // Oldest chunk with budget left first: extra symbols of short chunks, then the
         // k' symbols of the newest; when every open chunk has sent its budget, the next chunk
