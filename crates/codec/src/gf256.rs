@@ -27,7 +27,26 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// The field's reduction polynomial, x^8 + x^4 + x^3 + x + 1.
 pub const POLYNOMIAL: u16 = 0x11B;
 
-const fn build_exp_log() -> ([u8; 512], [u8; 256]) {
+/// The product of `a` and `b` in GF(2)\[x\]/(`poly`), bit by bit (for building tables).
+const fn slow_mul(mut a: u16, mut b: u8, poly: u16) -> u16 {
+    let mut p = 0;
+    while b != 0 {
+        if b & 1 != 0 {
+            p ^= a;
+        }
+        a <<= 1;
+        if a & 0x100 != 0 {
+            a ^= poly;
+        }
+        b >>= 1;
+    }
+    p
+}
+
+/// The exponential (doubled, so that a sum of two logarithms needs no reduction) and
+/// logarithm tables of GF(2^8) with reduction polynomial `poly` and primitive element
+/// `generator`. Also builds RaptorQ's octet field (`raptorq_rows`).
+pub(crate) const fn exp_log_tables(poly: u16, generator: u8) -> ([u8; 512], [u8; 256]) {
     let mut exp = [0u8; 512];
     let mut log = [0u8; 256];
     let mut x: u16 = 1;
@@ -35,12 +54,7 @@ const fn build_exp_log() -> ([u8; 512], [u8; 256]) {
     while i < 255 {
         exp[i] = x as u8;
         log[x as usize] = i as u8;
-        // x *= 3, i.e. x*2 + x, reduced.
-        let mut y = x << 1;
-        if y & 0x100 != 0 {
-            y ^= POLYNOMIAL;
-        }
-        x = y ^ x;
+        x = slow_mul(x, generator, poly);
         i += 1;
     }
     while i < 512 {
@@ -48,6 +62,10 @@ const fn build_exp_log() -> ([u8; 512], [u8; 256]) {
         i += 1;
     }
     (exp, log)
+}
+
+const fn build_exp_log() -> ([u8; 512], [u8; 256]) {
+    exp_log_tables(POLYNOMIAL, 3)
 }
 
 const EXP_LOG: ([u8; 512], [u8; 256]) = build_exp_log();

@@ -36,24 +36,7 @@ pub(crate) const MAX_K: usize = 256;
 const POLYNOMIAL: u16 = 0x11D;
 
 const fn build_exp_log() -> ([u8; 512], [u8; 256]) {
-    let mut exp = [0u8; 512];
-    let mut log = [0u8; 256];
-    let mut x: u16 = 1;
-    let mut i = 0;
-    while i < 255 {
-        exp[i] = x as u8;
-        log[x as usize] = i as u8;
-        x <<= 1;
-        if x & 0x100 != 0 {
-            x ^= POLYNOMIAL;
-        }
-        i += 1;
-    }
-    while i < 512 {
-        exp[i] = exp[i - 255];
-        i += 1;
-    }
-    (exp, log)
+    gf256::exp_log_tables(POLYNOMIAL, 2)
 }
 
 const EXP_LOG: ([u8; 512], [u8; 256]) = build_exp_log();
