@@ -62,8 +62,8 @@ fn video_with_ample_capacity_has_every_frame_on_time() {
 /// frame not yet given up always goes first, so none arrives in time (checked: 0). The coded
 /// schemes, whose senders skip abandoned bytes (`fmtcp`, `nc-mptcp`, `hmtp`), must meet the
 /// same requirement. `hmtp` meets it exactly (85 of 250 here, 80–86 over the five seeds of
-/// `scenarios/video/overload.toml`): its LT chunks, cut at frames, hold ≈ 17 symbols, and LT
-/// at that k needs ≈ 1.7 symbols per source symbol (docs/experiments/video.md).
+/// `scenarios/video/overload.toml`): it sends each frame as 1.137·k coded symbols and about
+/// a third of its frame chunks are given up part-sent (docs/experiments/video.md).
 #[test]
 fn overloaded_video_abandons_late_frames_and_accounts_for_each() {
     let bound = 3_000_000 / 8 * 103 / 10 / 22_500;
