@@ -120,6 +120,61 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 200,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(crate::PROPTEST_SEED),
+        ..ProptestConfig::default()
+    })]
+
+    /// Symbols as a hostile peer may send them (any ESI, including beyond 2^24, wrong
+    /// lengths, arbitrary bytes, repeats, repair symbols only) never make the decoder panic:
+    /// a bad symbol is an error and changes nothing, and the decoder never claims the block
+    /// with fewer than k distinct symbols. Small k takes the rows' path, k above 256 the
+    /// crate's.
+    #[test]
+    fn hostile_symbols_are_errors_or_counted_never_a_panic(
+        k in prop_oneof![1usize..40, 257usize..270],
+        t in 1usize..24,
+        seed in any::<u64>(),
+    ) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let config = RaptorqConfig::new(k, t).unwrap();
+        let mut dec = RaptorqDecoder::new(config);
+        let mut distinct = std::collections::HashSet::new();
+        for _ in 0..(3 * k + 10) {
+            let esi = match rng.next_u64() % 4 {
+                0 => (rng.next_u64() % k as u64) as u32,
+                1 => k as u32 + (rng.next_u64() % 64) as u32,
+                2 => (rng.next_u64() % (1 << 25)) as u32,
+                _ => MAX_ENCODING_SYMBOL_ID - (rng.next_u64() % 4) as u32,
+            };
+            let len = if rng.next_u64() % 8 == 0 { t + 1 } else { t };
+            let mut payload = vec![0u8; len];
+            rng.fill_bytes(&mut payload);
+            let before = dec.received();
+            match dec.push(esi, &payload) {
+                Ok(p) => {
+                    prop_assert!(len == t && esi <= MAX_ENCODING_SYMBOL_ID);
+                    if p.new_symbol {
+                        distinct.insert(esi);
+                    }
+                    if p.complete {
+                        prop_assert!(distinct.len() >= k, "complete with {} < k = {k}", distinct.len());
+                    }
+                }
+                Err(_) => {
+                    prop_assert!(len != t || esi > MAX_ENCODING_SYMBOL_ID);
+                    prop_assert_eq!(dec.received(), before);
+                }
+            }
+            if dec.is_complete() {
+                prop_assert_eq!(dec.data().unwrap().len(), k * t);
+            }
+        }
+    }
+}
+
 /// Source symbols alone, in any order (in order, reversed, shuffled, the last first), give
 /// back the block: the decoder holds them in place as they come, without the crate.
 #[test]
