@@ -252,10 +252,12 @@ pub struct RaptorqProgress {
 /// in order: they are written straight into the block's buffer. Repair symbols are held until
 /// a decoding attempt (every new symbol once k distinct ones are held) needs them:
 ///
-/// * a block of up to 256 symbols missing at most 16 source symbols is solved from the
-///   repair symbols' rows (an m×m system over the missing symbols; see `docs/codec.md`);
-/// * otherwise the `raptorq` crate's decoder is created, given every symbol held, and from
-///   then on given each new symbol.
+/// * for a block of up to 256 symbols the repair symbols' rows tell, without touching symbol
+///   bytes, whether the symbols held determine the block; if they do, a block missing at
+///   most 16 source symbols is solved from the rows (an m×m system over the missing
+///   symbols; see `docs/codec.md`), and one missing more by the crate's decoder, once;
+/// * for a larger block the `raptorq` crate's decoder is created at the first attempt,
+///   given every symbol held, and from then on given each new symbol.
 ///
 /// Both succeed at exactly the same pushes, with the same bytes: a solve succeeds if and only
 /// if the symbols held determine the block.
@@ -389,11 +391,20 @@ impl RaptorqDecoder {
         self.block.resize(k * t, 0);
         // No source symbol may have come yet.
         self.have.resize(k, false);
-        if k <= raptorq_rows::MAX_K && missing <= ROWS_DECODE_LIMIT {
-            if raptorq_rows::solve(&mut self.block, &self.have, t, &self.held, &mut self.basis) {
-                self.result = Some(std::mem::take(&mut self.block));
+        if k <= raptorq_rows::MAX_K {
+            // The rows tell whether the symbols held determine the block, without touching
+            // symbol bytes: an attempt that must fail costs no solve.
+            if !raptorq_rows::determined(&self.have, &self.held, &mut self.basis) {
+                return;
             }
-            return;
+            if missing <= ROWS_DECODE_LIMIT {
+                if raptorq_rows::solve(&mut self.block, &self.have, t, &self.held, &mut self.basis)
+                {
+                    self.result = Some(std::mem::take(&mut self.block));
+                }
+                return;
+            }
+            // Determined, with many symbols missing: the crate's solver, once.
         }
         // The crate's decoder, given every symbol held.
         let mut inner =

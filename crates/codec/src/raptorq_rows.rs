@@ -178,24 +178,13 @@ pub(crate) struct Basis {
     chosen: Vec<usize>,
 }
 
-/// Tries to recover the missing source symbols of `block` (k symbols of T bytes; `have[i]`
-/// tells which are present, the others are zero) from the repair symbols `held`, with the
-/// choice of `basis` from earlier attempts. Returns `false`, leaving `block` as it was, if
-/// the repair rows restricted to the missing symbols have rank below their number.
-pub(crate) fn solve(
-    block: &mut [u8],
-    have: &[bool],
-    t: usize,
-    held: &[Held],
-    basis: &mut Basis,
-) -> bool {
+/// Whether the repair symbols `held` determine the missing source symbols (`have[i]` false):
+/// extends `basis`, the choice of earlier calls, until it holds as many independent rows,
+/// restricted to the missing symbols, as there are missing symbols. Scalar work only, O(m²)
+/// octet operations per repair symbol examined.
+pub(crate) fn determined(have: &[bool], held: &[Held], basis: &mut Basis) -> bool {
     let missing: Vec<usize> = (0..have.len()).filter(|&i| !have[i]).collect();
     let m = missing.len();
-    if m == 0 {
-        return true;
-    }
-    // 1. Choose m repair symbols whose rows, restricted to the missing columns, are
-    //    independent: an echelon basis built row by row (scalar work only).
     if basis.missing != m || basis.seen > held.len() {
         *basis = Basis {
             missing: m,
@@ -223,9 +212,25 @@ pub(crate) fn solve(
             basis.chosen.push(r);
         }
     }
-    if basis.chosen.len() < m {
+    basis.chosen.len() == m
+}
+
+/// Recovers the missing source symbols of `block` (k symbols of T bytes; `have[i]` tells
+/// which are present, the others are zero) from the repair symbols `held`, with the choice of
+/// `basis` (see [`determined`]). Returns `false`, leaving `block` as it was, if the repair
+/// rows restricted to the missing symbols have rank below their number.
+pub(crate) fn solve(
+    block: &mut [u8],
+    have: &[bool],
+    t: usize,
+    held: &[Held],
+    basis: &mut Basis,
+) -> bool {
+    if !determined(have, held, basis) {
         return false;
     }
+    let missing: Vec<usize> = (0..have.len()).filter(|&i| !have[i]).collect();
+    let m = missing.len();
     let chosen = &basis.chosen;
     // 2. The chosen symbols with the known source symbols' share removed:
     //    y_r = r − Σ_{i∉M} g_r(i)·sᵢ.
