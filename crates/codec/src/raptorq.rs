@@ -256,8 +256,8 @@ pub struct RaptorqProgress {
 ///   bytes, whether the symbols held determine the block; if they do, a block missing at
 ///   most 16 source symbols is solved from the rows (an m×m system over the missing
 ///   symbols; see `docs/codec.md`), and one missing more by the crate's decoder, once;
-/// * for a larger block the `raptorq` crate's decoder is created at the first attempt,
-///   given every symbol held, and from then on given each new symbol.
+/// * for a larger block the `raptorq` crate's decoder is created at the first repair
+///   symbol, given every symbol held, and from then on given each new symbol.
 ///
 /// Both succeed at exactly the same pushes, with the same bytes: a solve succeeds if and only
 /// if the symbols held determine the block.
@@ -354,7 +354,9 @@ impl RaptorqDecoder {
                 if (esi as usize) >= k {
                     self.hold(esi, payload);
                 }
-                if self.received() >= k {
+                // A large block hands its symbols to the crate at the first repair symbol
+                // (it decodes nothing before k symbols are held).
+                if self.received() >= k || (k > raptorq_rows::MAX_K && (esi as usize) >= k) {
                     self.attempt();
                 }
             }
@@ -388,10 +390,10 @@ impl RaptorqDecoder {
     fn attempt(&mut self) {
         let (k, t) = (self.config.k, self.config.symbol_size);
         let missing = k - self.source_received;
-        self.block.resize(k * t, 0);
-        // No source symbol may have come yet.
-        self.have.resize(k, false);
         if k <= raptorq_rows::MAX_K {
+            self.block.resize(k * t, 0);
+            // No source symbol may have come yet.
+            self.have.resize(k, false);
             // The rows tell whether the symbols held determine the block, without touching
             // symbol bytes: an attempt that must fail costs no solve.
             if !raptorq_rows::determined(&self.have, &self.held, &mut self.basis) {
