@@ -444,6 +444,19 @@ impl Connection {
         self.protect = Some(Box::new(p));
     }
 
+    /// For a simulator only: datagrams leave [`poll_transmit`](Self::poll_transmit) with their
+    /// CRC-32 trailer left zero ([`Trailer::Crc32Deferred`]). The caller computes it with
+    /// [`wire::seal_checksum`] before anything could alter the datagram (a link flipping a
+    /// bit) and delivers unaltered datagrams with
+    /// [`handle_datagram_intact`](Self::handle_datagram_intact), which does not read it.
+    /// No effect on a protected connection (its tag is always computed). Never for datagrams
+    /// that leave the process.
+    pub fn defer_checksums(&mut self) {
+        if self.trailer == Trailer::Crc32 {
+            self.trailer = Trailer::Crc32Deferred;
+        }
+    }
+
     /// True if packets are protected.
     pub fn is_protected(&self) -> bool {
         self.protect.is_some()

@@ -605,8 +605,14 @@ impl Simulator {
             cfg.conn_id = id;
             let paths = group.len();
             // Validated in `SimConfig::validate`.
-            let sconn = Connection::new(cfg.clone(), paths).expect("validated configuration");
-            let rconn = Connection::new(cfg, paths).expect("validated configuration");
+            let mut sconn = Connection::new(cfg.clone(), paths).expect("validated configuration");
+            let mut rconn = Connection::new(cfg, paths).expect("validated configuration");
+            // The CRC-32 of a datagram is computed only when a link is about to flip one of
+            // its bits (`send`); an unaltered datagram is delivered as intact and its trailer
+            // never read. Debug builds (the tests') seal every datagram as it is sent, so that
+            // the receiver's debug check still catches a datagram altered unannounced.
+            sconn.defer_checksums();
+            rconn.defer_checksums();
             let ctx = AppContext {
                 index: ci,
                 connections: groups.len(),
@@ -895,7 +901,13 @@ impl Simulator {
             return;
         };
         if let Some(bit) = fate.corrupt_bit {
-            self.slab[slot as usize][(bit / 8) as usize] ^= 1 << (bit % 8);
+            let packet = &mut self.slab[slot as usize];
+            if !m.flipped && !m.raw {
+                // The sender's checksum, computed now (`defer_checksums`): over the bytes as
+                // sent, before the first flip, so that the receiver's check fails.
+                tributary_proto::wire::seal_checksum(&mut packet[..len]);
+            }
+            packet[(bit / 8) as usize] ^= 1 << (bit % 8);
             self.meta[slot as usize].flipped = true;
         }
         if fate.duplicate {
@@ -1076,6 +1088,11 @@ impl Simulator {
             let e = self.eps[ep as usize].as_mut().expect("live endpoint");
             match e.conn.poll_transmit(now, &mut self.slab[slot as usize]) {
                 Some(t) => {
+                    if cfg!(debug_assertions) {
+                        tributary_proto::wire::seal_checksum(
+                            &mut self.slab[slot as usize][..t.len],
+                        );
+                    }
                     let route = e.routes[t.path];
                     let m = &mut self.meta[slot as usize];
                     m.len = t.len as u32;

@@ -14,8 +14,8 @@ pub use frame::{
     SCHEME_FEEDBACK_KINDS,
 };
 pub use packet::{
-    parse_header, parse_packet, parse_packet_intact, Header, PacketWriter, Trailer, CHECKSUM_LEN,
-    FIXED_HEADER_LEN, MAGIC, MAX_HEADER_LEN, VERSION,
+    parse_header, parse_packet, parse_packet_intact, seal_checksum, Header, PacketWriter, Trailer,
+    CHECKSUM_LEN, FIXED_HEADER_LEN, MAGIC, MAX_HEADER_LEN, VERSION,
 };
 
 /// Every way a datagram can be malformed (or a frame fail to fit on emission).

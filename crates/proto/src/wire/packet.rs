@@ -73,6 +73,18 @@ pub fn parse_packet_intact(datagram: &[u8]) -> Result<(Header, &[u8]), WireError
     Ok((hdr, frames))
 }
 
+/// Writes the CRC-32 trailer of a datagram written with [`Trailer::Crc32Deferred`] (or
+/// rewrites a present one): afterwards it is what [`Trailer::Crc32`] would have written.
+/// Returns false, changing nothing, for a datagram shorter than a header and trailer.
+pub fn seal_checksum(datagram: &mut [u8]) -> bool {
+    if datagram.len() < MIN_LEN {
+        return false;
+    }
+    let (body, trailer) = datagram.split_at_mut(datagram.len() - CHECKSUM_LEN);
+    trailer.copy_from_slice(&crc32fast::hash(body).to_be_bytes());
+    true
+}
+
 /// A datagram split by [`split_packet`]: the header, the checksummed body, the frame bytes
 /// and the checksum the trailer carries.
 type Split<'a> = (Header, &'a [u8], &'a [u8], u32);
@@ -120,13 +132,16 @@ pub enum Trailer {
     Crc32,
     /// [`crate::protect::TAG_LEN`] bytes, filled when the packet is sealed.
     Aead,
+    /// Room for the CRC-32, left zero: a simulator's datagram whose checksum is computed
+    /// only if a link is about to alter it ([`seal_checksum`]). Never for a network.
+    Crc32Deferred,
 }
 
 impl Trailer {
     /// Bytes the trailer takes.
     pub const fn len(self) -> usize {
         match self {
-            Trailer::Crc32 => CHECKSUM_LEN,
+            Trailer::Crc32 | Trailer::Crc32Deferred => CHECKSUM_LEN,
             Trailer::Aead => crate::protect::TAG_LEN,
         }
     }
@@ -381,6 +396,7 @@ impl<'a> PacketWriter<'a> {
                 self.w.u32(crc);
             }
             Trailer::Aead => self.w.pos += Trailer::Aead.len(),
+            Trailer::Crc32Deferred => self.w.u32(0),
         }
         self.w.pos
     }

@@ -34,6 +34,32 @@ fn literal_ping_packet() {
     );
 }
 
+/// A simulator's datagram written with the CRC-32 deferred is the checksummed datagram with
+/// a zero trailer, refused by the checksum check until sealed, and byte for byte the
+/// checksummed one once sealed; a buffer too short to be a datagram is left as it is.
+#[test]
+fn deferred_checksum_seals_to_the_checksummed_datagram() {
+    let mut a = [0u8; 64];
+    let mut w = PacketWriter::new(&mut a, 64, header()).unwrap();
+    w.push_data_with(300, 3, |d| d.copy_from_slice(b"abc"))
+        .unwrap();
+    let n = w.finish();
+    let mut b = [0xAAu8; 64];
+    let mut w = PacketWriter::with_trailer(&mut b, 64, header(), Trailer::Crc32Deferred).unwrap();
+    w.push_data_with(300, 3, |d| d.copy_from_slice(b"abc"))
+        .unwrap();
+    assert_eq!(w.finish(), n);
+    assert_eq!(&b[..n - CHECKSUM_LEN], &a[..n - CHECKSUM_LEN]);
+    assert_eq!(&b[n - CHECKSUM_LEN..n], &[0, 0, 0, 0]);
+    assert_eq!(parse_packet(&b[..n]), Err(WireError::Checksum));
+    assert!(seal_checksum(&mut b[..n]));
+    assert_eq!(&b[..n], &a[..n]);
+    assert!(parse_packet(&b[..n]).is_ok());
+    let mut short = [1u8, 2, 3];
+    assert!(!seal_checksum(&mut short));
+    assert_eq!(short, [1, 2, 3]);
+}
+
 #[test]
 fn literal_data_frame() {
     let mut buf = [0u8; 64];
