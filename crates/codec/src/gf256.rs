@@ -754,6 +754,12 @@ mod x86 {
     #[inline(always)]
     unsafe fn tables256(c: u8) -> (__m256i, __m256i) {
         let (lo, hi) = split_tables(c);
+        unsafe { broadcast_tables(&lo, &hi) }
+    }
+
+    /// Split tables broadcast to both 128-bit halves, for `VPSHUFB` on 32 bytes.
+    #[inline(always)]
+    unsafe fn broadcast_tables(lo: &[u8; 16], hi: &[u8; 16]) -> (__m256i, __m256i) {
         unsafe {
             (
                 _mm256_broadcastsi128_si256(load16(lo.as_ptr())),
@@ -852,12 +858,8 @@ mod x86 {
             return;
         }
         unsafe {
-            let t = (
-                _mm256_broadcastsi128_si256(load16(lo.as_ptr())),
-                _mm256_broadcastsi128_si256(load16(hi.as_ptr())),
-                _mm256_set1_epi8(0x0f),
-            );
-            windows::<true, false>(dst, src, &t)
+            let (lo, hi) = broadcast_tables(lo, hi);
+            windows::<true, false>(dst, src, &(lo, hi, _mm256_set1_epi8(0x0f)))
         }
     }
 
