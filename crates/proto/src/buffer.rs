@@ -38,7 +38,33 @@ fn keep_spare(spare: usize, held: usize, peak: usize) -> bool {
     spare < SPARE_CHUNKS.max(peak.saturating_sub(held))
 }
 
+/// An application stream whose bytes are a function of their offset (a generated test
+/// stream, a file mapped in memory): given to a connection
+/// ([`crate::Connection::set_stream_source`]), it lets the send buffer produce each byte when a
+/// scheme reads it for sending instead of storing what the application wrote, so a sender holds
+/// no copy of the data in flight or written ahead.
+pub trait StreamSource: Send + Sync + std::fmt::Debug {
+    /// Writes the stream's bytes at `[offset, offset + dst.len())` into `dst`; the same
+    /// bytes every time.
+    fn fill(&self, offset: u64, dst: &mut [u8]);
+}
+
+/// Why a stream source was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    /// Bytes were written before: a stream's bytes come from one place from its start.
+    #[error("a stream source must be set before any byte is written ({written} written)")]
+    AlreadyWritten {
+        /// Bytes written so far.
+        written: u64,
+    },
+}
+
 /// Bytes written by the application, from the cumulative acknowledgement to the end.
+///
+/// With a [`StreamSource`] the bytes are not stored: [`SendBuffer::copy_out`] produces them
+/// from the source. Debug builds (the tests') store them anyway and check every copy against
+/// the source, so the storage path keeps being exercised wherever the source is used.
 #[derive(Debug, Clone)]
 pub struct SendBuffer {
     /// Chunk i holds offsets `[chunk_base + i·CHUNK, chunk_base + (i+1)·CHUNK)`.
@@ -55,6 +81,11 @@ pub struct SendBuffer {
     /// One past the highest byte ever copied out for sending (a `Cell` because copying out
     /// is a read): the bytes above it were written but never sent.
     frontier: std::cell::Cell<u64>,
+    /// The application's stream, when its bytes are a function of their offset.
+    source: Option<std::sync::Arc<dyn StreamSource>>,
+    /// Whether, with a source, the bytes are stored as well, to check every copy against the
+    /// source: in debug builds (the tests').
+    store_sourced: bool,
 }
 
 impl SendBuffer {
@@ -70,7 +101,25 @@ impl SendBuffer {
             spare: Vec::new(),
             peak: 0,
             frontier: std::cell::Cell::new(0),
+            source: None,
+            store_sourced: cfg!(debug_assertions),
         }
+    }
+    /// Takes the stream's bytes from `source` from now on (see [`StreamSource`]); refused once
+    /// a byte was written.
+    pub fn set_source(
+        &mut self,
+        source: std::sync::Arc<dyn StreamSource>,
+    ) -> Result<(), SourceError> {
+        if self.end > 0 {
+            return Err(SourceError::AlreadyWritten { written: self.end });
+        }
+        self.source = Some(source);
+        Ok(())
+    }
+    /// Whether the bytes come from a [`StreamSource`].
+    pub fn has_source(&self) -> bool {
+        self.source.is_some()
     }
     /// Capacity in bytes.
     pub fn capacity(&self) -> usize {
@@ -112,9 +161,34 @@ impl SendBuffer {
             at += dst.len();
         })
     }
+    /// Appends the next `n` bytes of the stream source (at most the free space); returns the
+    /// bytes appended: 0 without a source.
+    pub fn write_from_source(&mut self, n: usize) -> usize {
+        let Some(source) = self.source.clone() else {
+            return 0;
+        };
+        if self.store_sourced {
+            let mut at = self.end;
+            self.store_with(n, |dst| {
+                source.fill(at, dst);
+                at += dst.len() as u64;
+            })
+        } else {
+            let n = n.min(self.free());
+            self.end += n as u64;
+            n
+        }
+    }
     /// Appends `n` bytes (at most the free space) written in place by `fill`, which is called
-    /// with consecutive slices (one per storage chunk touched). Returns the bytes appended.
-    pub fn write_with(&mut self, n: usize, mut fill: impl FnMut(&mut [u8])) -> usize {
+    /// with consecutive slices (one per storage chunk touched). Returns the bytes appended: 0
+    /// when the bytes come from a stream source ([`SendBuffer::write_from_source`]).
+    pub fn write_with(&mut self, n: usize, fill: impl FnMut(&mut [u8])) -> usize {
+        if self.source.is_some() {
+            return 0;
+        }
+        self.store_with(n, fill)
+    }
+    fn store_with(&mut self, n: usize, mut fill: impl FnMut(&mut [u8])) -> usize {
         let n = n.min(self.free());
         let mut left = n;
         while left > 0 {
@@ -139,15 +213,35 @@ impl SendBuffer {
         if !self.take_uncopied(offset, dst.len() as u64) {
             return false;
         }
+        if let Some(source) = &self.source {
+            source.fill(offset, dst);
+            if self.store_sourced {
+                self.stored(offset, dst.len(), |at, s| {
+                    assert!(
+                        dst[at..at + s.len()] == *s,
+                        "stream source and stored bytes differ in [{offset}, +{})",
+                        dst.len()
+                    );
+                });
+            }
+            return true;
+        }
+        self.stored(offset, dst.len(), |at, s| {
+            dst[at..at + s.len()].copy_from_slice(s);
+        });
+        true
+    }
+    /// Passes the stored bytes of `[offset, offset + len)` to `f`, one slice per chunk, with
+    /// each slice's position in the range.
+    fn stored(&self, offset: u64, len: usize, mut f: impl FnMut(usize, &[u8])) {
         let mut done = 0;
-        while done < dst.len() {
+        while done < len {
             let pos = offset + done as u64 - self.chunk_base;
             let (idx, off) = ((pos / CHUNK64) as usize, (pos % CHUNK64) as usize);
-            let m = (dst.len() - done).min(CHUNK - off);
-            dst[done..done + m].copy_from_slice(&self.chunks[idx][off..off + m]);
+            let m = (len - done).min(CHUNK - off);
+            f(done, &self.chunks[idx][off..off + m]);
             done += m;
         }
-        true
     }
     /// Takes `[offset, offset + len)` for sending without copying it (a scheme that reads
     /// the bytes later, while this buffer still holds them): counts them as copied out, as
@@ -507,6 +601,98 @@ mod tests {
         assert!(b.copy_out(4, &mut out));
         assert_eq!(&out, b"efghijkl");
         assert!(!b.copy_out(2, &mut out[..2]));
+    }
+
+    /// Byte `o` is `o · 7 + 3` (mod 256).
+    #[derive(Debug)]
+    struct Affine;
+
+    impl StreamSource for Affine {
+        fn fill(&self, offset: u64, dst: &mut [u8]) {
+            for (k, b) in dst.iter_mut().enumerate() {
+                *b = ((offset + k as u64) * 7 + 3) as u8;
+            }
+        }
+    }
+
+    fn affine(from: u64, len: usize) -> Vec<u8> {
+        let mut v = vec![0; len];
+        Affine.fill(from, &mut v);
+        v
+    }
+
+    /// With a stream source the buffer keeps its accounting (capacity, unsent, release) and
+    /// copies out the source's bytes, across chunk boundaries and after releases; it stores
+    /// nothing unless checking (debug builds), and both ways give the same bytes.
+    #[test]
+    fn a_sourced_buffer_copies_out_the_source_bytes_and_stores_nothing() {
+        for store in [false, true] {
+            let mut b = SendBuffer::new(3 * CHUNK);
+            b.store_sourced = store;
+            assert!(b.set_source(std::sync::Arc::new(Affine)).is_ok());
+            assert_eq!(b.write_with(10, |_| unreachable!("not called")), 0);
+            assert_eq!(b.write_from_source(2 * CHUNK + 100), 2 * CHUNK + 100);
+            assert_eq!(
+                b.write_from_source(2 * CHUNK),
+                CHUNK - 100,
+                "the capacity holds"
+            );
+            assert_eq!((b.held(), b.free(), b.unsent()), (3 * CHUNK, 0, 3 * CHUNK));
+            assert_eq!(b.allocated(), if store { 3 * CHUNK } else { 0 });
+            let mut out = vec![0; 3000];
+            let at = CHUNK as u64 - 1000;
+            assert!(b.copy_out(at, &mut out));
+            assert_eq!(out, affine(at, 3000), "store {store}");
+            assert_eq!(b.unsent(), 3 * CHUNK - (at as usize + 3000));
+            b.release_to(CHUNK as u64 + 5);
+            assert!(!b.copy_out(CHUNK as u64, &mut out[..10]), "released");
+            assert_eq!(b.write_from_source(CHUNK), CHUNK);
+            let end = b.end();
+            assert!(b.copy_out(end - 40, &mut out[..40]));
+            assert_eq!(out[..40], affine(end - 40, 40)[..]);
+            assert!(
+                !b.copy_out(end - 40, &mut out[..41]),
+                "beyond what was written"
+            );
+        }
+    }
+
+    /// A source whose bytes change between calls (each call adds one to every byte).
+    #[derive(Debug, Default)]
+    struct Drifting(std::sync::atomic::AtomicU8);
+
+    impl StreamSource for Drifting {
+        fn fill(&self, _offset: u64, dst: &mut [u8]) {
+            let v = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            dst.fill(v);
+        }
+    }
+
+    /// The check of debug builds has force: a copy that differs from what the source gave
+    /// when the bytes were written is caught.
+    #[test]
+    #[should_panic(expected = "stream source and stored bytes differ")]
+    fn a_source_that_changes_its_bytes_is_caught_when_storing() {
+        let mut b = SendBuffer::new(100);
+        b.store_sourced = true;
+        assert!(b
+            .set_source(std::sync::Arc::new(Drifting::default()))
+            .is_ok());
+        assert_eq!(b.write_from_source(50), 50);
+        let mut out = [0u8; 10];
+        b.copy_out(0, &mut out);
+    }
+
+    #[test]
+    fn a_source_is_refused_once_bytes_were_written() {
+        let mut b = SendBuffer::new(100);
+        assert_eq!(b.write(b"abc"), 3);
+        assert_eq!(
+            b.set_source(std::sync::Arc::new(Affine)),
+            Err(SourceError::AlreadyWritten { written: 3 })
+        );
+        assert!(!b.has_source());
+        assert_eq!(b.write_from_source(10), 0, "no source: nothing written");
     }
 
     #[test]

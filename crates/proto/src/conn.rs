@@ -535,13 +535,42 @@ impl Connection {
     /// Appends up to `n` stream bytes (at most [`Connection::write_capacity`]) produced in
     /// place by `fill` (called with consecutive slices); returns how many were appended (0
     /// after `close`).
+    /// With a stream source set ([`Connection::set_stream_source`]) it appends nothing: use
+    /// [`Connection::write_from_source`].
     pub fn write_with(&mut self, n: usize, fill: impl FnMut(&mut [u8])) -> usize {
-        let want = n;
-        let n = self.send_buf.write_with(n.min(self.write_capacity()), fill);
-        self.stats.bytes_written += n as u64;
+        let cap = n.min(self.write_capacity());
+        let written = self.send_buf.write_with(cap, fill);
+        self.wrote(n, written)
+    }
+
+    /// Takes the application's stream from `source` (bytes as a function of their offset)
+    /// instead of from writes: the send buffer then stores nothing and produces each byte when
+    /// a scheme reads it for sending (see [`crate::buffer::StreamSource`]). Must be called
+    /// before anything is written; afterwards write with [`Connection::write_from_source`] and
+    /// [`Connection::write_message_from_source`].
+    pub fn set_stream_source(
+        &mut self,
+        source: std::sync::Arc<dyn crate::buffer::StreamSource>,
+    ) -> Result<(), crate::buffer::SourceError> {
+        self.send_buf.set_source(source)
+    }
+
+    /// Appends the stream source's next bytes, up to `n` (at most
+    /// [`Connection::write_capacity`]); returns how many were appended (0 after `close`, or
+    /// without a source).
+    pub fn write_from_source(&mut self, n: usize) -> usize {
+        let written = self
+            .send_buf
+            .write_from_source(n.min(self.write_capacity()));
+        self.wrote(n, written)
+    }
+
+    /// Counts `written` of `wanted` bytes appended.
+    fn wrote(&mut self, wanted: usize, written: usize) -> usize {
+        self.stats.bytes_written += written as u64;
         // Bytes left over: the application writes again as soon as room opens.
-        self.writer_waiting = n < want && self.final_size.is_none();
-        n
+        self.writer_waiting = written < wanted && self.final_size.is_none();
+        written
     }
 
     /// How many stream bytes the application may write now (0 after `close`): what fits in
@@ -570,12 +599,42 @@ impl Connection {
 
     /// Writes one message of `len` bytes, produced in place by `fill` (called with one or two
     /// consecutive slices): all of it or nothing. See [`crate::message`].
+    /// With a stream source set it is refused ([`WriteError::FromSource`]): use
+    /// [`Connection::write_message_from_source`].
     pub fn write_message(
         &mut self,
         now: Instant,
         len: usize,
         opts: MessageOptions,
         fill: impl FnMut(&mut [u8]),
+    ) -> Result<MessageId, WriteError> {
+        if self.send_buf.has_source() {
+            return Err(WriteError::FromSource);
+        }
+        self.append_message(now, len, opts, Some(fill))
+    }
+
+    /// Writes the stream source's next `len` bytes as one message: all of it or nothing, as
+    /// [`Connection::write_message`] (refused without a source: [`WriteError::NoSource`]).
+    pub fn write_message_from_source(
+        &mut self,
+        now: Instant,
+        len: usize,
+        opts: MessageOptions,
+    ) -> Result<MessageId, WriteError> {
+        if !self.send_buf.has_source() {
+            return Err(WriteError::NoSource);
+        }
+        self.append_message(now, len, opts, None::<fn(&mut [u8])>)
+    }
+
+    /// [`Connection::write_message`] with `fill`'s bytes, or the stream source's without.
+    fn append_message(
+        &mut self,
+        now: Instant,
+        len: usize,
+        opts: MessageOptions,
+        fill: Option<impl FnMut(&mut [u8])>,
     ) -> Result<MessageId, WriteError> {
         if self.final_size.is_some() {
             return Err(WriteError::Closed);
@@ -589,7 +648,10 @@ impl Connection {
             });
         }
         let start = self.send_buf.end();
-        let n = self.send_buf.write_with(len, fill);
+        let n = match fill {
+            Some(fill) => self.send_buf.write_with(len, fill),
+            None => self.send_buf.write_from_source(len),
+        };
         debug_assert_eq!(n, len);
         self.stats.bytes_written += n as u64;
         let m = self.tx_msgs.add(start, start + n as u64, opts);

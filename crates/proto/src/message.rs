@@ -130,6 +130,14 @@ pub enum WriteError {
         /// Free send-buffer space now.
         available: usize,
     },
+    /// The connection takes its bytes from a stream source
+    /// ([`crate::Connection::set_stream_source`]): write with
+    /// [`crate::Connection::write_message_from_source`].
+    #[error("the stream's bytes come from its stream source: write from the source")]
+    FromSource,
+    /// [`crate::Connection::write_message_from_source`] without a stream source.
+    #[error("no stream source was set")]
+    NoSource,
 }
 
 #[derive(Debug, Clone, Copy)]

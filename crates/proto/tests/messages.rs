@@ -307,6 +307,56 @@ fn writing_a_message_is_all_or_nothing() {
     );
 }
 
+/// Byte `o` of the stream is `(o · 31) ^ (o >> 8)` (mod 256).
+#[derive(Debug)]
+struct Pattern;
+
+impl tributary_proto::buffer::StreamSource for Pattern {
+    fn fill(&self, offset: u64, dst: &mut [u8]) {
+        for (k, b) in dst.iter_mut().enumerate() {
+            let o = offset + k as u64;
+            *b = (o.wrapping_mul(31) ^ (o >> 8)) as u8;
+        }
+    }
+}
+
+/// A sender whose bytes come from a stream source: messages and plain bytes, every fifth
+/// datagram lost, arrive whole with the source's bytes; the writes that take bytes are
+/// refused on it, and the source's writes without one.
+#[test]
+fn a_stream_source_supplies_the_bytes_of_messages_and_plain_writes() {
+    let (mut a, mut b) = pair();
+    assert_eq!(
+        a.write_message_from_source(Instant::ZERO, 10, MessageOptions::default()),
+        Err(WriteError::NoSource)
+    );
+    assert_eq!(a.write_from_source(10), 0);
+    assert!(a.set_stream_source(std::sync::Arc::new(Pattern)).is_ok());
+    assert_eq!(a.write(b"taken elsewhere"), 0);
+    assert_eq!(
+        a.write_message(Instant::ZERO, 3, MessageOptions::default(), |_| {}),
+        Err(WriteError::FromSource)
+    );
+    let m = a
+        .write_message_from_source(Instant::ZERO, 30_000, MessageOptions::default())
+        .unwrap();
+    assert_eq!(a.write_from_source(30_000), 30_000);
+    assert_eq!(a.stats().bytes_written, 60_000);
+    a.close();
+    let (ev, read) = run(&mut a, &mut b, Duration::from_millis(20), 30, |_, i| {
+        i % 5 == 0
+    });
+    assert!(b.is_finished());
+    assert_eq!(received(&ev), vec![(m, 0, 30_000)]);
+    let mut want = vec![0; 60_000];
+    tributary_proto::buffer::StreamSource::fill(&Pattern, 0, &mut want);
+    assert_eq!(joined(&read), want);
+    // Refused once bytes were written.
+    let (mut c, _) = pair();
+    assert_eq!(c.write(b"abc"), 3);
+    assert!(c.set_stream_source(std::sync::Arc::new(Pattern)).is_err());
+}
+
 fn frame_bytes(f: &Frame<'_>) -> Vec<u8> {
     let mut buf = vec![0u8; 256];
     let hdr = tributary_proto::wire::Header {

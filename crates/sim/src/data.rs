@@ -4,6 +4,10 @@
 //! was written: the sink regenerates the expected bytes at each delivered slice's offset and
 //! compares them. That is stronger than comparing digests at the end (the first wrong byte is
 //! found where it happens, with its offset) and needs O(1) memory whatever the bytes moved.
+//! The sending connection needs no stored copy either: it produces each byte as it sends it
+//! ([`Stream`], a `StreamSource`).
+
+use tributary_proto::buffer::StreamSource;
 
 /// The word at 8-byte index `i` of stream `seed`.
 #[inline]
@@ -354,7 +358,19 @@ mod x86 {
     }
 }
 
-/// Produces the stream in order.
+/// The stream with one seed as a connection's [`StreamSource`]: the sending connection
+/// produces each byte when it sends it, from [`fill`], instead of storing what was written.
+#[derive(Debug, Clone, Copy)]
+pub struct Stream(pub u64);
+
+impl StreamSource for Stream {
+    fn fill(&self, offset: u64, dst: &mut [u8]) {
+        fill(self.0, offset, dst);
+    }
+}
+
+/// Counts the stream's bytes written, in order (the connection produces them from its
+/// [`Stream`]).
 #[derive(Debug, Clone)]
 pub struct Source {
     seed: u64,
@@ -376,6 +392,17 @@ impl Source {
     pub fn produce(&mut self, dst: &mut [u8]) {
         fill(self.seed, self.written, dst);
         self.written += dst.len() as u64;
+    }
+
+    /// Counts the next `n` bytes as written (the connection produces them from the
+    /// [`Stream`] of this seed).
+    pub fn advance(&mut self, n: usize) {
+        self.written += n as u64;
+    }
+
+    /// This stream as a connection's source.
+    pub fn stream(&self) -> Stream {
+        Stream(self.seed)
     }
 }
 

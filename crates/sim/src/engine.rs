@@ -17,7 +17,7 @@
 
 use crate::app::{AppContext, AppHalf, AppIo, Lifetime, RawDatagram};
 use crate::config::{Direction, FlowConfig, FlowKind, SimConfig, SimConfigError};
-use crate::data::{Sink, Source};
+use crate::data::{Sink, Source, Stream};
 use crate::link::Link;
 use crate::random::exponential;
 use crate::result::{
@@ -623,6 +623,13 @@ impl Simulator {
             let (sapp, rapp) = f.app.factory().build(&ctx);
             // The reverse direction (requests, answers) has its own stream.
             let rs = derive_seed(ss, &[0x7265_7665]);
+            // Each end's bytes are a function of their offset: the connections produce them
+            // as they send them instead of storing what the applications wrote (debug builds
+            // store them too and check every copy against the stream).
+            for (conn, seed) in [(&mut sconn, ss), (&mut rconn, rs)] {
+                conn.set_stream_source(std::sync::Arc::new(Stream(seed)))
+                    .expect("a connection just built has written nothing");
+            }
             let s = self.alloc_ep(Endpoint {
                 conn: sconn,
                 app: sapp,

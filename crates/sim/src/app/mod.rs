@@ -178,8 +178,9 @@ impl AppIo<'_> {
     /// Writes up to `n` next stream bytes (from this end's source); returns how many were
     /// accepted.
     pub fn write(&mut self, n: usize) -> usize {
-        let src = &mut *self.src;
-        self.conn.write_with(n, |dst| src.produce(dst))
+        let n = self.conn.write_from_source(n);
+        self.src.advance(n);
+        n
     }
 
     /// The largest message [`AppIo::write_message`] accepts now.
@@ -193,9 +194,9 @@ impl AppIo<'_> {
         len: usize,
         opts: MessageOptions,
     ) -> Result<MessageId, WriteError> {
-        let src = &mut *self.src;
-        self.conn
-            .write_message(self.now, len, opts, |dst| src.produce(dst))
+        let id = self.conn.write_message_from_source(self.now, len, opts)?;
+        self.src.advance(len);
+        Ok(id)
     }
 
     /// Stream bytes written so far.
