@@ -164,19 +164,21 @@ impl SendBuffer {
     /// Appends the next `n` bytes of the stream source (at most the free space); returns the
     /// bytes appended: 0 without a source.
     pub fn write_from_source(&mut self, n: usize) -> usize {
-        let Some(source) = self.source.clone() else {
-            return 0;
-        };
-        if self.store_sourced {
-            let mut at = self.end;
-            self.store_with(n, |dst| {
-                source.fill(at, dst);
-                at += dst.len() as u64;
-            })
-        } else {
-            let n = n.min(self.free());
-            self.end += n as u64;
-            n
+        match &self.source {
+            None => 0,
+            Some(_) if !self.store_sourced => {
+                let n = n.min(self.free());
+                self.end += n as u64;
+                n
+            }
+            Some(source) => {
+                let source = source.clone();
+                let mut at = self.end;
+                self.store_with(n, |dst| {
+                    source.fill(at, dst);
+                    at += dst.len() as u64;
+                })
+            }
         }
     }
     /// Appends `n` bytes (at most the free space) written in place by `fill`, which is called

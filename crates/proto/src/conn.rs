@@ -535,6 +535,7 @@ impl Connection {
     /// Appends up to `n` stream bytes (at most [`Connection::write_capacity`]) produced in
     /// place by `fill` (called with consecutive slices); returns how many were appended (0
     /// after `close`).
+    ///
     /// With a stream source set ([`Connection::set_stream_source`]) it appends nothing: use
     /// [`Connection::write_from_source`].
     pub fn write_with(&mut self, n: usize, fill: impl FnMut(&mut [u8])) -> usize {
@@ -599,6 +600,7 @@ impl Connection {
 
     /// Writes one message of `len` bytes, produced in place by `fill` (called with one or two
     /// consecutive slices): all of it or nothing. See [`crate::message`].
+    ///
     /// With a stream source set it is refused ([`WriteError::FromSource`]): use
     /// [`Connection::write_message_from_source`].
     pub fn write_message(

@@ -17,7 +17,7 @@
 
 use crate::app::{AppContext, AppHalf, AppIo, Lifetime, RawDatagram};
 use crate::config::{Direction, FlowConfig, FlowKind, SimConfig, SimConfigError};
-use crate::data::{Sink, Source, Stream};
+use crate::data::{Sink, Source};
 use crate::link::Link;
 use crate::random::exponential;
 use crate::result::{
@@ -626,14 +626,15 @@ impl Simulator {
             // Each end's bytes are a function of their offset: the connections produce them
             // as they send them instead of storing what the applications wrote (debug builds
             // store them too and check every copy against the stream).
-            for (conn, seed) in [(&mut sconn, ss), (&mut rconn, rs)] {
-                conn.set_stream_source(std::sync::Arc::new(Stream(seed)))
+            let (ssrc, rsrc) = (Source::new(ss), Source::new(rs));
+            for (conn, src) in [(&mut sconn, &ssrc), (&mut rconn, &rsrc)] {
+                conn.set_stream_source(std::sync::Arc::new(src.stream()))
                     .expect("a connection just built has written nothing");
             }
             let s = self.alloc_ep(Endpoint {
                 conn: sconn,
                 app: sapp,
-                src: Source::new(ss),
+                src: ssrc,
                 sink: Sink::new(rs),
                 sender: true,
                 occupancy: Occupancy::default(),
@@ -648,7 +649,7 @@ impl Simulator {
             let r = self.alloc_ep(Endpoint {
                 conn: rconn,
                 app: rapp,
-                src: Source::new(rs),
+                src: rsrc,
                 sink: Sink::new(ss),
                 sender: false,
                 occupancy: Occupancy::default(),
