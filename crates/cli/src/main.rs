@@ -50,6 +50,17 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    // The Rust runtime ignores SIGPIPE, so a write to a closed pipe (`tributary list | head`)
+    // fails and `println!` panics with a backtrace. Restore the default action: the process
+    // ends quietly when the reader of its output goes away, as other Unix tools do. The only
+    // pipes this program writes are its standard output and error (sockets are UDP, which
+    // raises no SIGPIPE; results go to files).
+    #[cfg(unix)]
+    // SAFETY: first statement of `main`, before any thread exists; `signal` with `SIG_DFL`
+    // installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Run(a) => run_cmd::run(a),

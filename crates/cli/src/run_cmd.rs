@@ -151,6 +151,12 @@ pub fn run(a: RunArgs) -> Result<()> {
             a.file.display()
         );
     }
+    if let Err(e) = run::plan_size(
+        scenario.configs.len(),
+        opts.repetitions.unwrap_or(scenario.repetitions),
+    ) {
+        bail!("{}: {e}", a.file.display());
+    }
     let plan = run::plan(&scenario, &opts);
     if let Some(shard) = a.shard {
         if a.stream.is_none() && a.resume.is_none() && !a.check {

@@ -208,6 +208,40 @@ fn bad_input_fails_with_a_message() {
         ),
         "{err}"
     );
+
+    // A repetition count no machine could plan is an error with the limit, not an aborted
+    // process (found by held-out testing: the plan's allocation failed and killed it).
+    let file = tmp("huge-repetitions.toml");
+    std::fs::write(&file, TINY).unwrap();
+    let out = tributary(&["run", file.to_str().unwrap(), "--repetitions", "100000000"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("100000000 repetition(s) is more than the 16777216 runs"),
+        "{err}"
+    );
+}
+
+/// Output into a closed pipe (`tributary list | head`) ends the process quietly, as for other
+/// Unix tools, not with a panic and a backtrace (found by review: `list --markdown | head`
+/// panicked with "failed printing to stdout: Broken pipe"). The pipe's read end is closed
+/// before the command starts, so its first write fails whatever the timing.
+#[cfg(unix)]
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    for args in [&["list", "--markdown"][..], &["run", "--help"][..]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_tributary"))
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}: {err}");
+    }
 }
 
 #[test]

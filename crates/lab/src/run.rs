@@ -71,13 +71,45 @@ pub enum RunError {
     },
 }
 
+/// Most runs one scenario may plan (16.7 million): about 32 bytes each to plan and, at about
+/// 1 KB of results per run (docs/performance.md, "Sweeps at scale"), 17 GB of results. Larger
+/// plans are refused with an error before anything is allocated: they are a typing slip (an
+/// extra zero in `repetitions`) or a damaged results file, not a sweep one machine can run.
+pub const MAX_RUNS: usize = 1 << 24;
+
+/// Most (variant, sweep point) combinations one scenario file may expand to. Each is compiled
+/// before anything runs, at about 5 KB apiece (27,000 points of a small two-link file took
+/// 140 MB), so this bounds a file's configurations to about half a gigabyte. Several
+/// `[[sweep]]` tables multiply: four sweeps of 100 values are 100 million points. A larger
+/// study is split over several files.
+pub const MAX_CONFIGS: usize = 100_000;
+
+/// Runs of `configs` (variant, sweep point) combinations × `repetitions`, or why the plan is
+/// too large ([`MAX_RUNS`]).
+pub fn plan_size(configs: usize, repetitions: u64) -> Result<usize, String> {
+    usize::try_from(repetitions)
+        .ok()
+        .and_then(|r| configs.checked_mul(r))
+        .filter(|&n| n <= MAX_RUNS)
+        .ok_or_else(|| {
+            format!(
+                "{configs} configuration(s) × {repetitions} repetition(s) is more than the \
+                 {MAX_RUNS} runs one scenario may plan; use fewer repetitions or split the \
+                 sweep over several files"
+            )
+        })
+}
+
 /// The seed of repetition `r`: derived from the master seed only, so every variant and sweep
 /// point sees the same seeds (and so the same random losses where the traffic is the same).
 pub fn repetition_seed(master: u64, r: u64) -> u64 {
     derive_seed(master, &[0x1ab, r])
 }
 
-/// The runs of a scenario in report order: variant, then sweep point, then repetition.
+/// The runs of a scenario in report order: variant, then sweep point, then repetition. The
+/// list is built whole: check its size with [`plan_size`] first when `opts` overrides the
+/// file's repetitions ([`Scenario::load`] checks the file's own, [`crate::sweep::sweep`] every
+/// plan).
 pub fn plan(s: &Scenario, opts: &RunOptions) -> Vec<RunSpec> {
     plan_of(&Layout::new(
         s,

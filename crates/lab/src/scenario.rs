@@ -174,6 +174,20 @@ impl Scenario {
             variants.push(v.name.clone());
         }
         let points = sweep_points(&meta).map_err(invalid)?;
+        // `sweep_points` bounded the points alone; with the variants (at least one), and with
+        // the repetitions, the plan must stay within the limits too.
+        let configs = points.len().saturating_mul(meta.variants.len().max(1));
+        if configs > crate::run::MAX_CONFIGS {
+            return Err(invalid(format!(
+                "{} variant(s) × {} sweep point(s) = {configs} configurations, more than the {} \
+                 one scenario file may have; split the study over several files",
+                meta.variants.len().max(1),
+                points.len(),
+                crate::run::MAX_CONFIGS
+            )));
+        }
+        crate::run::plan_size(configs, base_spec.repetitions)
+            .map_err(|e| invalid(format!("repetitions: {e}")))?;
 
         let variant_sets: Vec<(String, Vec<(String, toml::Value)>)> = if meta.variants.is_empty() {
             vec![(String::new(), Vec::new())]
@@ -294,8 +308,17 @@ fn sweep_points(meta: &MetaSpec) -> Result<Vec<SweepPoint>, String> {
                 ));
             }
         }
+        // Checked before the product is built: several sweeps multiply.
+        let n_points = points.len().saturating_mul(s.values.len());
+        if n_points > crate::run::MAX_CONFIGS {
+            return Err(format!(
+                "{ctx}: the sweeps up to this one make {n_points} points, more than the {} \
+                 configurations one scenario file may have; split the study over several files",
+                crate::run::MAX_CONFIGS
+            ));
+        }
         let short = s.parameter.rsplit('.').next().unwrap_or(&s.parameter);
-        let mut next = Vec::new();
+        let mut next = Vec::with_capacity(n_points);
         for p in &points {
             for (vi, v) in s.values.iter().enumerate() {
                 let part = match &s.labels {
@@ -316,14 +339,16 @@ fn sweep_points(meta: &MetaSpec) -> Result<Vec<SweepPoint>, String> {
     }
     // Runs are grouped into summary rows by label: two points with one label would be
     // averaged together as if they were repetitions of one point.
+    let mut first_with = std::collections::HashMap::with_capacity(points.len());
     for (j, q) in points.iter().enumerate() {
-        if let Some(i) = points[..j].iter().position(|p| p.label == q.label) {
+        if let Some(&i) = first_with.get(q.label.as_str()) {
             return Err(format!(
                 "sweep: points {i} and {j} are both labelled `{}`; a repeated value or label \
                  would merge their runs in the report: give each point its own value and label",
                 q.label
             ));
         }
+        first_with.insert(q.label.as_str(), j);
     }
     Ok(points)
 }

@@ -41,10 +41,9 @@ pub const FORMAT: &str = "tributary-results";
 /// The version of the results file format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 
-/// Plans larger than this in a header are taken for damage, not a sweep (16.7 million runs;
-/// at about 1 KB per run their results alone would be 17 GB); it keeps a damaged or hostile
-/// header from making merge list billions of missing runs.
-const MAX_RUNS: usize = 1 << 24;
+// Plans larger than this in a header are taken for damage, not a sweep; it keeps a damaged or
+// hostile header from making merge list billions of missing runs.
+use crate::run::MAX_RUNS;
 
 /// How often at least a results file is synced to disk (it is flushed to the operating system
 /// after every line).
@@ -1044,8 +1043,8 @@ pub enum SweepError {
     /// A shard without a results file would produce nothing.
     #[error("a shard's runs must go to a results file (to be merged with the other shards)")]
     ShardWithoutFile,
-    /// The plan is too large for a results file.
-    #[error("{runs} runs are more than a results file holds ({MAX_RUNS}); use fewer repetitions")]
+    /// The plan is larger than one sweep may be ([`MAX_RUNS`]).
+    #[error("{runs} runs are more than one sweep may plan ({MAX_RUNS}); use fewer repetitions")]
     TooLarge {
         /// Runs in the plan.
         runs: usize,
@@ -1072,7 +1071,7 @@ pub enum Outcome {
 /// at once, was resumed, or is merged from shards.
 pub fn sweep(s: &Scenario, o: &SweepOptions, obs: &dyn Observer) -> Result<Outcome, SweepError> {
     let header = Header::new(s, &o.run, o.shard);
-    if header.runs > MAX_RUNS && o.results != Results::Memory {
+    if header.runs > MAX_RUNS {
         return Err(SweepError::TooLarge { runs: header.runs });
     }
     let plan = run::plan_of(&header.layout);

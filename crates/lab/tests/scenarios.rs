@@ -360,6 +360,63 @@ fn sweep_points_have_distinct_labels() {
     assert_eq!(s.points.len(), 2);
 }
 
+/// A plan too large to hold is refused with an error naming the limit, before anything is
+/// built (found by held-out testing: `repetitions = 1000000000` aborted the process on a
+/// failed 32 GB allocation, and four sweeps of 100 values, 100 million points, would have
+/// been expanded and compiled one by one). The limits are the library's own constants; the
+/// largest accepted sizes still parse.
+#[test]
+fn plans_too_large_to_hold_are_refused_before_they_are_built() {
+    use tributary_lab::run::{plan_size, MAX_CONFIGS, MAX_RUNS};
+    // BASE has 1 configuration: the file's repetitions alone.
+    let reps = |n: u64| BASE.replacen("repetitions = 3", &format!("repetitions = {n}"), 1);
+    let e = Scenario::parse(&reps(1_000_000_000), "r.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("repetitions:") && e.contains(&MAX_RUNS.to_string()),
+        "{e}"
+    );
+    let s = Scenario::parse(&reps(MAX_RUNS as u64), "r.toml").unwrap();
+    assert_eq!(plan_size(s.configs.len(), s.repetitions), Ok(MAX_RUNS));
+    assert!(plan_size(1, MAX_RUNS as u64 + 1).is_err());
+    assert!(plan_size(2, u64::MAX).is_err());
+    // Several sweeps multiply: refused at the sweep whose product passes the limit.
+    let sweep = |param: &str, n: usize| {
+        let values: Vec<String> = (0..n).map(|i| format!("{}", 20 + i)).collect();
+        format!(
+            "[[sweep]]\nparameter = \"{param}\"\nvalues = [{}]\n",
+            values.join(", ")
+        )
+    };
+    let big = [
+        "links.wifi.queue",
+        "links.cell.queue",
+        "flows.f1.mss",
+        "flows.f1.initial_window",
+    ]
+    .map(|p| sweep(p, 100))
+    .concat();
+    let e = err(&big);
+    assert!(
+        e.contains("sweep[2]") && e.contains(&MAX_CONFIGS.to_string()),
+        "{e}"
+    );
+    // Variants multiply the points as well.
+    let variants: String = (0..11)
+        .map(|i| format!("[[variants]]\nname = \"v{i}\"\n"))
+        .collect();
+    let e = err(&format!(
+        "{variants}{}{}",
+        sweep("links.wifi.queue", 100),
+        sweep("links.cell.queue", 100)
+    ));
+    assert!(e.contains("11 variant(s) × 10000 sweep point(s)"), "{e}");
+    // The runs of the most configurations: 167 repetitions fit, 168 do not.
+    assert!(plan_size(MAX_CONFIGS, 167).is_ok());
+    assert!(plan_size(MAX_CONFIGS, 168).is_err());
+}
+
 /// A scheme option naming a path beyond the flow's paths is an error, not a silent no-op
 /// (found by held-out testing: `nc_paths = [5, 7]` on two paths ran with no NC subflow).
 #[test]
