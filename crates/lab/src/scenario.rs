@@ -689,6 +689,12 @@ fn compile(s: &FileSpec, traces: &mut Traces) -> Result<Compiled, String> {
         v.join(", ")
     };
 
+    let max_live = s
+        .max_live_flows
+        .unwrap_or(tributary_sim::DEFAULT_MAX_LIVE_FLOWS);
+    if max_live == 0 {
+        return Err("max_live_flows: must be at least 1".into());
+    }
     let mut flows = Vec::new();
     let mut groups = Vec::new();
     let mut seen = HashMap::new();
@@ -701,6 +707,14 @@ fn compile(s: &FileSpec, traces: &mut Traces) -> Result<Compiled, String> {
         let count = f.count.unwrap_or(1);
         if count == 0 {
             return Err(format!("{at}.count: must be at least 1"));
+        }
+        // Checked before the copies are made (four billion of them exhausted memory).
+        if flows.len().saturating_add(count as usize) > max_live {
+            return Err(format!(
+                "{at}.count: {count} copies make {} flows with those before, more than \
+                 max_live_flows ({max_live})",
+                flows.len().saturating_add(count as usize),
+            ));
         }
         let first = flows.len();
         for c in 0..count {
@@ -818,6 +832,7 @@ fn compile(s: &FileSpec, traces: &mut Traces) -> Result<Compiled, String> {
         duration: s.duration.0,
         seed: 0,
         header_overhead: s.header_overhead.map_or(28, |h| h.0),
+        max_live_flows: max_live,
         sample_interval: s.sample_interval.map(|d| d.0),
         arrivals,
         qlog_dir: None,

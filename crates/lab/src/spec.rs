@@ -28,6 +28,8 @@ pub struct FileSpec {
     pub sample_interval: Option<Dur>,
     #[serde(default)]
     pub header_overhead: Option<Size>,
+    #[serde(default)]
+    pub max_live_flows: Option<usize>,
     pub links: Vec<LinkSpec>,
     #[serde(default)]
     pub paths: Vec<PathSpec>,

@@ -415,6 +415,33 @@ fn plans_too_large_to_hold_are_refused_before_they_are_built() {
     // The runs of the most configurations: 167 repetitions fit, 168 do not.
     assert!(plan_size(MAX_CONFIGS, 167).is_ok());
     assert!(plan_size(MAX_CONFIGS, 168).is_err());
+    // Copies of a flow are counted before they are made (`count = 4000000000` exhausted 24 GB
+    // even under --check), against `max_live_flows`.
+    let copies = |n: u64, max: &str| {
+        BASE.replacen("seed = 7", &format!("seed = 7\n{max}"), 1)
+            .replacen(
+                "buffer = \"64KiB\"",
+                &format!("buffer = \"64KiB\"\ncount = {n}"),
+                1,
+            )
+    };
+    let e = Scenario::parse(&copies(4_000_000_000, ""), "c.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("flows[0].count: 4000000000 copies") && e.contains("max_live_flows (100000)"),
+        "{e}"
+    );
+    let e = Scenario::parse(&copies(3, "max_live_flows = 2"), "c.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than max_live_flows (2)"), "{e}");
+    let s = Scenario::parse(&copies(3, "max_live_flows = 3"), "c.toml").unwrap();
+    assert_eq!(s.configs[0].sim.max_live_flows, 3);
+    let e = Scenario::parse(&copies(1, "max_live_flows = 0"), "c.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("max_live_flows: must be at least 1"), "{e}");
 }
 
 /// A scheme option naming a path beyond the flow's paths is an error, not a silent no-op

@@ -110,6 +110,7 @@ pub fn cases() -> Vec<BenchCase> {
         duration: Duration::from_secs(300),
         seed: 1,
         header_overhead: 28,
+        max_live_flows: crate::DEFAULT_MAX_LIVE_FLOWS,
         sample_interval: None,
         arrivals: vec![],
         qlog_dir: None,

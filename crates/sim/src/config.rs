@@ -164,6 +164,18 @@ pub const MAX_SAMPLES: u64 = 1_000_000;
 /// lower-layer headers (IPv6 + UDP = 48, plus tunnels).
 pub const MAX_HEADER_OVERHEAD: u64 = 256;
 
+/// Default of [`SimConfig::max_live_flows`]: most flows one run holds at once (configured
+/// flows, copies included, and arrived flows still running). A flow costs about 16–30 KB
+/// while it runs (100,000 arrived 10 KB transfers on one link: 1.5 GB; 1,000 bulk flows with
+/// 64 KiB buffers: 31 MB, docs/performance.md), so this bounds a run's flows to a few
+/// gigabytes unless a scenario asks for more.
+pub const DEFAULT_MAX_LIVE_FLOWS: usize = 100_000;
+
+/// Most flows one arrival process may be expected to start (`rate` over its time window, or
+/// `count` if smaller): ten million, enough for any study that finishes in a day, few enough
+/// that a slip in `rate` is caught before it runs.
+pub const MAX_ARRIVALS: f64 = 10_000_000.0;
+
 /// A whole simulation.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SimConfig {
@@ -188,6 +200,23 @@ pub struct SimConfig {
     /// Directory for qlog traces of the flows that ask for one (`FlowConfig::qlog`).
     #[serde(default)]
     pub qlog_dir: Option<std::path::PathBuf>,
+    /// Most flows running at once: more configured flows are refused by
+    /// [`SimConfig::validate`], and an arrival (or start) that would pass it ends the run with
+    /// [`crate::SimError::Overloaded`] (flows arrive faster than the network finishes them).
+    /// Not serialized at its default, [`DEFAULT_MAX_LIVE_FLOWS`].
+    #[serde(
+        default = "default_max_live_flows",
+        skip_serializing_if = "is_default_max_live_flows"
+    )]
+    pub max_live_flows: usize,
+}
+
+fn default_max_live_flows() -> usize {
+    DEFAULT_MAX_LIVE_FLOWS
+}
+
+fn is_default_max_live_flows(n: &usize) -> bool {
+    *n == DEFAULT_MAX_LIVE_FLOWS
 }
 
 /// A configuration the simulator cannot run.
@@ -217,6 +246,19 @@ impl SimConfig {
         if self.flows.is_empty() && self.arrivals.is_empty() {
             return err("flows".into(), "at least one flow is needed".into());
         }
+        if self.max_live_flows == 0 {
+            return err("max_live_flows".into(), "must be at least 1".into());
+        }
+        if self.flows.len() > self.max_live_flows {
+            return err(
+                "flows".into(),
+                format!(
+                    "{} flows (copies included) are more than max_live_flows ({})",
+                    self.flows.len(),
+                    self.max_live_flows
+                ),
+            );
+        }
         for (i, f) in self.flows.iter().enumerate() {
             self.validate_flow(f, format!("flows[{i}] ({})", f.name))?;
         }
@@ -243,6 +285,22 @@ impl SimConfig {
                 return err(
                     what,
                     "needs a `count` or an `until` (arrivals would never stop)".into(),
+                );
+            }
+            let end = a.until.map_or(self.duration, |u| u.min(self.duration));
+            let window = end.as_secs_f64() - a.start.as_secs_f64();
+            let expected = (a.rate * window.max(0.0)).min(a.count.map_or(f64::MAX, |c| c as f64));
+            if expected > MAX_ARRIVALS {
+                return err(
+                    what,
+                    format!(
+                        "about {expected:.0} flows would arrive (rate {} per second over {:.3} \
+                         s{}); at most {MAX_ARRIVALS:.0} per arrival process: lower `rate`, \
+                         `until` or `count`",
+                        a.rate,
+                        window,
+                        a.count.map_or(String::new(), |c| format!(", count {c}"))
+                    ),
                 );
             }
         }

@@ -55,6 +55,19 @@ pub enum SimError {
         /// Bytes written.
         written: u64,
     },
+    /// Starting a flow would pass [`SimConfig::max_live_flows`] flows running at once:
+    /// flows arrive faster than the network finishes them.
+    #[error(
+        "`{flow}`: {live} flows are running at once, the run's max_live_flows; flows arrive \
+         faster than the network finishes them (lower the arrival rate or the flows' size, \
+         or raise max_live_flows if memory allows: about 16-30 KB per flow)"
+    )]
+    Overloaded {
+        /// The flow that would have started.
+        flow: String,
+        /// Flows running when it would have started.
+        live: usize,
+    },
     /// A trace file could not be written.
     #[error("flow `{flow}`: cannot write its qlog trace: {error}")]
     Trace {
@@ -570,6 +583,12 @@ impl Simulator {
 
     /// Builds a flow's connections, application halves and routes, and starts it.
     fn start_flow(&mut self, f: &FlowConfig, name: String, origin: Origin, seeds: &[u64]) {
+        let live = self.live.len() - self.live_free.len();
+        if live >= self.cfg.max_live_flows {
+            self.error
+                .get_or_insert(SimError::Overloaded { flow: name, live });
+            return;
+        }
         let groups: Vec<Vec<usize>> = match f.kind {
             FlowKind::Multipath => vec![(0..f.paths.len()).collect()],
             FlowKind::PerPath => (0..f.paths.len()).map(|p| vec![p]).collect(),
@@ -1555,6 +1574,7 @@ mod tests {
             duration: Duration::from_secs(5),
             seed: 3,
             header_overhead: 28,
+            max_live_flows: crate::DEFAULT_MAX_LIVE_FLOWS,
             sample_interval: None,
             arrivals: vec![],
             qlog_dir: None,

@@ -359,6 +359,55 @@ fn arrival_groups_must_end() {
     assert!(e.contains("does not end by itself"), "{e}");
 }
 
+/// Arrivals the network cannot carry end the run with an error, not with memory exhausted
+/// (found by held-out testing: 100,000 arrivals per second of 10 kB transfers over 10 Mbit/s
+/// piled up to 8 GB in 5 s; at a billion per second the process ran until killed). Here 2,000
+/// per second of 20 kB transfers offer 320 Mbit/s to a 10 Mbit/s link, so flows pile up and
+/// pass a `max_live_flows` of 40; the same arrivals at 20 per second (3 % load) stay far below
+/// it and complete. An arrival process expected to start more than `MAX_ARRIVALS` flows is
+/// refused before the run, as are more configured flows than `max_live_flows`.
+#[test]
+fn overload_by_arrivals_is_an_error_and_the_limits_are_checked() {
+    let with = |rate: f64, count: Option<u64>, until: Option<u64>| {
+        let mut cfg = sim(vec![link("l", 10_000_000, 5, 100, 0.0)], vec![], 30, 4);
+        cfg.max_live_flows = 40;
+        cfg.arrivals = vec![ArrivalConfig {
+            name: "g".into(),
+            template: tcp_flow("t", file(20_000)),
+            rate,
+            start: Duration::ZERO,
+            count,
+            until: until.map(Duration::from_secs),
+        }];
+        cfg
+    };
+    let e = run(with(2_000.0, Some(2_000), None)).unwrap_err();
+    match &e {
+        tributary_sim::SimError::Overloaded { flow, live } => {
+            assert_eq!(*live, 40);
+            assert!(flow.starts_with("g#"), "{flow}");
+        }
+        other => panic!("{other}"),
+    }
+    let r = run(with(20.0, Some(200), None)).unwrap();
+    assert_eq!(r.arrivals[0].completed, 200);
+    assert!(r.arrivals[0].max_concurrent < 40);
+    // Expected arrivals: rate × window, or count if smaller.
+    let e = run(with(1e9, None, Some(5))).unwrap_err().to_string();
+    assert!(e.contains("about 5000000000 flows would arrive"), "{e}");
+    let ok = with(1e9, Some(tributary_sim::MAX_ARRIVALS as u64), Some(5));
+    assert!(ok.validate().is_ok());
+    let mut many = with(20.0, Some(10), None);
+    many.flows = (0..41)
+        .map(|i| tcp_flow(&format!("f{i}"), file(1_000)))
+        .collect();
+    let e = run(many).unwrap_err().to_string();
+    assert!(
+        e.contains("41 flows (copies included) are more than max_live_flows (40)"),
+        "{e}"
+    );
+}
+
 /// Flows that start later exist only from their start: the run ends when the last is done.
 #[test]
 fn flows_start_when_told_and_results_survive_their_release() {

@@ -69,6 +69,7 @@ pub fn sim(links: Vec<LinkConfig>, flows: Vec<FlowConfig>, secs: u64, seed: u64)
         duration: Duration::from_secs(secs),
         seed,
         header_overhead: 28,
+        max_live_flows: tributary_sim::DEFAULT_MAX_LIVE_FLOWS,
         sample_interval: None,
         arrivals: vec![],
         qlog_dir: None,
