@@ -160,6 +160,10 @@ pub struct TimedChange {
 /// duration): one million, a millisecond's resolution over 16 minutes.
 pub const MAX_SAMPLES: u64 = 1_000_000;
 
+/// Most samples of all time series together (every flow's and every path's, counted over the
+/// whole duration): twenty million, about 2 GB while the run lasts.
+pub const MAX_ALL_SAMPLES: u64 = 20_000_000;
+
 /// Largest [`SimConfig::header_overhead`] accepted: 256 bytes covers any realistic stack of
 /// lower-layer headers (IPv6 + UDP = 48, plus tunnels).
 pub const MAX_HEADER_OVERHEAD: u64 = 256;
@@ -332,6 +336,21 @@ impl SimConfig {
                     format!(
                         "{d} gives {samples} samples per series over the {} run; at most \
                          {MAX_SAMPLES} (use a longer interval)",
+                        self.duration
+                    ),
+                );
+            }
+            // One series per configured flow and one per path of each (200 flows of two paths
+            // sampled every 1 ms for 31 s, 18.6 million samples, took 1.8 GB).
+            let series: u64 = self.flows.iter().map(|f| 1 + f.paths.len() as u64).sum();
+            let all = series.saturating_mul(samples);
+            if all > MAX_ALL_SAMPLES {
+                return err(
+                    "sample_interval".into(),
+                    format!(
+                        "{d} over the {} run gives {samples} samples for each of {series} \
+                         series (every flow and each of its paths), {all} in all; at most \
+                         {MAX_ALL_SAMPLES} (use a longer interval or fewer flows)",
                         self.duration
                     ),
                 );

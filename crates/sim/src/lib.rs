@@ -26,8 +26,8 @@ pub mod units;
 pub use app::{AppConfig, Applications};
 pub use config::{
     ArrivalConfig, Direction, FlowConfig, FlowKind, LinkChange, LinkConfig, SimConfig,
-    SimConfigError, TimedChange, DEFAULT_MAX_LIVE_FLOWS, MAX_ARRIVALS, MAX_HEADER_OVERHEAD,
-    MAX_SAMPLES,
+    SimConfigError, TimedChange, DEFAULT_MAX_LIVE_FLOWS, MAX_ALL_SAMPLES, MAX_ARRIVALS,
+    MAX_HEADER_OVERHEAD, MAX_SAMPLES,
 };
 pub use engine::{derive_seed, flow_start, SimError, Simulator};
 pub use result::{

@@ -507,6 +507,31 @@ fn absurd_sample_interval_and_header_overhead_are_errors() {
     // 2 s at 2 µs: exactly MAX_SAMPLES samples.
     c.sample_interval = Some(Duration::from_nanos(2_000_000_000 / MAX_SAMPLES));
     run(c).expect("the largest sample count runs");
+    // The bound on all series together (found by held-out testing: 200 flows sampled every
+    // 1 ms took 1.8 GB and wrote 1.1 GB of JSON): 100 copies of the flow (one path each,
+    // two series) at the largest per-series count are 200 million samples; 10 copies at
+    // 1 ms over 2 s (20 series of 2,000) run.
+    let copies = |n: usize, iv: Duration| {
+        let mut c = base();
+        let f = c.flows[0].clone();
+        c.flows = (0..n)
+            .map(|i| FlowConfig {
+                name: format!("f{i}"),
+                ..f.clone()
+            })
+            .collect();
+        c.sample_interval = Some(iv);
+        c
+    };
+    let e = copies(100, Duration::from_nanos(2_000_000_000 / MAX_SAMPLES))
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("for each of 200 series") && e.contains(&MAX_ALL_SAMPLES.to_string()),
+        "{e}"
+    );
+    assert!(copies(10, Duration::from_millis(1)).validate().is_ok());
     let mut c = base();
     c.header_overhead = MAX_HEADER_OVERHEAD + 1;
     let e = run(c).unwrap_err().to_string();
