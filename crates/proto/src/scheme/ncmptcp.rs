@@ -582,6 +582,14 @@ impl TxGen {
     }
 }
 
+/// A packet's [`PacketTag::b`]: its symbol number `n` in the low 32 bits, the low 32 bits of
+/// its generation's sequence number above, so that an acknowledgement finds the generation
+/// without dividing its id by the generation size ([`NcSender::position`]). `a` is the
+/// generation's id, which settles which generation it is.
+fn tag_b(n: u32, seq: u64) -> u64 {
+    u64::from(n) | (seq & 0xffff_ffff) << 32
+}
+
 /// A packet on a path of RTT `rtt` seconds should have been acknowledged this long after it
 /// was sent: 5/4·R + 25 ms.
 fn overdue_wait(rtt: f64) -> Duration {
@@ -1041,7 +1049,7 @@ impl NcSender {
         });
         Some(PacketTag {
             a: g.start,
-            b: u64::from(n),
+            b: tag_b(n, self.seq_base + gi as u64),
         })
     }
 
@@ -1138,7 +1146,13 @@ impl NcSender {
 
     /// Removes the outstanding record of a packet; returns its generation's position.
     fn settle(&mut self, info: &SentInfo) -> Option<usize> {
-        let gi = self.position(info.tag.a)?;
+        // The tag names the generation's sequence number (low 32 bits): its position unless
+        // it has been dropped; checked against the id, else looked up as before.
+        let hint = ((info.tag.b >> 32) as u32).wrapping_sub(self.seq_base as u32) as usize;
+        let gi = match self.gens.get(hint) {
+            Some(g) if g.start == info.tag.a => hint,
+            _ => self.position(info.tag.a)?,
+        };
         let g = self.gens.get_mut(gi)?;
         let pos = g
             .out
@@ -1214,7 +1228,7 @@ impl SchemeSender for NcSender {
             return;
         };
         let g = &mut self.gens[gi];
-        let n = info.tag.b;
+        let n = u64::from(info.tag.b as u32);
         if n < u64::from(g.k) {
             let s = &mut g.src[n as usize];
             if *s != Src::Acked {
@@ -1232,7 +1246,7 @@ impl SchemeSender for NcSender {
             return;
         };
         let g = &mut self.gens[gi];
-        let n = info.tag.b;
+        let n = u64::from(info.tag.b as u32);
         if n < u64::from(g.k) {
             let s = &mut g.src[n as usize];
             if *s == Src::Sent {
