@@ -1300,6 +1300,13 @@ mod x86 {
     /// The end of a pass, below the 128-byte windows: one 64-byte window, one unmasked
     /// 32-byte window (a masked store cannot be forwarded to the byte reads that follow an
     /// update of a 32-byte decoder row), then a masked rest; term j is `term(j)`, j < `n`.
+    ///
+    /// A pass that overwrites `dst` (not `add`) of at least 64 bytes instead ends with full
+    /// windows that end at `len` and overlap bytes already written: an overlapped byte is
+    /// computed again from the same terms in the same order, so it is stored with the value
+    /// it has (`dst` is only written, never read, and no source is `dst`). For the 1,380-byte
+    /// symbols of `nc-mptcp` that is one 128-byte window (two multiplies per term) instead of a
+    /// 64-byte, a 32-byte and a masked window (three multiplies and a masked load per term).
     #[inline(always)]
     unsafe fn tail_512(
         d: *mut u8,
@@ -1310,6 +1317,36 @@ mod x86 {
         add: bool,
     ) {
         unsafe {
+            if !add && i < len && len >= 64 {
+                if len - i > 64 && len >= 128 {
+                    // One 128-byte window ending at `len` (two independent accumulators).
+                    let w = len - 128;
+                    let (mut a, mut b) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+                    for j in 0..n {
+                        let (c, s) = term(j);
+                        a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(load64(s.add(w)), c));
+                        b = _mm512_xor_si512(b, _mm512_gf2p8mul_epi8(load64(s.add(w + 64)), c));
+                    }
+                    store64(d.add(w), a);
+                    store64(d.add(w + 64), b);
+                    return;
+                }
+                // 64-byte windows, the last one ending at `len` (64 < len < 128: at 0 and at
+                // len − 64).
+                loop {
+                    let w = i.min(len - 64);
+                    let mut a = _mm512_setzero_si512();
+                    for j in 0..n {
+                        let (c, s) = term(j);
+                        a = _mm512_xor_si512(a, _mm512_gf2p8mul_epi8(load64(s.add(w)), c));
+                    }
+                    store64(d.add(w), a);
+                    i = w + 64;
+                    if i >= len {
+                        return;
+                    }
+                }
+            }
             if i + 64 <= len {
                 let mut a = if add {
                     load64(d.add(i))
@@ -1667,7 +1704,7 @@ mod tests {
         let mut rng = xorshift(0x9876_5432u32);
         let mut next = || rng() as u8;
         for kernel in Kernel::available().into_iter().filter(|k| k.has_strided()) {
-            for len in [1, 16, 31, 32, 63, 64, 65, 127, 128, 129, 1380] {
+            for len in [1, 16, 31, 32, 63, 64, 65, 127, 128, 129, 191, 200, 1380] {
                 // (n, dense): dense vectors (no zero coefficient) take the full-group path
                 // for n = 16 and the first group of 17 and 33.
                 for (n, dense) in [

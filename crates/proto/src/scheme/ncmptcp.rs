@@ -358,6 +358,40 @@ pub fn eq4_holds(arrival_probabilities: impl IntoIterator<Item = f64>, need: u32
     need == 0
 }
 
+/// The largest arrival probability of `arrival` (at least 0), if every one is finite and
+/// non-negative: then every term of [`eq4_holds`]'s sums (an arrival probability, or 0 for an
+/// overdue packet) lies within [0, this bound], as [`eq4_cannot_hold`] requires. `None`
+/// otherwise.
+fn arrival_bound(arrival: &[(f64, Instant)]) -> Option<f64> {
+    let mut max = 0.0f64;
+    for &(q, _) in arrival {
+        if !(q.is_finite() && q >= 0.0) {
+            return None;
+        }
+        max = max.max(q);
+    }
+    Some(max)
+}
+
+/// Whether [`eq4_holds`] is certainly false for `n` terms each within [0, `q_max`] (finite),
+/// without summing them: for `need` ≥ 1, n·q_max below `need` by more than the rounding of a
+/// sum of n terms.
+///
+/// Exact, not an approximation: `eq4_holds` adds the terms in order and stops at the first
+/// partial sum ≥ `need` − 10⁻⁹. Rounding is monotone, so with non-negative terms the partial
+/// sums never decrease and each is at most the last, and by induction the last is at most
+/// n·q_max·(1 + u)^(n−1), u = 2⁻⁵³, which is below n·q_max·(1 + 1.2·10⁻¹⁶·n) for
+/// n ≤ 2²⁰. The bound below uses a factor 1 + (n + 4)·10⁻¹⁵, which covers that and the
+/// rounding of its own three operations; if even it is below the threshold, so is every
+/// partial sum, and `eq4_holds` returns false.
+fn eq4_cannot_hold(n: usize, q_max: f64, need: u32) -> bool {
+    if need == 0 || n > 1 << 20 {
+        return false;
+    }
+    let n = n as f64;
+    n * q_max * (1.0 + (n + 4.0) * 1e-15) < f64::from(need) - 1e-9
+}
+
 /// What the scheduler knows of one path.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PathModel {
@@ -521,7 +555,8 @@ impl TxGen {
     /// 1 − p_i^max, packets sent before this time are overdue). With `feedback`, a generation
     /// already satisfied once needs packets only while its rank deficit exceeds the packets in
     /// flight (module docs, "Repairs").
-    fn needs_packets(&self, paths: &[(f64, Instant)], feedback: bool) -> bool {
+    /// `q_max` is [`arrival_bound`] of `paths`.
+    fn needs_packets(&self, paths: &[(f64, Instant)], feedback: bool, q_max: Option<f64>) -> bool {
         let need = self.need();
         if need == 0 {
             return false;
@@ -534,12 +569,25 @@ impl TxGen {
             // Every packet in flight counts until it is acknowledged or declared lost.
             return false;
         }
+        if q_max.is_some_and(|m| eq4_cannot_hold(self.out.len(), m, need)) {
+            // The usual case while a generation is being allocated (as many packets out as
+            // it needs, each arriving with probability below 1), decided without the sum.
+            return true;
+        }
         let q = self.out.iter().map(|o| match paths.get(o.path) {
             Some(&(q, due)) if o.sent >= due => q,
             _ => 0.0,
         });
         !eq4_holds(q, need)
     }
+}
+
+/// A packet's [`PacketTag::b`]: its symbol number `n` in the low 32 bits, the low 32 bits of
+/// its generation's sequence number above, so that an acknowledgement finds the generation
+/// without dividing its id by the generation size ([`NcSender::position`]). `a` is the
+/// generation's id, which settles which generation it is.
+fn tag_b(n: u32, seq: u64) -> u64 {
+    u64::from(n) | (seq & 0xffff_ffff) << 32
 }
 
 /// A packet on a path of RTT `rtt` seconds should have been acknowledged this long after it
@@ -838,9 +886,10 @@ impl NcSender {
     ) -> (Option<usize>, usize) {
         let mut first_open = None;
         let feedback = self.cfg.repair == Repair::Feedback;
+        let q_max = arrival_bound(arrival);
         needs.clear();
         let mut visit = |gi: usize, g: &mut TxGen| {
-            let n = g.needs_packets(arrival, feedback);
+            let n = g.needs_packets(arrival, feedback, q_max);
             if !n && !g.decoded && !g.out.is_empty() {
                 g.satisfied_once = true;
             }
@@ -1000,7 +1049,7 @@ impl NcSender {
         });
         Some(PacketTag {
             a: g.start,
-            b: u64::from(n),
+            b: tag_b(n, self.seq_base + gi as u64),
         })
     }
 
@@ -1097,7 +1146,13 @@ impl NcSender {
 
     /// Removes the outstanding record of a packet; returns its generation's position.
     fn settle(&mut self, info: &SentInfo) -> Option<usize> {
-        let gi = self.position(info.tag.a)?;
+        // The tag names the generation's sequence number (low 32 bits): its position unless
+        // it has been dropped; checked against the id, else looked up as before.
+        let hint = ((info.tag.b >> 32) as u32).wrapping_sub(self.seq_base as u32) as usize;
+        let gi = match self.gens.get(hint) {
+            Some(g) if g.start == info.tag.a => hint,
+            _ => self.position(info.tag.a)?,
+        };
         let g = self.gens.get_mut(gi)?;
         let pos = g
             .out
@@ -1173,7 +1228,7 @@ impl SchemeSender for NcSender {
             return;
         };
         let g = &mut self.gens[gi];
-        let n = info.tag.b;
+        let n = u64::from(info.tag.b as u32);
         if n < u64::from(g.k) {
             let s = &mut g.src[n as usize];
             if *s != Src::Acked {
@@ -1191,7 +1246,7 @@ impl SchemeSender for NcSender {
             return;
         };
         let g = &mut self.gens[gi];
-        let n = info.tag.b;
+        let n = u64::from(info.tag.b as u32);
         if n < u64::from(g.k) {
             let s = &mut g.src[n as usize];
             if *s == Src::Sent {
@@ -1577,6 +1632,70 @@ mod tests {
         let paths = [m(0.1, 100.0), m(10.0, 1000.0)];
         assert_eq!(choose_nc(&paths, None), Some(0));
         assert_eq!(choose_nc(&paths[..1], None), None);
+    }
+
+    /// `eq4_cannot_hold` never contradicts `eq4_holds`: terms drawn from two paths' arrival
+    /// probabilities or 0 (overdue), in any order, including all terms equal to the bound
+    /// and bounds within a few ulps of need/n, where the sum's rounding decides. And it does
+    /// decide the common case (as many packets out as needed, arrival below 1).
+    #[test]
+    fn eq4_bound_agrees_with_the_sum() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut decided = 0;
+        for round in 0..200_000 {
+            let need = 1 + (next() % 40) as u32;
+            let n = (next() % 48) as usize;
+            let steps = (next() % 64) as i64 - 32;
+            let ulps = |b: f64| f64::from_bits((b.to_bits() as i64 + steps) as u64).min(1.0);
+            let q_max = match round % 4 {
+                // Near need/n, a few ulps either side: the sum's rounding matters here.
+                0 if n > 0 => ulps(f64::from(need) / n as f64),
+                // Near where the bound starts to decide, a few ulps either side.
+                3 if n > 0 => {
+                    let n = n as f64;
+                    ulps((f64::from(need) - 1e-9) / n / (1.0 + (n + 4.0) * 1e-15))
+                }
+                1 => 1.0 - (next() % 10_000) as f64 * 1e-4,
+                _ => (next() % 1_000_001) as f64 / 1e6,
+            };
+            let other = q_max * (next() % 1001) as f64 / 1000.0;
+            let all_max = next() % 2 == 0;
+            let terms: Vec<f64> = (0..n)
+                .map(|_| match next() % 8 {
+                    _ if all_max => q_max,
+                    0 => 0.0,
+                    1..=3 => other,
+                    _ => q_max,
+                })
+                .collect();
+            if eq4_cannot_hold(n, q_max, need) {
+                decided += 1;
+                assert!(
+                    !eq4_holds(terms.iter().copied(), need),
+                    "n {n}, need {need}, q_max {q_max:e}, {terms:?}"
+                );
+            }
+        }
+        assert!(decided > 10_000, "{decided}");
+        // 16 packets out for a generation of 16, arrival 0.998: Eq. 4 fails, decided by the bound.
+        assert!(eq4_cannot_hold(16, 0.998, 16));
+        assert!(!eq4_holds([0.998; 16], 16));
+        // One packet more and the bound no longer decides (Eq. 4 holds).
+        assert!(!eq4_cannot_hold(17, 0.998, 16));
+        assert!(eq4_holds([0.998; 17], 16));
+        // Bounds it must refuse: not finite, negative.
+        let t = Instant::from_nanos(0);
+        assert_eq!(arrival_bound(&[(0.9, t), (0.99, t)]), Some(0.99));
+        assert_eq!(arrival_bound(&[]), Some(0.0));
+        assert_eq!(arrival_bound(&[(0.9, t), (f64::NAN, t)]), None);
+        assert_eq!(arrival_bound(&[(-0.5, t)]), None);
+        assert_eq!(arrival_bound(&[(f64::INFINITY, t)]), None);
     }
 
     #[test]
