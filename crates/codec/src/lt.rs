@@ -275,30 +275,45 @@ impl LtParams {
         // u = (x >> 11) / 2^53 for the first output x.
         let d = self.dist.degree_for_53(rng.next_u64() >> 11);
         out.clear();
+        out.reserve(d);
         let mut draw = || ((u128::from(rng.next_u64()) * k as u128) >> 64) as u32;
         // Rejecting repeats by a linear search or by a bitset gives the same list; the
         // bitset is cheaper beyond a few neighbours (the spike degree is ≈ 50 for k = 1000).
         if d <= 16 {
+            // In a local array (no capacity check per neighbour), copied out once.
+            let mut buf = [0u32; 16];
+            let mut len = 0;
+            while len < d {
+                let x = draw();
+                if !buf[..len].contains(&x) {
+                    buf[len] = x;
+                    len += 1;
+                }
+            }
+            // Element by element (room reserved above): a call of `memmove` for at most 16
+            // words cost more than the copy.
+            for &x in &buf[..d] {
+                out.push(x);
+            }
+        } else if k <= 16 * 64 {
+            let mut seen = [0u64; 16];
             while out.len() < d {
                 let x = draw();
-                if !out.contains(&x) {
+                // x < k ≤ 1024, so x / 64 < 16: the mask changes nothing but spares the
+                // bounds check.
+                let (w, bit) = ((x as usize / 64) & 15, 1u64 << (x % 64));
+                if seen[w] & bit == 0 {
+                    seen[w] |= bit;
                     out.push(x);
                 }
             }
         } else {
-            let mut small = [0u64; 16];
-            let mut large = Vec::new();
-            let seen: &mut [u64] = if k <= 16 * 64 {
-                &mut small
-            } else {
-                large.resize(k.div_ceil(64), 0);
-                &mut large
-            };
+            let mut seen = vec![0u64; k.div_ceil(64)];
             while out.len() < d {
                 let x = draw();
-                let (w, b) = (x as usize / 64, x % 64);
-                if seen[w] & (1 << b) == 0 {
-                    seen[w] |= 1 << b;
+                let (w, bit) = (x as usize / 64, 1u64 << (x % 64));
+                if seen[w] & bit == 0 {
+                    seen[w] |= bit;
                     out.push(x);
                 }
             }
