@@ -30,7 +30,7 @@
 //! rank reaches k.
 
 use crate::error::{check_len, Error, Result};
-use crate::gf256::{Kernel, XorPath};
+use crate::gf256::XorPath;
 use crate::known::Known;
 use std::sync::Arc;
 
@@ -560,6 +560,11 @@ struct Plan {
     /// Columns of row r: `row_cols[row_start[r]..row_start[r + 1]]`.
     row_start: Vec<usize>,
     row_cols: Vec<u32>,
+    /// Sources of row r that peeling released after its symbol was stored (so not yet added
+    /// into its payload; see [`LtDecoder::peel`]):
+    /// `row_known[row_known_start[r]..row_known_start[r + 1]]`.
+    row_known_start: Vec<usize>,
+    row_known: Vec<u32>,
     state: Vec<Column>,
     /// Position of a pivot column in `pivots`, of an inactive one in `inactive`.
     index: Vec<u32>,
@@ -602,17 +607,24 @@ impl Plan {
         let mut row_start = Vec::with_capacity(m + 1);
         // At most every stored neighbour: one allocation, no capacity check per entry.
         let mut row_cols = Vec::with_capacity(dec.sym_neigh.len());
+        let mut row_known_start = Vec::with_capacity(m + 1);
+        let mut row_known = Vec::new();
         for &e in &rows {
             row_start.push(row_cols.len());
+            row_known_start.push(row_known.len());
             for &n in dec.symbol_neighbours(e as usize) {
-                // Known sources have no column.
+                // Known sources have no column; their values are still to be added to the
+                // row's payload.
                 let c = col_of[n as usize];
                 if c != u32::MAX {
                     row_cols.push(c);
+                } else {
+                    row_known.push(n);
                 }
             }
         }
         row_start.push(row_cols.len());
+        row_known_start.push(row_known.len());
         // Columns → rows.
         let mut col_start = vec![0usize; u + 1];
         for &c in &row_cols {
@@ -744,6 +756,8 @@ impl Plan {
             rows,
             row_start,
             row_cols,
+            row_known_start,
+            row_known,
             state,
             index,
             pivots,
@@ -769,6 +783,11 @@ impl Plan {
         &self.row_cols[self.row_start[r]..self.row_start[r + 1]]
     }
 
+    /// The sources of row r known when the plan was built but not yet added into its payload.
+    fn known(&self, r: usize) -> &[u32] {
+        &self.row_known[self.row_known_start[r]..self.row_known_start[r + 1]]
+    }
+
     /// Whether the residual system has full rank (the core determines every inactive source).
     fn is_complete(&self) -> bool {
         self.core.len() == self.inactive.len()
@@ -788,6 +807,8 @@ impl Plan {
         self.row_cols
             .extend(sources.iter().map(|&n| self.col_of[n as usize]));
         self.row_start.push(self.row_cols.len());
+        // Stored after the plan was built: every source known then was added by `store`.
+        self.row_known_start.push(self.row_known.len());
         if !self.is_complete() {
             self.offer(self.rows.len() - 1);
         }
@@ -883,12 +904,12 @@ impl Plan {
 pub struct LtDecoder {
     params: LtParams,
     block: u32,
-    kernel: Kernel,
     data: Vec<u8>,
     known: Known,
     received: usize,
-    /// Stored symbols: payload (already XORed with their decoded neighbours), undecoded
-    /// neighbours, count of undecoded neighbours, whether still useful.
+    /// Stored symbols: payload (XORed with the neighbours known when it was stored; those
+    /// released since are added by whatever reads it, see [`LtDecoder::peel`]), neighbours
+    /// unknown when it was stored, count of those still unknown, whether still useful.
     sym_data: Vec<u8>,
     sym_neigh: Vec<u32>,
     sym_start: Vec<usize>,
@@ -918,7 +939,6 @@ impl LtDecoder {
     pub fn new(params: LtParams, block: u32) -> Self {
         let k = params.k();
         Self {
-            kernel: Kernel::best(),
             data: vec![0; k * params.symbol_size],
             known: Known::new(k),
             received: 0,
@@ -1070,6 +1090,29 @@ impl LtDecoder {
             self.sym_neigh.truncate(start);
             return None;
         }
+        if peeling && remaining == 1 {
+            // It releases its one unknown neighbour at once (the ripple is empty between
+            // symbols, so storing it would make it the next one peeled): the value goes
+            // straight into `data`, the payload with its known neighbours XORed out in one
+            // pass, instead of being stored and then copied.
+            let n = self.sym_neigh[start] as usize;
+            self.sym_neigh.truncate(start);
+            debug_assert!(self.ripple.is_empty() && n < self.params.k());
+            // SAFETY: the path is available; source n < k and the gathered rows (known
+            // sources, so not n) are inside `data` (k·T bytes); `payload` (T bytes, checked by
+            // `push`) is a separate buffer.
+            unsafe {
+                self.xor_path.xor_rows(
+                    self.data.as_mut_ptr().add(n * t),
+                    payload.as_ptr(),
+                    self.data.as_ptr(),
+                    &self.gather,
+                    t,
+                )
+            };
+            self.release(n);
+            return None;
+        }
         let off = self.sym_data.len();
         if self.gather.is_empty() {
             self.sym_data.extend_from_slice(payload);
@@ -1093,11 +1136,10 @@ impl LtDecoder {
         self.sym_active.push(true);
         self.active += 1;
         if peeling {
+            // (A symbol with one unknown neighbour released it above.)
+            debug_assert!(remaining >= 2);
             for &n in &self.sym_neigh[start..] {
                 self.adjacency[n as usize].push(idx);
-            }
-            if remaining == 1 {
-                self.ripple.push(idx);
             }
         }
         Some(idx)
@@ -1120,6 +1162,12 @@ impl LtDecoder {
     }
 
     /// Message passing: resolve degree-one symbols until none is left.
+    ///
+    /// A released source is not XORed into the other stored symbols that contain it (most of
+    /// them are never used to release anything): a stored payload stays reduced by the
+    /// sources known when it was stored only, and whatever reads it adds the rest in the same
+    /// pass (here when the symbol releases its source, one pass over the symbol and its other
+    /// neighbours; in [`LtDecoder::execute`] through `Plan::known`).
     fn peel(&mut self) {
         let t = self.params.symbol_size;
         while let Some(e) = self.ripple.pop() {
@@ -1128,36 +1176,63 @@ impl LtDecoder {
                 continue;
             }
             self.deactivate(e);
-            let Some(&n) = self
-                .symbol_neighbours(e)
-                .iter()
-                .find(|&&n| !self.known.contains(n as usize))
-            else {
-                continue;
-            };
-            let n = n as usize;
-            self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[e * t..(e + 1) * t]);
-            self.known.mark(n);
-            for e2 in std::mem::take(&mut self.adjacency[n]) {
-                let e2 = e2 as usize;
-                if !self.sym_active[e2] {
-                    continue;
-                }
-                // SAFETY: the kernel is available; both slices have T bytes.
-                unsafe {
-                    self.kernel.xor_unchecked(
-                        &mut self.sym_data[e2 * t..(e2 + 1) * t],
-                        &self.data[n * t..(n + 1) * t],
-                    )
-                };
-                self.sym_remaining[e2] -= 1;
-                match self.sym_remaining[e2] {
-                    0 => self.deactivate(e2),
-                    1 => self.ripple.push(e2 as u32),
-                    _ => {}
+            // Its one unknown neighbour; the others are known, their values not yet added.
+            self.gather.clear();
+            let mut unknown = None;
+            let (start, end) = (
+                self.sym_start[e],
+                self.sym_start
+                    .get(e + 1)
+                    .copied()
+                    .unwrap_or(self.sym_neigh.len()),
+            );
+            for &n in &self.sym_neigh[start..end] {
+                if self.known.contains(n as usize) {
+                    self.gather.push(n);
+                } else {
+                    unknown = Some(n as usize);
                 }
             }
+            let Some(n) = unknown else {
+                continue;
+            };
+            debug_assert!(n < self.params.k() && (e + 1) * t <= self.sym_data.len());
+            // SAFETY: the path is available; source n < k and the gathered rows (known
+            // sources, so not n) are inside `data` (k·T bytes); stored symbol e is inside
+            // `sym_data`, a separate buffer.
+            unsafe {
+                self.xor_path.xor_rows(
+                    self.data.as_mut_ptr().add(n * t),
+                    self.sym_data.as_ptr().add(e * t),
+                    self.data.as_ptr(),
+                    &self.gather,
+                    t,
+                )
+            };
+            self.release(n);
         }
+    }
+
+    /// Marks source n (its value in `data`) known: one neighbour fewer for every active stored
+    /// symbol containing it, which joins the ripple when one is left.
+    fn release(&mut self, n: usize) {
+        self.known.mark(n);
+        // The list is done with (n is known); its allocation stays for the next block.
+        let mut list = std::mem::take(&mut self.adjacency[n]);
+        for &e2 in &list {
+            let e2 = e2 as usize;
+            if !self.sym_active[e2] {
+                continue;
+            }
+            self.sym_remaining[e2] -= 1;
+            match self.sym_remaining[e2] {
+                0 => self.deactivate(e2),
+                1 => self.ripple.push(e2 as u32),
+                _ => {}
+            }
+        }
+        list.clear();
+        self.adjacency[n] = list;
     }
 
     /// Completes decoding from the symbols the peel could not use, by inactivation decoding
@@ -1214,10 +1289,13 @@ impl LtDecoder {
             unsafe { sym.add(e * t) }
         };
         let k = self.params.k();
+        // A row's payload lacks the sources peeling released after its symbol was stored
+        // (`Plan::known`): each pass that reads the row adds them too.
         // 1. Each pivot without its inactive part, in release order (earlier pivots are ready).
         for &(r, c) in &plan.pivots {
             let n = src(c);
             gather.clear();
+            gather.extend_from_slice(plan.known(r as usize));
             gather.extend(
                 plan.cols(r as usize)
                     .iter()
@@ -1244,6 +1322,7 @@ impl LtDecoder {
         }
         for (s, &r) in plan.core.iter().enumerate() {
             gather.clear();
+            gather.extend_from_slice(plan.known(r as usize));
             gather.extend(
                 plan.cols(r as usize)
                     .iter()
@@ -1341,9 +1420,9 @@ impl LtDecoder {
             let n = src(c);
             let deps = &plan.ivec[p * iw..(p + 1) * iw];
             let weight: u32 = deps.iter().map(|x| x.count_ones()).sum();
-            let cols = plan.cols(r as usize);
+            let (cols, known) = (plan.cols(r as usize), plan.known(r as usize));
             gather.clear();
-            let in_place = weight as usize <= cols.len();
+            let in_place = weight as usize <= cols.len() + known.len();
             let first = if in_place {
                 for (w, &x) in deps.iter().enumerate() {
                     let mut x = x;
@@ -1356,6 +1435,7 @@ impl LtDecoder {
                 // SAFETY: source n is inside `data`; `first` may be `dst`.
                 unsafe { data.add(n * t).cast_const() }
             } else {
+                gather.extend_from_slice(known);
                 gather.extend(cols.iter().filter(|&&c2| c2 != c).map(|&c2| src(c2) as u32));
                 sym_row(r)
             };
