@@ -625,23 +625,17 @@ impl Plan {
         }
         row_start.push(row_cols.len());
         row_known_start.push(row_known.len());
-        // Columns → rows.
-        let mut col_start = vec![0usize; u + 1];
-        for &c in &row_cols {
-            col_start[c as usize + 1] += 1;
+        // Columns → rows, from the peel's lists (built only while peeling, and a plan is built
+        // only before any symbol is stored without peeling): the stored symbols listed for an
+        // unknown source are exactly the active ones containing it, since a symbol is
+        // deactivated only once all its neighbours are known; listed in the order stored, so
+        // by row, as a transpose of `row_cols` would list them.
+        let mut row_of = vec![u32::MAX; dec.sym_active.len()];
+        for (r, &e) in rows.iter().enumerate() {
+            row_of[e as usize] = r as u32;
         }
-        for c in 0..u {
-            col_start[c + 1] += col_start[c];
-        }
-        let mut fill = col_start.clone();
-        let mut col_rows = vec![0u32; row_cols.len()];
-        for r in 0..m {
-            for &c in &row_cols[row_start[r]..row_start[r + 1]] {
-                col_rows[fill[c as usize]] = r as u32;
-                fill[c as usize] += 1;
-            }
-        }
-        let col_degree = |c: u32| col_start[c as usize + 1] - col_start[c as usize];
+        let col_list = |c: u32| &dec.adjacency[unknowns[c as usize] as usize];
+        let col_degree = |c: u32| col_list(c).len();
 
         // Peeling with inactivation. `count[r]`: unresolved columns of row r. Every row
         // containing an unresolved column is unused (a row releases only its last one).
@@ -716,8 +710,9 @@ impl Plan {
             }
             for &c in &cols {
                 resolved += 1;
-                for &r2 in &col_rows[col_start[c as usize]..col_start[c as usize + 1]] {
-                    let r2 = r2 as usize;
+                for &e2 in col_list(c) {
+                    let r2 = row_of[e2 as usize] as usize;
+                    debug_assert!(r2 < m, "a listed symbol is not active");
                     count[r2] -= 1;
                     if !used[r2] {
                         match count[r2] {
