@@ -20,8 +20,9 @@
 //! XOR of its neighbours. Nothing else travels on the wire.
 //!
 //! **Decoding.** [`LtDecoder`] is the message-passing (peeling) decoder HMTP uses: a symbol
-//! whose undecoded neighbours drop to one releases that source, which is then XORed out of every
-//! other symbol containing it. Peeling can stall with enough symbols for a unique solution;
+//! whose undecoded neighbours drop to one releases that source, which then counts as known in
+//! every other symbol containing it (its bytes are added to a stored symbol only when that
+//! symbol is read, in the same pass). Peeling can stall with enough symbols for a unique solution;
 //! [`LtDecoder::solve`] completes it exactly (whenever the GF(2) rank is k, like Gaussian
 //! elimination) by inactivation decoding (RFC 6330 §5.4.2): the elimination runs on bit-packed
 //! rows only, and the payloads are then computed in one pass whose XOR count follows the
