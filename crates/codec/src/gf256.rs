@@ -1445,8 +1445,10 @@ mod x86 {
         }
     }
 
-    /// [`super::XorPath::xor_rows`] with AVX2: strips of eight 32-byte registers, then single
-    /// registers, then the portable tail.
+    /// [`super::XorPath::xor_rows`] with AVX2: strips of eight 32-byte registers, then one
+    /// strip of the whole 32-byte registers left (three for the 1376-byte symbols of `hmtp`,
+    /// read in one pass over the rows instead of one pass per register), then the portable
+    /// tail.
     ///
     /// # Safety
     /// As [`super::XorPath::xor_rows`], with AVX2 present.
@@ -1458,10 +1460,11 @@ mod x86 {
         rows: &[u32],
         t: usize,
     ) {
-        let mut off = 0;
-        unsafe {
-            while off + 256 <= t {
-                let mut acc = [_mm256_setzero_si256(); 8];
+        // `dst[off..off + 32·N] = first ⊕ rows`, the N registers kept across the rows.
+        macro_rules! strip {
+            ($n:literal, $off:expr) => {{
+                let off = $off;
+                let mut acc = [_mm256_setzero_si256(); $n];
                 for (j, a) in acc.iter_mut().enumerate() {
                     *a = load32(first.add(off + 32 * j));
                 }
@@ -1474,16 +1477,26 @@ mod x86 {
                 for (j, a) in acc.iter().enumerate() {
                     store32(dst.add(off + 32 * j), *a);
                 }
+            }};
+        }
+        let mut off = 0;
+        unsafe {
+            while off + 256 <= t {
+                strip!(8, off);
                 off += 256;
             }
-            while off + 32 <= t {
-                let mut a = load32(first.add(off));
-                for &r in rows {
-                    a = _mm256_xor_si256(a, load32(base.add(r as usize * t + off)));
-                }
-                store32(dst.add(off), a);
-                off += 32;
+            let left = (t - off) / 32;
+            match left {
+                7 => strip!(7, off),
+                6 => strip!(6, off),
+                5 => strip!(5, off),
+                4 => strip!(4, off),
+                3 => strip!(3, off),
+                2 => strip!(2, off),
+                1 => strip!(1, off),
+                _ => {}
             }
+            off += 32 * left;
             super::portable_xor_rows(dst, first, base, rows, t, off);
         }
     }
@@ -1747,7 +1760,8 @@ mod tests {
     }
 
     /// Every dense-XOR path equals a plain byte loop, for lengths around each path's strip
-    /// and register sizes (including the 1376-byte symbols of `hmtp`), any number of rows,
+    /// and register sizes (every count of 32-byte registers after the last full strip, and
+    /// the 1376-byte symbols of `hmtp`), any number of rows,
     /// and `first` being `dst` itself or another buffer.
     #[test]
     fn xor_rows_paths_match_plain_loop() {
@@ -1755,7 +1769,8 @@ mod tests {
         let paths = XorPath::available();
         assert!(paths.contains(&XorPath::best()));
         for t in [
-            1, 7, 8, 31, 32, 33, 63, 64, 65, 255, 256, 257, 511, 512, 513, 1376, 1380,
+            1, 7, 8, 31, 32, 33, 63, 64, 65, 95, 96, 97, 255, 256, 257, 288, 320, 352, 384, 416,
+            448, 480, 481, 511, 512, 513, 1376, 1380,
         ] {
             for n in [0, 1, 2, 5, 13, 40] {
                 let nrows = 50;

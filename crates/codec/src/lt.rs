@@ -20,8 +20,9 @@
 //! XOR of its neighbours. Nothing else travels on the wire.
 //!
 //! **Decoding.** [`LtDecoder`] is the message-passing (peeling) decoder HMTP uses: a symbol
-//! whose undecoded neighbours drop to one releases that source, which is then XORed out of every
-//! other symbol containing it. Peeling can stall with enough symbols for a unique solution;
+//! whose undecoded neighbours drop to one releases that source, which then counts as known in
+//! every other symbol containing it (its bytes are added to a stored symbol only when that
+//! symbol is read, in the same pass). Peeling can stall with enough symbols for a unique solution;
 //! [`LtDecoder::solve`] completes it exactly (whenever the GF(2) rank is k, like Gaussian
 //! elimination) by inactivation decoding (RFC 6330 §5.4.2): the elimination runs on bit-packed
 //! rows only, and the payloads are then computed in one pass whose XOR count follows the
@@ -30,7 +31,7 @@
 //! rank reaches k.
 
 use crate::error::{check_len, Error, Result};
-use crate::gf256::{Kernel, XorPath};
+use crate::gf256::XorPath;
 use crate::known::Known;
 use std::sync::Arc;
 
@@ -275,30 +276,45 @@ impl LtParams {
         // u = (x >> 11) / 2^53 for the first output x.
         let d = self.dist.degree_for_53(rng.next_u64() >> 11);
         out.clear();
+        out.reserve(d);
         let mut draw = || ((u128::from(rng.next_u64()) * k as u128) >> 64) as u32;
         // Rejecting repeats by a linear search or by a bitset gives the same list; the
         // bitset is cheaper beyond a few neighbours (the spike degree is ≈ 50 for k = 1000).
         if d <= 16 {
+            // In a local array (no capacity check per neighbour), copied out once.
+            let mut buf = [0u32; 16];
+            let mut len = 0;
+            while len < d {
+                let x = draw();
+                if !buf[..len].contains(&x) {
+                    buf[len] = x;
+                    len += 1;
+                }
+            }
+            // Element by element (room reserved above): a call of `memmove` for at most 16
+            // words cost more than the copy.
+            for &x in &buf[..d] {
+                out.push(x);
+            }
+        } else if k <= 16 * 64 {
+            let mut seen = [0u64; 16];
             while out.len() < d {
                 let x = draw();
-                if !out.contains(&x) {
+                // x < k ≤ 1024, so x / 64 < 16: the mask changes nothing but spares the
+                // bounds check.
+                let (w, bit) = ((x as usize / 64) & 15, 1u64 << (x % 64));
+                if seen[w] & bit == 0 {
+                    seen[w] |= bit;
                     out.push(x);
                 }
             }
         } else {
-            let mut small = [0u64; 16];
-            let mut large = Vec::new();
-            let seen: &mut [u64] = if k <= 16 * 64 {
-                &mut small
-            } else {
-                large.resize(k.div_ceil(64), 0);
-                &mut large
-            };
+            let mut seen = vec![0u64; k.div_ceil(64)];
             while out.len() < d {
                 let x = draw();
-                let (w, b) = (x as usize / 64, x % 64);
-                if seen[w] & (1 << b) == 0 {
-                    seen[w] |= 1 << b;
+                let (w, bit) = (x as usize / 64, 1u64 << (x % 64));
+                if seen[w] & bit == 0 {
+                    seen[w] |= bit;
                     out.push(x);
                 }
             }
@@ -545,6 +561,11 @@ struct Plan {
     /// Columns of row r: `row_cols[row_start[r]..row_start[r + 1]]`.
     row_start: Vec<usize>,
     row_cols: Vec<u32>,
+    /// Sources of row r that peeling released after its symbol was stored (so not yet added
+    /// into its payload; see [`LtDecoder::peel`]):
+    /// `row_known[row_known_start[r]..row_known_start[r + 1]]`.
+    row_known_start: Vec<usize>,
+    row_known: Vec<u32>,
     state: Vec<Column>,
     /// Position of a pivot column in `pivots`, of an inactive one in `inactive`.
     index: Vec<u32>,
@@ -587,34 +608,35 @@ impl Plan {
         let mut row_start = Vec::with_capacity(m + 1);
         // At most every stored neighbour: one allocation, no capacity check per entry.
         let mut row_cols = Vec::with_capacity(dec.sym_neigh.len());
+        let mut row_known_start = Vec::with_capacity(m + 1);
+        let mut row_known = Vec::new();
         for &e in &rows {
             row_start.push(row_cols.len());
+            row_known_start.push(row_known.len());
             for &n in dec.symbol_neighbours(e as usize) {
-                // Known sources have no column.
+                // Known sources have no column; their values are still to be added to the
+                // row's payload.
                 let c = col_of[n as usize];
                 if c != u32::MAX {
                     row_cols.push(c);
+                } else {
+                    row_known.push(n);
                 }
             }
         }
         row_start.push(row_cols.len());
-        // Columns → rows.
-        let mut col_start = vec![0usize; u + 1];
-        for &c in &row_cols {
-            col_start[c as usize + 1] += 1;
+        row_known_start.push(row_known.len());
+        // Columns → rows, from the peel's lists (built only while peeling, and a plan is built
+        // only before any symbol is stored without peeling): the stored symbols listed for an
+        // unknown source are exactly the active ones containing it, since a symbol is
+        // deactivated only once all its neighbours are known; listed in the order stored, so
+        // by row, as a transpose of `row_cols` would list them.
+        let mut row_of = vec![u32::MAX; dec.sym_active.len()];
+        for (r, &e) in rows.iter().enumerate() {
+            row_of[e as usize] = r as u32;
         }
-        for c in 0..u {
-            col_start[c + 1] += col_start[c];
-        }
-        let mut fill = col_start.clone();
-        let mut col_rows = vec![0u32; row_cols.len()];
-        for r in 0..m {
-            for &c in &row_cols[row_start[r]..row_start[r + 1]] {
-                col_rows[fill[c as usize]] = r as u32;
-                fill[c as usize] += 1;
-            }
-        }
-        let col_degree = |c: u32| col_start[c as usize + 1] - col_start[c as usize];
+        let col_list = |c: u32| &dec.adjacency[unknowns[c as usize] as usize];
+        let col_degree = |c: u32| col_list(c).len();
 
         // Peeling with inactivation. `count[r]`: unresolved columns of row r. Every row
         // containing an unresolved column is unused (a row releases only its last one).
@@ -689,8 +711,9 @@ impl Plan {
             }
             for &c in &cols {
                 resolved += 1;
-                for &r2 in &col_rows[col_start[c as usize]..col_start[c as usize + 1]] {
-                    let r2 = r2 as usize;
+                for &e2 in col_list(c) {
+                    let r2 = row_of[e2 as usize] as usize;
+                    debug_assert!(r2 < m, "a listed symbol is not active");
                     count[r2] -= 1;
                     if !used[r2] {
                         match count[r2] {
@@ -729,6 +752,8 @@ impl Plan {
             rows,
             row_start,
             row_cols,
+            row_known_start,
+            row_known,
             state,
             index,
             pivots,
@@ -754,6 +779,11 @@ impl Plan {
         &self.row_cols[self.row_start[r]..self.row_start[r + 1]]
     }
 
+    /// The sources of row r known when the plan was built but not yet added into its payload.
+    fn known(&self, r: usize) -> &[u32] {
+        &self.row_known[self.row_known_start[r]..self.row_known_start[r + 1]]
+    }
+
     /// Whether the residual system has full rank (the core determines every inactive source).
     fn is_complete(&self) -> bool {
         self.core.len() == self.inactive.len()
@@ -773,6 +803,8 @@ impl Plan {
         self.row_cols
             .extend(sources.iter().map(|&n| self.col_of[n as usize]));
         self.row_start.push(self.row_cols.len());
+        // Stored after the plan was built: every source known then was added by `store`.
+        self.row_known_start.push(self.row_known.len());
         if !self.is_complete() {
             self.offer(self.rows.len() - 1);
         }
@@ -868,12 +900,12 @@ impl Plan {
 pub struct LtDecoder {
     params: LtParams,
     block: u32,
-    kernel: Kernel,
     data: Vec<u8>,
     known: Known,
     received: usize,
-    /// Stored symbols: payload (already XORed with their decoded neighbours), undecoded
-    /// neighbours, count of undecoded neighbours, whether still useful.
+    /// Stored symbols: payload (XORed with the neighbours known when it was stored; those
+    /// released since are added by whatever reads it, see [`LtDecoder::peel`]), neighbours
+    /// unknown when it was stored, count of those still unknown, whether still useful.
     sym_data: Vec<u8>,
     sym_neigh: Vec<u32>,
     sym_start: Vec<usize>,
@@ -903,7 +935,6 @@ impl LtDecoder {
     pub fn new(params: LtParams, block: u32) -> Self {
         let k = params.k();
         Self {
-            kernel: Kernel::best(),
             data: vec![0; k * params.symbol_size],
             known: Known::new(k),
             received: 0,
@@ -1055,6 +1086,29 @@ impl LtDecoder {
             self.sym_neigh.truncate(start);
             return None;
         }
+        if peeling && remaining == 1 {
+            // It releases its one unknown neighbour at once (the ripple is empty between
+            // symbols, so storing it would make it the next one peeled): the value goes
+            // straight into `data`, the payload with its known neighbours XORed out in one
+            // pass, instead of being stored and then copied.
+            let n = self.sym_neigh[start] as usize;
+            self.sym_neigh.truncate(start);
+            debug_assert!(self.ripple.is_empty() && n < self.params.k());
+            // SAFETY: the path is available; source n < k and the gathered rows (known
+            // sources, so not n) are inside `data` (k·T bytes); `payload` (T bytes, checked by
+            // `push`) is a separate buffer.
+            unsafe {
+                self.xor_path.xor_rows(
+                    self.data.as_mut_ptr().add(n * t),
+                    payload.as_ptr(),
+                    self.data.as_ptr(),
+                    &self.gather,
+                    t,
+                )
+            };
+            self.release(n);
+            return None;
+        }
         let off = self.sym_data.len();
         if self.gather.is_empty() {
             self.sym_data.extend_from_slice(payload);
@@ -1078,11 +1132,10 @@ impl LtDecoder {
         self.sym_active.push(true);
         self.active += 1;
         if peeling {
+            // (A symbol with one unknown neighbour released it above.)
+            debug_assert!(remaining >= 2);
             for &n in &self.sym_neigh[start..] {
                 self.adjacency[n as usize].push(idx);
-            }
-            if remaining == 1 {
-                self.ripple.push(idx);
             }
         }
         Some(idx)
@@ -1105,6 +1158,12 @@ impl LtDecoder {
     }
 
     /// Message passing: resolve degree-one symbols until none is left.
+    ///
+    /// A released source is not XORed into the other stored symbols that contain it (most of
+    /// them are never used to release anything): a stored payload stays reduced by the
+    /// sources known when it was stored only, and whatever reads it adds the rest in the same
+    /// pass (here when the symbol releases its source, one pass over the symbol and its other
+    /// neighbours; in [`LtDecoder::execute`] through `Plan::known`).
     fn peel(&mut self) {
         let t = self.params.symbol_size;
         while let Some(e) = self.ripple.pop() {
@@ -1113,36 +1172,63 @@ impl LtDecoder {
                 continue;
             }
             self.deactivate(e);
-            let Some(&n) = self
-                .symbol_neighbours(e)
-                .iter()
-                .find(|&&n| !self.known.contains(n as usize))
-            else {
-                continue;
-            };
-            let n = n as usize;
-            self.data[n * t..(n + 1) * t].copy_from_slice(&self.sym_data[e * t..(e + 1) * t]);
-            self.known.mark(n);
-            for e2 in std::mem::take(&mut self.adjacency[n]) {
-                let e2 = e2 as usize;
-                if !self.sym_active[e2] {
-                    continue;
-                }
-                // SAFETY: the kernel is available; both slices have T bytes.
-                unsafe {
-                    self.kernel.xor_unchecked(
-                        &mut self.sym_data[e2 * t..(e2 + 1) * t],
-                        &self.data[n * t..(n + 1) * t],
-                    )
-                };
-                self.sym_remaining[e2] -= 1;
-                match self.sym_remaining[e2] {
-                    0 => self.deactivate(e2),
-                    1 => self.ripple.push(e2 as u32),
-                    _ => {}
+            // Its one unknown neighbour; the others are known, their values not yet added.
+            self.gather.clear();
+            let mut unknown = None;
+            let (start, end) = (
+                self.sym_start[e],
+                self.sym_start
+                    .get(e + 1)
+                    .copied()
+                    .unwrap_or(self.sym_neigh.len()),
+            );
+            for &n in &self.sym_neigh[start..end] {
+                if self.known.contains(n as usize) {
+                    self.gather.push(n);
+                } else {
+                    unknown = Some(n as usize);
                 }
             }
+            let Some(n) = unknown else {
+                continue;
+            };
+            debug_assert!(n < self.params.k() && (e + 1) * t <= self.sym_data.len());
+            // SAFETY: the path is available; source n < k and the gathered rows (known
+            // sources, so not n) are inside `data` (k·T bytes); stored symbol e is inside
+            // `sym_data`, a separate buffer.
+            unsafe {
+                self.xor_path.xor_rows(
+                    self.data.as_mut_ptr().add(n * t),
+                    self.sym_data.as_ptr().add(e * t),
+                    self.data.as_ptr(),
+                    &self.gather,
+                    t,
+                )
+            };
+            self.release(n);
         }
+    }
+
+    /// Marks source n (its value in `data`) known: one neighbour fewer for every active stored
+    /// symbol containing it, which joins the ripple when one is left.
+    fn release(&mut self, n: usize) {
+        self.known.mark(n);
+        // The list is done with (n is known); its allocation stays for the next block.
+        let mut list = std::mem::take(&mut self.adjacency[n]);
+        for &e2 in &list {
+            let e2 = e2 as usize;
+            if !self.sym_active[e2] {
+                continue;
+            }
+            self.sym_remaining[e2] -= 1;
+            match self.sym_remaining[e2] {
+                0 => self.deactivate(e2),
+                1 => self.ripple.push(e2 as u32),
+                _ => {}
+            }
+        }
+        list.clear();
+        self.adjacency[n] = list;
     }
 
     /// Completes decoding from the symbols the peel could not use, by inactivation decoding
@@ -1199,10 +1285,13 @@ impl LtDecoder {
             unsafe { sym.add(e * t) }
         };
         let k = self.params.k();
+        // A row's payload lacks the sources peeling released after its symbol was stored
+        // (`Plan::known`): each pass that reads the row adds them too.
         // 1. Each pivot without its inactive part, in release order (earlier pivots are ready).
         for &(r, c) in &plan.pivots {
             let n = src(c);
             gather.clear();
+            gather.extend_from_slice(plan.known(r as usize));
             gather.extend(
                 plan.cols(r as usize)
                     .iter()
@@ -1229,6 +1318,7 @@ impl LtDecoder {
         }
         for (s, &r) in plan.core.iter().enumerate() {
             gather.clear();
+            gather.extend_from_slice(plan.known(r as usize));
             gather.extend(
                 plan.cols(r as usize)
                     .iter()
@@ -1326,9 +1416,9 @@ impl LtDecoder {
             let n = src(c);
             let deps = &plan.ivec[p * iw..(p + 1) * iw];
             let weight: u32 = deps.iter().map(|x| x.count_ones()).sum();
-            let cols = plan.cols(r as usize);
+            let (cols, known) = (plan.cols(r as usize), plan.known(r as usize));
             gather.clear();
-            let in_place = weight as usize <= cols.len();
+            let in_place = weight as usize <= cols.len() + known.len();
             let first = if in_place {
                 for (w, &x) in deps.iter().enumerate() {
                     let mut x = x;
@@ -1341,6 +1431,7 @@ impl LtDecoder {
                 // SAFETY: source n is inside `data`; `first` may be `dst`.
                 unsafe { data.add(n * t).cast_const() }
             } else {
+                gather.extend_from_slice(known);
                 gather.extend(cols.iter().filter(|&&c2| c2 != c).map(|&c2| src(c2) as u32));
                 sym_row(r)
             };
