@@ -20,7 +20,7 @@
 //! interruption, or run as shards and merged gives byte-identical JSON and CSV.
 
 use crate::report::{Layout, Report, RunRecord};
-use crate::run::{self, RunError, RunOptions, RunSpec};
+use crate::run::{self, RunError, RunOptions, RunSpec, MAX_RUNS};
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -40,10 +40,6 @@ pub const FORMAT: &str = "tributary-results";
 
 /// The version of the results file format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
-
-// Plans larger than this in a header are taken for damage, not a sweep; it keeps a damaged or
-// hostile header from making merge list billions of missing runs.
-use crate::run::MAX_RUNS;
 
 /// How often at least a results file is synced to disk (it is flushed to the operating system
 /// after every line).
@@ -736,6 +732,8 @@ fn layout_problem(h: &Header) -> Option<String> {
             return Some(format!("invalid shard {}/{}", s.index, s.count));
         }
     }
+    // A plan larger than any scenario may make is damage, not a sweep: it would have merge
+    // list billions of missing runs.
     if l.runs() > MAX_RUNS {
         return Some(format!("a plan of {} runs is implausible", l.runs()));
     }
