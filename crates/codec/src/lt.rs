@@ -1142,12 +1142,17 @@ impl LtDecoder {
     }
 
     fn symbol_neighbours(&self, e: usize) -> &[u32] {
+        &self.sym_neigh[self.symbol_range(e)]
+    }
+
+    /// Where stored symbol e's neighbours lie in `sym_neigh`.
+    fn symbol_range(&self, e: usize) -> std::ops::Range<usize> {
         let end = self
             .sym_start
             .get(e + 1)
             .copied()
             .unwrap_or(self.sym_neigh.len());
-        &self.sym_neigh[self.sym_start[e]..end]
+        self.sym_start[e]..end
     }
 
     fn deactivate(&mut self, e: usize) {
@@ -1175,14 +1180,8 @@ impl LtDecoder {
             // Its one unknown neighbour; the others are known, their values not yet added.
             self.gather.clear();
             let mut unknown = None;
-            let (start, end) = (
-                self.sym_start[e],
-                self.sym_start
-                    .get(e + 1)
-                    .copied()
-                    .unwrap_or(self.sym_neigh.len()),
-            );
-            for &n in &self.sym_neigh[start..end] {
+            let range = self.symbol_range(e);
+            for &n in &self.sym_neigh[range] {
                 if self.known.contains(n as usize) {
                     self.gather.push(n);
                 } else {
