@@ -1524,6 +1524,7 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::xorshift;
 
     /// The split-table entry points for another field's tables compute `dst ^= c·src` with
     /// those tables, on every length (ragged ends, below one 32-byte window, empty) and on
@@ -1599,16 +1600,6 @@ mod tests {
                 *x = (rng() % 5) as u8;
             }
             check(b);
-        }
-    }
-
-    /// Xorshift32 (Marsaglia): a small deterministic generator for the kernels' test inputs.
-    fn xorshift(mut x: u32) -> impl FnMut() -> u32 {
-        move || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
         }
     }
 

@@ -26,3 +26,14 @@ mod raptorq_rows;
 pub mod rlnc;
 
 pub use error::{Error, Result};
+
+/// Xorshift32 (Marsaglia): a small deterministic generator for the tests' inputs.
+#[cfg(test)]
+pub(crate) fn xorshift(mut x: u32) -> impl FnMut() -> u32 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    }
+}

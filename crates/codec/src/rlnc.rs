@@ -818,13 +818,8 @@ mod tests {
     /// pick on a CPU with GFNI — and every kernel agrees with the portable one.
     #[test]
     fn reused_encoder_matches_a_new_one_with_every_kernel() {
-        let mut x = 0x2545_f491u32;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        };
+        let mut rng = crate::xorshift(0x2545_f491);
+        let mut next = move || rng() as u8;
         let with_kernel = |kernel: Kernel, c: RlncConfig, d: &[u8]| {
             let mut e = RlncEncoder::from_fn(RlncConfig::new(1, 1).unwrap(), |_| {});
             e.kernel = kernel;
@@ -881,17 +876,17 @@ mod tests {
                 a[i] = 0;
             }
         }
-        let mut x = 0x1234_5678u32;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        };
+        let mut next = crate::xorshift(0x1234_5678);
         for _ in 0..20_000 {
             let len = (next() % 41) as usize;
             let a: Vec<u8> = (0..len)
-                .map(|_| if next() % 8 == 0 { next() as u8 } else { 0 })
+                .map(|_| {
+                    if next().is_multiple_of(8) {
+                        next() as u8
+                    } else {
+                        0
+                    }
+                })
                 .collect();
             assert_eq!(first_nonzero(&a), reference(&a), "{a:?}");
         }
