@@ -533,13 +533,14 @@ impl RecvBuffer {
     /// them, `f` never sees them). Returns the data bytes passed.
     pub fn read_at(&mut self, max: u64, mut f: impl FnMut(u64, &[u8])) -> u64 {
         let mut passed = 0u64;
-        loop {
-            let end = self.contiguous_end();
-            if self.read >= end {
-                break;
-            }
+        // Reading never passes the contiguous end, so it stays where it is: the range that
+        // ends there is dropped only once the read point reaches it, and no range starts at
+        // its end (ranges are merged).
+        let end = self.contiguous_end();
+        while self.read < end {
+            let skip = self.skipped.first();
             // A skipped range at the read point is consumed without being passed.
-            if let Some(r) = self.skipped.first() {
+            if let Some(r) = &skip {
                 if r.start <= self.read {
                     let to = r.end.min(end);
                     let n = to - self.read;
@@ -551,7 +552,7 @@ impl RecvBuffer {
             if passed >= max {
                 break;
             }
-            let data_end = self.skipped.first().map_or(end, |r| r.start.min(end));
+            let data_end = skip.map_or(end, |r| r.start.min(end));
             let pos = self.read - self.chunk_base;
             let (idx, off) = ((pos / CHUNK64) as usize, (pos % CHUNK64) as usize);
             let n = (data_end - self.read)
