@@ -181,7 +181,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
     /// A varint length followed by that many bytes.
-    #[inline]
+    #[inline(always)]
     pub fn length_prefixed(&mut self, what: &'static str) -> Result<&'a [u8], WireError> {
         let n = self.varint(what)?;
         let n = usize::try_from(n).map_err(|_| WireError::Truncated(what))?;
