@@ -354,6 +354,7 @@ impl RecvBuffer {
         self.read
     }
     /// Every byte below this offset has been received (the connection-level data ACK).
+    #[inline]
     pub fn contiguous_end(&self) -> u64 {
         match self.received.first() {
             Some(r) if r.start <= self.read => r.end,
@@ -409,27 +410,42 @@ impl RecvBuffer {
     /// `[read offset, max_data)` and, when known, below the final size.
     pub fn insert(&mut self, offset: u64, data: &[u8]) -> Insert {
         let len = data.len() as u64;
-        let mut lo = offset.max(self.read);
-        let mut hi = (offset + len).min(self.max_data());
-        if let Some(f) = self.final_size {
-            hi = hi.min(f);
-        }
-        let dropped = (offset + len).saturating_sub(hi.max(offset));
-        self.dropped += dropped;
-        if lo >= hi {
-            return Insert::Stored {
-                new_bytes: 0,
-                dropped,
-            };
-        }
-        // Skip what is already contiguous (common for duplicates).
-        lo = lo.max(self.contiguous_end().min(hi));
-        if lo >= hi {
-            return Insert::Stored {
-                new_bytes: 0,
-                dropped,
-            };
-        }
+        let end = offset + len;
+        // The common case, in-order arrival: the bytes extend the highest range held (or
+        // start a first one at or above the read point), inside the window and the final
+        // size, so all of them are stored and none dropped; the general bounds below give
+        // the same.
+        let (lo, hi, dropped) = if len > 0
+            && offset >= self.read
+            && end <= self.max_data()
+            && self.final_size.is_none_or(|f| end <= f)
+            && self.received.max_end().is_none_or(|e| e == offset)
+        {
+            (offset, end, 0)
+        } else {
+            let mut lo = offset.max(self.read);
+            let mut hi = end.min(self.max_data());
+            if let Some(f) = self.final_size {
+                hi = hi.min(f);
+            }
+            let dropped = end.saturating_sub(hi.max(offset));
+            self.dropped += dropped;
+            if lo >= hi {
+                return Insert::Stored {
+                    new_bytes: 0,
+                    dropped,
+                };
+            }
+            // Skip what is already contiguous (common for duplicates).
+            lo = lo.max(self.contiguous_end().min(hi));
+            if lo >= hi {
+                return Insert::Stored {
+                    new_bytes: 0,
+                    dropped,
+                };
+            }
+            (lo, hi, dropped)
+        };
         let new_bytes = match self.received.insert_bounded(lo..hi, self.max_holes) {
             Ok(n) => n,
             Err(_) => {
@@ -533,13 +549,14 @@ impl RecvBuffer {
     /// them, `f` never sees them). Returns the data bytes passed.
     pub fn read_at(&mut self, max: u64, mut f: impl FnMut(u64, &[u8])) -> u64 {
         let mut passed = 0u64;
-        loop {
-            let end = self.contiguous_end();
-            if self.read >= end {
-                break;
-            }
+        // Reading never passes the contiguous end, so it stays where it is: the range that
+        // ends there is dropped only once the read point reaches it, and no range starts at
+        // its end (ranges are merged).
+        let end = self.contiguous_end();
+        while self.read < end {
+            let skip = self.skipped.first();
             // A skipped range at the read point is consumed without being passed.
-            if let Some(r) = self.skipped.first() {
+            if let Some(r) = &skip {
                 if r.start <= self.read {
                     let to = r.end.min(end);
                     let n = to - self.read;
@@ -551,7 +568,7 @@ impl RecvBuffer {
             if passed >= max {
                 break;
             }
-            let data_end = self.skipped.first().map_or(end, |r| r.start.min(end));
+            let data_end = skip.map_or(end, |r| r.start.min(end));
             let pos = self.read - self.chunk_base;
             let (idx, off) = ((pos / CHUNK64) as usize, (pos % CHUNK64) as usize);
             let n = (data_end - self.read)

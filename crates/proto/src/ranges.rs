@@ -212,6 +212,7 @@ impl RangeSet {
     }
 
     /// Number of disjoint ranges.
+    #[inline]
     pub fn len(&self) -> usize {
         self.below.len() + usize::from(self.last.is_some())
     }
@@ -228,11 +229,37 @@ impl RangeSet {
 
     /// Adds `r` unless that would leave more than `max_ranges` ranges (then nothing changes);
     /// returns how many values were not in the set before.
+    ///
+    /// Inlined for its common cases, in-order arrival: `r` starting within the highest
+    /// range (that extends it and touches nothing else), or the set empty (a receive buffer
+    /// whose bytes were all read). Every other case is [`RangeSet::insert_other`], out of
+    /// line.
+    #[inline]
     pub fn insert_bounded(
         &mut self,
         r: Range<u64>,
         max_ranges: usize,
     ) -> Result<u64, TooFragmented> {
+        if r.start < r.end {
+            match &mut self.last {
+                Some((s, e)) if r.start >= *s && r.start <= *e => {
+                    let added = r.end.saturating_sub(*e);
+                    *e = (*e).max(r.end);
+                    return Ok(added);
+                }
+                last @ None if max_ranges > 0 => {
+                    *last = Some((r.start, r.end));
+                    return Ok(r.end - r.start);
+                }
+                _ => {}
+            }
+        }
+        self.insert_other(r, max_ranges)
+    }
+
+    /// [`RangeSet::insert_bounded`] in the cases it does not inline.
+    #[inline(never)]
+    fn insert_other(&mut self, r: Range<u64>, max_ranges: usize) -> Result<u64, TooFragmented> {
         if r.start >= r.end {
             return Ok(0);
         }
@@ -243,7 +270,7 @@ impl RangeSet {
             self.last = Some((r.start, r.end));
             return Ok(r.end - r.start);
         };
-        // Fast paths: at or beyond the start of the highest range.
+        // At or beyond the start of the highest range.
         if r.start >= s && r.start <= e {
             let added = r.end.saturating_sub(e);
             if r.end > e {
@@ -368,16 +395,19 @@ impl RangeSet {
     }
 
     /// One past the largest value, if any.
+    #[inline]
     pub fn max_end(&self) -> Option<u64> {
         self.last.map(|(_, e)| e)
     }
 
     /// The lowest range.
+    #[inline]
     pub fn first(&self) -> Option<Range<u64>> {
         self.below.first().or(self.last).map(|(s, e)| s..e)
     }
 
     /// The highest range.
+    #[inline]
     pub fn last(&self) -> Option<Range<u64>> {
         self.last.map(|(s, e)| s..e)
     }

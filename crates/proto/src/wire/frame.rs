@@ -428,7 +428,7 @@ pub(crate) fn encode_ack(
     max_data: u64,
     received_at: Option<u64>,
 ) -> Result<Option<usize>, WireError> {
-    let Some(first) = ranges.iter().next_back() else {
+    let Some(first) = ranges.last() else {
         return Ok(None);
     };
     let largest = check_varint(first.end - 1)?;
@@ -469,12 +469,14 @@ pub(crate) fn encode_ack(
     w.varint(ack_delay);
     w.varint(first_range);
     w.varint(count as u64);
-    let mut prev_start = first.start;
-    for r in rest() {
-        // QUIC encoding (RFC 9000 §19.3.1): gap = previous smallest - this largest - 2.
-        w.varint(prev_start - r.end - 1);
-        w.varint(r.end - 1 - r.start);
-        prev_start = r.start;
+    if count > 0 {
+        let mut prev_start = first.start;
+        for r in rest() {
+            // QUIC encoding (RFC 9000 §19.3.1): gap = previous smallest - this largest - 2.
+            w.varint(prev_start - r.end - 1);
+            w.varint(r.end - 1 - r.start);
+            prev_start = r.start;
+        }
     }
     w.varint(data_ack);
     w.varint(max_data);

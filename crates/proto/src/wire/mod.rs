@@ -137,7 +137,7 @@ impl<'a> Reader<'a> {
     /// Inlined, with the one-byte form (values below 64: most frame fields) returned
     /// directly and the longer forms bounds-checked once; a truncated varint consumes the
     /// rest of the buffer, as reading it byte by byte would.
-    #[inline]
+    #[inline(always)]
     pub fn varint(&mut self, what: &'static str) -> Result<u64, WireError> {
         let first = self.u8(what)?;
         let v = u64::from(first & 0x3f);
@@ -181,6 +181,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
     /// A varint length followed by that many bytes.
+    #[inline(always)]
     pub fn length_prefixed(&mut self, what: &'static str) -> Result<&'a [u8], WireError> {
         let n = self.varint(what)?;
         let n = usize::try_from(n).map_err(|_| WireError::Truncated(what))?;
@@ -206,6 +207,7 @@ impl Writer<'_> {
     pub(crate) fn u64(&mut self, v: u64) {
         self.bytes(&v.to_be_bytes());
     }
+    #[inline(always)]
     pub(crate) fn varint(&mut self, v: u64) {
         debug_assert!(v <= VARINT_MAX);
         match varint_len(v) {
