@@ -137,7 +137,7 @@ impl<'a> Reader<'a> {
     /// Inlined, with the one-byte form (values below 64: most frame fields) returned
     /// directly and the longer forms bounds-checked once; a truncated varint consumes the
     /// rest of the buffer, as reading it byte by byte would.
-    #[inline]
+    #[inline(always)]
     pub fn varint(&mut self, what: &'static str) -> Result<u64, WireError> {
         let first = self.u8(what)?;
         let v = u64::from(first & 0x3f);
