@@ -1703,12 +1703,17 @@ impl Connection {
     /// Congestion window validation ([`ConnectionConfig::cwnd_validation`]) of path `p`,
     /// after it sent (`idle_since`: when it last sent before, if its flight was empty) or was
     /// acknowledged. Linux's rules (`tcp_cwnd_restart`, `tcp_cwnd_application_limited`;
-    /// RFC 2861 §3, RFC 7661 §4.4).
+    /// RFC 2861 §3, RFC 7661 §4.4). Off, the check is all that is left (inlined).
+    #[inline]
     fn validate_window(&mut self, now: Instant, p: usize, idle_since: Option<Instant>) {
-        if !self.cfg.cwnd_validation
-            || self.views[p].in_recovery
-            || self.cc.pacing_rate(p, &self.views).is_some()
-        {
+        if self.cfg.cwnd_validation {
+            self.validate_window_on(now, p, idle_since);
+        }
+    }
+
+    #[inline(never)]
+    fn validate_window_on(&mut self, now: Instant, p: usize, idle_since: Option<Instant>) {
+        if self.views[p].in_recovery || self.cc.pacing_rate(p, &self.views).is_some() {
             return;
         }
         let path = &mut self.paths[p];
