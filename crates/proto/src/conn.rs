@@ -517,7 +517,7 @@ impl Connection {
     /// Re-snapshots path `p`. Invariant: between calls into the connection every view is
     /// current — whatever changes a path's state re-snapshots that path.
     fn sync_view(&mut self, p: usize) {
-        self.views[p] = self.paths[p].view();
+        self.paths[p].write_view(&mut self.views[p]);
     }
 
     // ------------------------------------------------------------------ application side
@@ -1268,6 +1268,9 @@ impl Connection {
             self.stats.ack_ranges_ignored += 1;
         }
         let largest_before = self.paths[p].largest_acked;
+        // One scheme context for the ACK's packets: nothing it carries changes in this loop.
+        let mut ctx = send_ctx!(self, now);
+        let mut stream_end_acked = false;
         for r in a.ranges() {
             let path = &self.paths[p];
             let lo = r.start.max(path.sent_base);
@@ -1305,17 +1308,21 @@ impl Connection {
                 }
                 if sp.flags & SENT_STREAM_END != 0 && self.stream_end == StreamEnd::InFlight {
                     self.stream_end = StreamEnd::Acked;
-                    self.check_all_acked();
+                    stream_end_acked = true;
                 }
                 if sp.flags & SENT_CONTROL != 0 {
                     self.ctrl_in_flight.remove(&(p, pn));
                 }
                 if let Some(tag) = sp.tag {
                     let info = sp.info(p, pn, tag);
-                    let mut ctx = send_ctx!(self, now);
                     self.tx.on_acked(&mut ctx, &info);
                 }
             }
+        }
+        if stream_end_acked {
+            // After the loop: the check looks at nothing the loop changes but the stream
+            // end's state, and the scheme's calls above push no events.
+            self.check_all_acked();
         }
         let mut undo = None;
         if self.cfg.reorder_tolerance {
@@ -1413,7 +1420,8 @@ impl Connection {
                 // ACK, so it may not grow (it may shrink).
                 w.cwnd = w.cwnd.min(old);
             }
-            self.apply_window(p, w);
+            // The view is current: synced above, and the controller changes no path.
+            self.apply_window_to_current(p, w);
         }
         self.validate_window(now, p, None);
         self.detect_losses(now, p);
@@ -1569,7 +1577,18 @@ impl Connection {
 
     /// After packets of path `p` were declared lost: the view, one congestion event if any
     /// loss signals congestion, and the losses reported to the scheme and the tracer.
+    /// (Inlined: after most ACKs nothing was lost and only the report's check is left.)
+    #[inline]
     fn after_losses(&mut self, now: Instant, p: usize, any_lost: bool, congestion: bool) {
+        if any_lost || congestion {
+            self.after_found_losses(now, p, any_lost, congestion);
+        } else {
+            self.report_lost(now);
+        }
+    }
+
+    #[inline(never)]
+    fn after_found_losses(&mut self, now: Instant, p: usize, any_lost: bool, congestion: bool) {
         // The view was current before (trimming settled packets changes nothing in it).
         if any_lost {
             self.sync_view(p);
@@ -1592,7 +1611,17 @@ impl Connection {
         self.report_lost(now);
     }
 
+    /// Reports the losses declared since the last call to the tracer and the scheme (most
+    /// calls have none and no tracer: that check is inlined, the work is not).
+    #[inline]
     fn report_lost(&mut self, now: Instant) {
+        if self.tracer.is_some() || !self.lost.is_empty() {
+            self.report_lost_now(now);
+        }
+    }
+
+    #[inline(never)]
+    fn report_lost_now(&mut self, now: Instant) {
         if let Some(t) = &mut self.tracer {
             for (path, pn, size, kind) in self.traced_losses.drain(..) {
                 t.event(
@@ -1674,12 +1703,17 @@ impl Connection {
     /// Congestion window validation ([`ConnectionConfig::cwnd_validation`]) of path `p`,
     /// after it sent (`idle_since`: when it last sent before, if its flight was empty) or was
     /// acknowledged. Linux's rules (`tcp_cwnd_restart`, `tcp_cwnd_application_limited`;
-    /// RFC 2861 §3, RFC 7661 §4.4).
+    /// RFC 2861 §3, RFC 7661 §4.4). Off, the check is all that is left (inlined).
+    #[inline]
     fn validate_window(&mut self, now: Instant, p: usize, idle_since: Option<Instant>) {
-        if !self.cfg.cwnd_validation
-            || self.views[p].in_recovery
-            || self.cc.pacing_rate(p, &self.views).is_some()
-        {
+        if self.cfg.cwnd_validation {
+            self.validate_window_on(now, p, idle_since);
+        }
+    }
+
+    #[inline(never)]
+    fn validate_window_on(&mut self, now: Instant, p: usize, idle_since: Option<Instant>) {
+        if self.views[p].in_recovery || self.cc.pacing_rate(p, &self.views).is_some() {
             return;
         }
         let path = &mut self.paths[p];
@@ -1730,10 +1764,29 @@ impl Connection {
         let path = &mut self.paths[p];
         path.cwnd = w.cwnd.max(path.mss);
         path.ssthresh = w.ssthresh.max(2 * path.mss);
-        self.views[p] = path.view();
+        path.write_view(&mut self.views[p]);
     }
 
+    /// [`Self::apply_window`] when path `p`'s view is current: only the window's part of
+    /// the view is brought up to date.
+    fn apply_window_to_current(&mut self, p: usize, w: Window) {
+        let path = &mut self.paths[p];
+        path.cwnd = w.cwnd.max(path.mss);
+        path.ssthresh = w.ssthresh.max(2 * path.mss);
+        path.refresh_view_after_window(&mut self.views[p]);
+    }
+
+    /// Applies the scheme's pending actions, if any (most calls find none: that check is
+    /// inlined, the work is not).
+    #[inline]
     fn apply_actions(&mut self, now: Instant) {
+        if !self.actions.is_empty() {
+            self.apply_pending_actions(now);
+        }
+    }
+
+    #[inline(never)]
+    fn apply_pending_actions(&mut self, now: Instant) {
         // Losses an action declares reach the scheme, which may request more: a few rounds,
         // then the rest waits for the next call.
         for _ in 0..4 {

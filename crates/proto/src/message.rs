@@ -204,8 +204,16 @@ impl TxMessages {
         }
     }
 
-    /// The peer holds everything below `ack`: forget those messages.
+    /// The peer holds everything below `ack`: forget those messages. (The check for none,
+    /// a stream without messages, is inlined.)
+    #[inline]
     pub(crate) fn on_data_ack(&mut self, ack: u64) {
+        if !self.msgs.is_empty() || !self.abandoned.is_empty() {
+            self.forget_acked(ack);
+        }
+    }
+
+    fn forget_acked(&mut self, ack: u64) {
         while self.msgs.front().is_some_and(|m| m.end <= ack) {
             if let Some(m) = self.msgs.pop_front() {
                 if m.opts.priority != DEFAULT_PRIORITY {

@@ -411,6 +411,16 @@ impl Path {
 
     /// The read-only view.
     pub fn view(&self) -> PathView {
+        self.make_view()
+    }
+
+    /// Writes the read-only view into `v` (built there, not copied in).
+    pub(crate) fn write_view(&self, v: &mut PathView) {
+        *v = self.make_view();
+    }
+
+    #[inline(always)]
+    fn make_view(&self) -> PathView {
         let oldest = self.oldest_outstanding_sent();
         PathView {
             id: self.id,
@@ -449,6 +459,16 @@ impl Path {
             v.oldest_unacked_sent = oldest;
             v.in_recovery = matches!((self.recovery_start, oldest), (Some(r), Some(t)) if t <= r);
         }
+        debug_assert_eq!(*v, self.view(), "incremental path snapshot diverged");
+    }
+
+    /// Brings `v`, this path's snapshot from before its window (cwnd, ssthresh) was set
+    /// (and current then), up to date after it: the window changes only those two and
+    /// `cwnd_limited`. Debug builds compare with [`Self::view`].
+    pub(crate) fn refresh_view_after_window(&self, v: &mut PathView) {
+        v.cwnd = self.cwnd;
+        v.ssthresh = self.ssthresh;
+        v.cwnd_limited = self.cwnd_limited();
         debug_assert_eq!(*v, self.view(), "incremental path snapshot diverged");
     }
 
