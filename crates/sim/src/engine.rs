@@ -878,10 +878,18 @@ impl Simulator {
 
     // ------------------------------------------------------------------ packets
 
+    /// A free packet slot: inlined (a pump takes one per `poll_transmit` call, and gives the
+    /// last back unused), growing the slab out of line.
+    #[inline]
     fn alloc(&mut self) -> u32 {
-        if let Some(s) = self.free.pop() {
-            return s;
+        match self.free.pop() {
+            Some(s) => s,
+            None => self.alloc_new(),
         }
+    }
+
+    #[inline(never)]
+    fn alloc_new(&mut self) -> u32 {
         self.slab.push(vec![0; self.slot_size]);
         self.meta.push(Meta {
             len: 0,
