@@ -330,6 +330,8 @@ pub struct BlockClock {
     /// Index of `times[0]`.
     base: usize,
     times: VecDeque<Option<Instant>>,
+    /// Byte range of a block known marked (or forgotten): marks inside it change nothing.
+    marked: (u64, u64),
 }
 
 impl BlockClock {
@@ -339,12 +341,16 @@ impl BlockClock {
             block: block.max(1) as u64,
             base: 0,
             times: VecDeque::new(),
+            marked: (0, 0),
         }
     }
     /// Sets the time of every block intersecting `[start, end)` that has none yet (blocks
     /// already forgotten are left alone).
     pub fn mark(&mut self, start: u64, end: u64, now: Instant) {
-        if end <= start {
+        // Common case: inside the block the last mark found or left marked (packets are much
+        // smaller than blocks; a block stays marked until forgotten, and marks below the
+        // forgotten ones change nothing either).
+        if end <= start || (start >= self.marked.0 && end <= self.marked.1) {
             return;
         }
         let first = ((start / self.block) as usize).max(self.base);
@@ -352,7 +358,8 @@ impl BlockClock {
         if last < first {
             return;
         }
-        // Common case: one block, already marked (packets are much smaller than blocks).
+        let lo = last as u64 * self.block;
+        self.marked = (lo, lo.saturating_add(self.block));
         if first == last
             && self
                 .times
