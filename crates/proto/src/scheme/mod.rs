@@ -644,4 +644,28 @@ mod tests {
         c.mark(900, 901, t(5));
         assert_eq!((c.len(), c.get(9)), (10, Some(t(5))));
     }
+
+    #[test]
+    fn block_clock_marks_of_packets_inside_blocks() {
+        let t = Instant::from_nanos;
+        let mut c = BlockClock::new(100);
+        // Packet-sized marks: the first in each block sets its time, the others keep it.
+        for (k, start) in [0u64, 30, 60, 90, 120, 150, 40, 180, 210]
+            .into_iter()
+            .enumerate()
+        {
+            c.mark(start, start + 30, t(k as u64 + 1));
+        }
+        assert_eq!(
+            (c.len(), c.get(0), c.get(1), c.get(2)),
+            (3, Some(t(1)), Some(t(4)), Some(t(8)))
+        );
+        // A block marked, then forgotten: marks inside it change nothing.
+        c.mark(260, 270, t(10));
+        c.forget_before(3);
+        c.mark(250, 280, t(11));
+        assert_eq!((c.len(), c.get(2)), (3, None));
+        c.mark(290, 310, t(12));
+        assert_eq!((c.len(), c.get(2), c.get(3)), (4, None, Some(t(12))));
+    }
 }
