@@ -878,10 +878,31 @@ impl Simulator {
 
     // ------------------------------------------------------------------ packets
 
+    /// A free packet slot: inlined (a pump takes one per `poll_transmit` call, and gives the
+    /// last back unused), growing the slab out of line.
+    #[inline]
     fn alloc(&mut self) -> u32 {
-        if let Some(s) = self.free.pop() {
-            return s;
+        match self.free.pop() {
+            Some(s) => s,
+            None => self.alloc_new(),
         }
+    }
+
+    /// The slot the next [`Simulator::alloc`] returns, left free (one is added if none is).
+    #[inline]
+    fn next_free(&mut self) -> u32 {
+        match self.free.last() {
+            Some(&s) => s,
+            None => {
+                let s = self.alloc_new();
+                self.free.push(s);
+                s
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn alloc_new(&mut self) -> u32 {
         self.slab.push(vec![0; self.slot_size]);
         self.meta.push(Meta {
             len: 0,
@@ -1111,10 +1132,13 @@ impl Simulator {
             self.send_raw(ep);
         }
         loop {
-            let slot = self.alloc();
+            // The slot `alloc` would give, taken only if a datagram is written into it (the
+            // last call of every pump writes none).
+            let slot = self.next_free();
             let e = self.eps[ep as usize].as_mut().expect("live endpoint");
             match e.conn.poll_transmit(now, &mut self.slab[slot as usize]) {
                 Some(t) => {
+                    self.free.pop();
                     if cfg!(debug_assertions) {
                         tributary_proto::wire::seal_checksum(
                             &mut self.slab[slot as usize][..t.len],
@@ -1126,10 +1150,7 @@ impl Simulator {
                     m.raw = false;
                     self.launch(slot, route);
                 }
-                None => {
-                    self.free.push(slot);
-                    break;
-                }
+                None => break,
             }
         }
         let e = self.eps[ep as usize].as_mut().expect("live endpoint");

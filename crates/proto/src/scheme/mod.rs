@@ -330,6 +330,8 @@ pub struct BlockClock {
     /// Index of `times[0]`.
     base: usize,
     times: VecDeque<Option<Instant>>,
+    /// Byte range of a block known marked (or forgotten): marks inside it change nothing.
+    marked: (u64, u64),
 }
 
 impl BlockClock {
@@ -339,12 +341,16 @@ impl BlockClock {
             block: block.max(1) as u64,
             base: 0,
             times: VecDeque::new(),
+            marked: (0, 0),
         }
     }
     /// Sets the time of every block intersecting `[start, end)` that has none yet (blocks
     /// already forgotten are left alone).
     pub fn mark(&mut self, start: u64, end: u64, now: Instant) {
-        if end <= start {
+        // Common case: inside the block the last mark found or left marked (packets are much
+        // smaller than blocks; a block stays marked until forgotten, and marks below the
+        // forgotten ones change nothing either).
+        if end <= start || (start >= self.marked.0 && end <= self.marked.1) {
             return;
         }
         let first = ((start / self.block) as usize).max(self.base);
@@ -352,7 +358,8 @@ impl BlockClock {
         if last < first {
             return;
         }
-        // Common case: one block, already marked (packets are much smaller than blocks).
+        let lo = last as u64 * self.block;
+        self.marked = (lo, lo.saturating_add(self.block));
         if first == last
             && self
                 .times
@@ -636,5 +643,29 @@ mod tests {
         assert_eq!((c.len(), c.get(7)), (9, None));
         c.mark(900, 901, t(5));
         assert_eq!((c.len(), c.get(9)), (10, Some(t(5))));
+    }
+
+    #[test]
+    fn block_clock_marks_of_packets_inside_blocks() {
+        let t = Instant::from_nanos;
+        let mut c = BlockClock::new(100);
+        // Packet-sized marks: the first in each block sets its time, the others keep it.
+        for (k, start) in [0u64, 30, 60, 90, 120, 150, 40, 180, 210]
+            .into_iter()
+            .enumerate()
+        {
+            c.mark(start, start + 30, t(k as u64 + 1));
+        }
+        assert_eq!(
+            (c.len(), c.get(0), c.get(1), c.get(2)),
+            (3, Some(t(1)), Some(t(4)), Some(t(8)))
+        );
+        // A block marked, then forgotten: marks inside it change nothing.
+        c.mark(260, 270, t(10));
+        c.forget_before(3);
+        c.mark(250, 280, t(11));
+        assert_eq!((c.len(), c.get(2)), (3, None));
+        c.mark(290, 310, t(12));
+        assert_eq!((c.len(), c.get(2), c.get(3)), (4, None, Some(t(12))));
     }
 }

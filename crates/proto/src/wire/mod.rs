@@ -207,6 +207,8 @@ impl Writer<'_> {
     pub(crate) fn u64(&mut self, v: u64) {
         self.bytes(&v.to_be_bytes());
     }
+    // Always inlined: several per packet (header, DATA offset and length, ACK fields), and
+    // the call cost as much as the write.
     #[inline(always)]
     pub(crate) fn varint(&mut self, v: u64) {
         debug_assert!(v <= VARINT_MAX);

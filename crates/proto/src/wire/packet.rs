@@ -173,6 +173,7 @@ impl<'a> PacketWriter<'a> {
 
     /// Starts a packet of at most `max_len` bytes (and at most `buf.len()`) ending in
     /// `trailer`.
+    #[inline(always)]
     pub fn with_trailer(
         buf: &'a mut [u8],
         max_len: usize,
