@@ -502,6 +502,9 @@ impl<'a> FrameIter<'a> {
         }
     }
 
+    /// Parses the next frame (the reader is not empty). Never inlined: [`Iterator::next`],
+    /// inlined into its callers, then costs the call only when there is a frame.
+    #[inline(never)]
     fn parse_one(&mut self) -> Result<Frame<'a>, WireError> {
         let r = &mut self.r;
         let ty = r.u8("frame type")?;
@@ -663,6 +666,7 @@ impl<'a> FrameIter<'a> {
 
 impl<'a> Iterator for FrameIter<'a> {
     type Item = Result<Frame<'a>, WireError>;
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed || self.r.is_empty() {
             return None;
