@@ -502,6 +502,19 @@ impl<'a> FrameIter<'a> {
         }
     }
 
+    /// [`Iterator::next`] written into `slot` (which then holds the frame or the error)
+    /// instead of returned: `false`, and `slot` untouched, at the end. A receiver keeping
+    /// the frames it parses thus builds each where it keeps it, with no copy.
+    #[inline]
+    pub(crate) fn next_into(&mut self, slot: &mut Result<Frame<'a>, WireError>) -> bool {
+        if self.failed || self.r.is_empty() {
+            return false;
+        }
+        *slot = self.parse_one();
+        self.failed = slot.is_err();
+        true
+    }
+
     /// Parses the next frame (the reader is not empty). Never inlined: [`Iterator::next`],
     /// inlined into its callers, then costs the call only when there is a frame.
     #[inline(never)]
