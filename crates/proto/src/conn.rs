@@ -954,13 +954,22 @@ impl Connection {
         // half-processed. The first few parsed frames are kept for handling below (a data
         // packet or an ACK has one to three), so most packets are parsed once.
         let mut eliciting = false;
-        let mut kept = [const { Frame::Ping }; KEPT_FRAMES];
+        // Each frame is parsed into its slot (the spare past the kept ones), not copied there.
+        let mut kept = [const { Ok(Frame::Ping) }; KEPT_FRAMES];
+        let mut spare = Ok(Frame::Ping);
         let mut count = 0;
-        for f in FrameIter::new(payload) {
-            let f = f?;
-            eliciting |= f.is_ack_eliciting();
-            if let Some(slot) = kept.get_mut(count) {
-                *slot = f;
+        let mut frames = FrameIter::new(payload);
+        loop {
+            let slot = match kept.get_mut(count) {
+                Some(slot) => slot,
+                None => &mut spare,
+            };
+            if !frames.next_into(slot) {
+                break;
+            }
+            match slot {
+                Ok(f) => eliciting |= f.is_ack_eliciting(),
+                Err(e) => return Err(e.clone().into()),
             }
             count += 1;
         }
@@ -982,7 +991,7 @@ impl Connection {
                 || self.paths[p].received.len() > 1;
             let mut urgent = false;
             if count <= KEPT_FRAMES {
-                for f in &kept[..count] {
+                for f in kept[..count].iter().flatten() {
                     urgent |= self.handle_frame(now, p, hdr.pn, f)?;
                 }
             } else {

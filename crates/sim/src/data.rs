@@ -120,7 +120,9 @@ fn matches(seed: u64, offset: u64, data: &[u8]) -> bool {
 }
 
 /// Whether `d` is the stream's bytes from word `i` on (`d` starts at a word boundary): the
-/// portable loops, for every CPU.
+/// portable loops, for every CPU. Never inlined: on CPUs with AVX2 it does not run, and
+/// inlined it made [`first_mismatch`] keep its state on the stack on every call.
+#[inline(never)]
 fn matches_words(seed: u64, mut i: u64, d: &[u8]) -> bool {
     let mut blocks = d.chunks_exact(8 * LANES);
     let mut m = lanes(i);
@@ -148,7 +150,10 @@ fn matches_words(seed: u64, mut i: u64, d: &[u8]) -> bool {
 }
 
 /// [`first_mismatch`] of data known to differ somewhere: block by block, then the block that
-/// differs word by word.
+/// differs word by word. Cold (only data that differs, which ends a run's check) and never
+/// inlined, for the same reason as [`matches_words`].
+#[cold]
+#[inline(never)]
 fn find_mismatch(seed: u64, offset: u64, data: &[u8]) -> Option<u64> {
     let (o, d) = match check_head(seed, offset, data) {
         Ok(aligned) => aligned,

@@ -502,6 +502,22 @@ impl<'a> FrameIter<'a> {
         }
     }
 
+    /// [`Iterator::next`] written into `slot` (which then holds the frame or the error)
+    /// instead of returned: `false`, and `slot` untouched, at the end. A receiver keeping
+    /// the frames it parses thus builds each where it keeps it, with no copy.
+    #[inline]
+    pub(crate) fn next_into(&mut self, slot: &mut Result<Frame<'a>, WireError>) -> bool {
+        if self.failed || self.r.is_empty() {
+            return false;
+        }
+        *slot = self.parse_one();
+        self.failed = slot.is_err();
+        true
+    }
+
+    /// Parses the next frame (the reader is not empty). Never inlined: [`Iterator::next`],
+    /// inlined into its callers, then costs the call only when there is a frame.
+    #[inline(never)]
     fn parse_one(&mut self) -> Result<Frame<'a>, WireError> {
         let r = &mut self.r;
         let ty = r.u8("frame type")?;
@@ -663,6 +679,7 @@ impl<'a> FrameIter<'a> {
 
 impl<'a> Iterator for FrameIter<'a> {
     type Item = Result<Frame<'a>, WireError>;
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed || self.r.is_empty() {
             return None;
