@@ -232,7 +232,7 @@ impl RangeSet {
     ///
     /// Inlined for its common cases, in-order arrival: `r` starting within the highest
     /// range (that extends it and touches nothing else), or the set empty (a receive buffer
-    /// whose bytes were all read). Every other case is [`RangeSet::insert_other`], out of
+    /// whose bytes were all read). Every other case is `insert_other`, out of
     /// line.
     #[inline]
     pub fn insert_bounded(
