@@ -417,7 +417,10 @@ pub trait SchemeSender: Send + std::fmt::Debug {
         pkt: &mut PacketWriter<'_>,
     ) -> Option<PacketTag>;
 
-    /// A packet this scheme filled was acknowledged.
+    /// A packet this scheme filled was acknowledged. The packets one ACK acknowledges are
+    /// reported through one `ctx`: a change to one of its public fields is still there at
+    /// the next call for the same ACK (restore it, as dfec's `poll_packet` does for
+    /// `segment_size`).
     fn on_acked(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo);
 
     /// A packet this scheme filled was declared lost.
