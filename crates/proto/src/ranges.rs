@@ -257,27 +257,21 @@ impl RangeSet {
         self.insert_other(r, max_ranges)
     }
 
-    /// [`RangeSet::insert_bounded`] in the cases it does not inline.
+    /// [`RangeSet::insert_bounded`] in the cases it does not inline: `r` empty, the set
+    /// empty with no range allowed, or `r` not starting within the highest range.
     #[inline(never)]
     fn insert_other(&mut self, r: Range<u64>, max_ranges: usize) -> Result<u64, TooFragmented> {
         if r.start >= r.end {
             return Ok(0);
         }
         let Some((s, e)) = self.last else {
-            if max_ranges == 0 {
-                return Err(TooFragmented);
-            }
-            self.last = Some((r.start, r.end));
-            return Ok(r.end - r.start);
+            debug_assert_eq!(max_ranges, 0, "insert_bounded stores into an empty set");
+            return Err(TooFragmented);
         };
-        // At or beyond the start of the highest range.
-        if r.start >= s && r.start <= e {
-            let added = r.end.saturating_sub(e);
-            if r.end > e {
-                self.last = Some((s, r.end));
-            }
-            return Ok(added);
-        }
+        debug_assert!(
+            r.start < s || r.start > e,
+            "insert_bounded extends the highest range"
+        );
         if r.start > e {
             if self.len() >= max_ranges {
                 return Err(TooFragmented);
