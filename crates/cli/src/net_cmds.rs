@@ -255,7 +255,7 @@ impl ConnArgs {
                     bail!("--key needs {peer_flag}");
                 }
                 Ok(Some(Credentials::Keys {
-                    private: keys::read_key(k, "private key")?,
+                    private: keys::read_private_key(k)?,
                     peers,
                     psk,
                 }))
@@ -385,7 +385,7 @@ pub fn keygen(a: KeygenArgs) -> anyhow::Result<()> {
 pub fn send(a: SendArgs) -> anyhow::Result<()> {
     let cfg = a.conn.config(a.paths.len())?;
     let peers = match &a.peer_key {
-        Some(p) => vec![keys::read_key(p, "receiver public key")?],
+        Some(p) => vec![keys::read_public_key(p, "receiver public key")?],
         None => Vec::new(),
     };
     let creds = a.conn.credentials(peers, "--peer-key")?;

@@ -74,7 +74,7 @@ fn client(a: &PerfArgs) -> anyhow::Result<()> {
     }
     let cfg = a.conn.config(a.paths.len())?;
     let peers = match &a.peer_key {
-        Some(p) => vec![keys::read_key(p, "server public key")?],
+        Some(p) => vec![keys::read_public_key(p, "server public key")?],
         None => Vec::new(),
     };
     let creds = a.conn.credentials(peers, "--peer-key")?;

@@ -498,6 +498,41 @@ fn clear_errors_of_the_protected_mode() {
         let e = text(&o.stderr);
         assert!(e.contains("unreachable") && !e.contains("exceeds"), "{e}");
     }
+    // The halves of a key pair swapped by mistake: refused before anything listens or
+    // sends, naming the file to give instead.
+    let srv = keygen("e2e-swap.key", false);
+    let cli = keygen("e2e-swap-client.key", false);
+    let o = run(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        tmp("e2e-swap.out").to_str().unwrap(),
+        "--key",
+        &with_pub(&srv),
+        "--peers",
+        &with_pub(&cli),
+    ]);
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(e.contains("is a public key file"), "{e}");
+    assert!(!tmp("e2e-swap.out").exists());
+    let o = run(&[
+        "send",
+        BIN,
+        "--path",
+        &format!("127.0.0.1:0={port}"),
+        "--key",
+        cli.to_str().unwrap(),
+        "--peer-key",
+        srv.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("is a private key") && !e.contains("unreachable"),
+        "{e}"
+    );
     // Unknown scheme and controller names list the known ones.
     let o = run(&[
         "send",

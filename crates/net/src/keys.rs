@@ -35,6 +35,41 @@ pub fn read_key(path: &Path, what: &str) -> Result<Key, NetError> {
     }
 }
 
+/// Reads this end's private key (`--key`). Refuses a file whose name ends in `.pub`, the
+/// public half `tributary keygen` writes next to the private key: given by mistake, it would
+/// be taken as a private key and every peer would fail to authenticate this end.
+pub fn read_private_key(path: &Path) -> Result<Key, NetError> {
+    if path.extension().is_some_and(|e| e == "pub") {
+        let private = path.with_extension("");
+        return Err(NetError::Key(format!(
+            "{} is a public key file (`tributary keygen` writes the private key to {} and its \
+             public half to FILE.pub): --key takes the private key",
+            path.display(),
+            private.display()
+        )));
+    }
+    read_key(path, "private key")
+}
+
+/// Reads a peer's public key (`--peer-key`). Refuses a private key: the file `path.pub`
+/// exists and holds the public half of the key in `path` (`tributary keygen`'s pair).
+pub fn read_public_key(path: &Path, what: &str) -> Result<Key, NetError> {
+    let key = read_key(path, what)?;
+    let mut sibling = path.as_os_str().to_owned();
+    sibling.push(".pub");
+    let sibling = Path::new(&sibling);
+    if sibling.is_file() && read_key(sibling, what).is_ok_and(|p| p == public_key(&key)) {
+        return Err(NetError::Key(format!(
+            "{what} {} is a private key (its public half is {}): give {} instead, and keep \
+             the private key on its own machine",
+            path.display(),
+            sibling.display(),
+            sibling.display()
+        )));
+    }
+    Ok(key)
+}
+
 /// Reads a list of public keys (one per line, `#` comments).
 pub fn read_key_list(path: &Path) -> Result<Vec<Key>, NetError> {
     let text = read(path, "peer list")?;
@@ -140,6 +175,27 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("entry 1"));
+        // The halves swapped by mistake: each is refused with the file to give instead.
+        let e = read_private_key(&pubf).unwrap_err().to_string();
+        assert!(
+            e.contains("is a public key file") && e.contains("a.key "),
+            "{e}"
+        );
+        assert_eq!(
+            read_private_key(&k).unwrap(),
+            read_key(&k, "private key").unwrap()
+        );
+        let e = read_public_key(&k, "receiver public key")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is a private key") && e.contains("a.key.pub"),
+            "{e}"
+        );
+        assert_eq!(
+            encode_key(&read_public_key(&pubf, "receiver public key").unwrap()),
+            public
+        );
         let e = read_key(&dir.join("missing"), "PSK file").unwrap_err();
         assert!(e.to_string().contains("cannot read PSK file"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
