@@ -2271,12 +2271,7 @@ impl Connection {
             };
             if self.paths[p].floor_due {
                 let floor = self.paths[p].sent_base;
-                if w.push(&Frame::AckFloor {
-                    path: p as u8,
-                    floor,
-                })
-                .is_ok()
-                {
+                if w.push_ack_floor(p as u8, floor).is_ok() {
                     self.paths[p].floor_due = false;
                 }
             }

@@ -263,6 +263,21 @@ impl<'a> PacketWriter<'a> {
         Ok(())
     }
 
+    /// Appends an ACK_FLOOR frame: the bytes and packet state of
+    /// `push(&Frame::AckFloor { path, floor })`, without going through the general frame's
+    /// length and emit dispatch (a sender writes one in about every other data packet).
+    pub fn push_ack_floor(&mut self, path: u8, floor: u64) -> Result<(), WireError> {
+        let needed = frame::ack_floor_len(floor)?;
+        self.reserve(needed)?;
+        frame::emit_ack_floor(&mut self.w, path, floor);
+        // The packet state `Frame::AckFloor` itself says; a known variant, so this folds to
+        // a constant.
+        let frame = Frame::AckFloor { path, floor };
+        self.payload += frame.payload_len();
+        self.note(frame.is_ack_eliciting());
+        Ok(())
+    }
+
     /// Appends a DATA frame whose `len` payload bytes are written by `fill` directly into the
     /// packet (no intermediate copy).
     pub fn push_data_with(
