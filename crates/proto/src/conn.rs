@@ -1957,8 +1957,15 @@ impl Connection {
     /// Writes the next datagram to send into `buf` (at least `max_datagram` bytes long).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         let t = self.transmit_control(now, buf);
-        let t = t.or_else(|| self.transmit_data(now, buf));
-        let t = t.or_else(|| self.transmit_probe(now, buf, false));
+        let t = t.or_else(|| {
+            // No path changes state before a packet is sent: one look serves every step.
+            let any_active = self.any_active();
+            // Probes of suspect paths while another path is active, before data.
+            self.transmit_probe(now, buf, true, any_active)
+                .or_else(|| self.transmit_join_probe(now, buf))
+                .or_else(|| self.transmit_data(now, buf, any_active))
+                .or_else(|| self.transmit_probe(now, buf, false, any_active))
+        });
         let Some(t) = t else {
             self.arm_persist(now);
             return None;
@@ -1989,6 +1996,7 @@ impl Connection {
         self.max_datagram
     }
 
+    /// ACKs, CLOSE and a requested PING (the probes and data follow in `poll_transmit`).
     fn transmit_control(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         // ACKs, each on the path whose packets it acknowledges.
         for p in 0..self.paths.len() {
@@ -2056,11 +2064,7 @@ impl Connection {
             let p = self.best_path()?;
             return self.send_ping(now, p, buf);
         }
-        // Probes of suspect paths while another path is active, before data.
-        if let Some(t) = self.transmit_probe(now, buf, true) {
-            return Some(t);
-        }
-        self.transmit_join_probe(now, buf)
+        None
     }
 
     /// `probe_new_paths`: the path that carries data before any is measured (as Linux
@@ -2092,9 +2096,16 @@ impl Connection {
     /// Probes of suspect paths: one per retransmission timeout (the timer backs off). With
     /// `active`, only while some path is active (before data: the suspect path gets no
     /// data then); without, only while none is (after data: the scheme may use the suspect
-    /// paths then, and a path it left empty gets its probe).
-    fn transmit_probe(&mut self, now: Instant, buf: &mut [u8], active: bool) -> Option<Transmit> {
-        if self.any_active() != active {
+    /// paths then, and a path it left empty gets its probe). `any_active`: whether some
+    /// path is active.
+    fn transmit_probe(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        active: bool,
+        any_active: bool,
+    ) -> Option<Transmit> {
+        if any_active != active {
             return None;
         }
         for p in 0..self.paths.len() {
@@ -2158,7 +2169,14 @@ impl Connection {
         Some(Transmit { path: p, len })
     }
 
-    fn transmit_data(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+    /// Data (or a tail-loss probe) on the best candidate path; `any_active`: whether some
+    /// path is active.
+    fn transmit_data(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        any_active: bool,
+    ) -> Option<Transmit> {
         // New data goes on active paths; only when none is left does the scheme use the
         // suspect ones (a single path after a timeout: its retransmission is its probe).
         self.candidates.clear();
@@ -2166,7 +2184,8 @@ impl Connection {
         // The measured path with the lowest smoothed RTT among those whose window has room
         // but whose pacer holds them until a later slot.
         let mut held: Option<(usize, Duration)> = None;
-        let any_active = self.any_active();
+        // Some path, usable or not, owes a tail-loss probe.
+        let mut tlp_any = false;
         // `probe_new_paths`: while a path is active, unmeasured paths wait for their probe;
         // before any active path is measured, the initial one carries the data.
         let join_gate = self.cfg.probe_new_paths && any_active;
@@ -2182,6 +2201,7 @@ impl Connection {
         };
         for i in 0..self.paths.len() {
             let p = &self.paths[i];
+            tlp_any |= p.tlp_due;
             let usable = match p.state {
                 PathState::Active => true,
                 PathState::Closed => false,
@@ -2218,8 +2238,7 @@ impl Connection {
         if self.candidates.is_empty() {
             return None;
         }
-        let mut cands = std::mem::take(&mut self.candidates);
-        self.sched.rank(&self.views, &mut cands);
+        self.sched.rank(&self.views, &mut self.candidates);
         let unsent = {
             let sent_to = self
                 .first_sent
@@ -2232,19 +2251,18 @@ impl Connection {
                 self.send_buf.end().saturating_sub(sent_to),
                 self.peer_max_data.saturating_sub(self.peer_data_ack),
             );
-            self.sched.hold_back(&ctx, &mut cands);
+            self.sched.hold_back(&ctx, &mut self.candidates);
             ctx.unsent_bytes
         };
         if let Some((h, _)) = held {
-            if self.waits_for_paced(now, h, cands.first().copied(), unsent) {
+            if self.waits_for_paced(now, h, self.candidates.first().copied(), unsent) {
                 // The due paths stay idle by the sender's choice: their rate samples are
                 // application-limited (delivery-rate estimation §3.4), so a controller
                 // that measures bandwidth does not read the wait as a slower path.
-                for &c in &cands {
+                for &c in &self.candidates {
                     let path = &mut self.paths[c];
                     path.rate.mark_app_limited(path.bytes_in_flight);
                 }
-                self.candidates = cands;
                 return None;
             }
         }
@@ -2256,7 +2274,9 @@ impl Connection {
             && self.stream_end != StreamEnd::Pending
             && self.ctrl_pending.is_empty();
         let mut result = None;
-        for &p in &cands {
+        // By index: the loop calls `&mut self` methods; nothing in it changes the candidates.
+        for k in 0..self.candidates.len() {
+            let p = self.candidates[k];
             if idle {
                 let path = &mut self.paths[p];
                 path.floor_due = false;
@@ -2358,13 +2378,15 @@ impl Connection {
             result = Some(Transmit { path: p, len });
             break;
         }
-        self.candidates = cands;
         if result.is_some() {
             self.persist = None;
             return result;
         }
         // A tail-loss probe with no data to carry: a PING, whose acknowledgement lets the
-        // time threshold declare the tail lost.
+        // time threshold declare the tail lost. (No path's flag changed since the scan.)
+        if !tlp_any {
+            return None;
+        }
         let probe = self.paths.iter().position(|p| p.tlp_due)?;
         self.paths[probe].tlp_due = false;
         let t = self.send_ping(now, probe, buf);
