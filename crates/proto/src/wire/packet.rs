@@ -26,6 +26,25 @@ pub const MAX_HEADER_LEN: usize = FIXED_HEADER_LEN + 8;
 pub const FIXED_HEADER_LEN: usize = 2 + 8 + 1;
 const MIN_LEN: usize = FIXED_HEADER_LEN + 1 + CHECKSUM_LEN;
 
+/// Largest DATA payload `r` when `base` bytes remain after the frame's type and offset:
+/// `base - l` for the smallest length-field size `l` of 1, 2, 4, 8 bytes whose varint
+/// holds `base - l` (0 if none). The bounds are where `varint_len(base - l) <= l` holds:
+/// below 2^6, 2^14, 2^30 for 1, 2, 4 bytes; 8 bytes hold any length.
+#[inline(always)]
+fn data_room_after_header(base: usize) -> usize {
+    if base == 0 {
+        0
+    } else if base <= 1 << 6 {
+        base - 1
+    } else if base <= (1 << 14) + 1 {
+        base - 2
+    } else if base <= (1 << 30) + 3 {
+        base - 4
+    } else {
+        base - 8
+    }
+}
+
 /// The fixed part of every packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
@@ -358,14 +377,7 @@ impl<'a> PacketWriter<'a> {
         let Some(base) = self.remaining().checked_sub(fixed) else {
             return 0;
         };
-        for l in [1usize, 2, 4, 8] {
-            if let Some(r) = base.checked_sub(l) {
-                if varint_len(r as u64) <= l {
-                    return r;
-                }
-            }
-        }
-        0
+        data_room_after_header(base)
     }
 
     /// Appends an ACK frame for the highest `max_ranges` ranges of `ranges`, with
@@ -429,5 +441,35 @@ impl<'a> PacketWriter<'a> {
     fn note(&mut self, eliciting: bool) {
         self.frames += 1;
         self.ack_eliciting |= eliciting;
+    }
+}
+
+#[cfg(test)]
+mod data_room_tests {
+    use super::{data_room_after_header, varint_len};
+
+    /// The first form of [`PacketWriter::data_room`]'s search: the smallest length-field size
+    /// whose varint holds the rest.
+    fn searched(base: usize) -> usize {
+        for l in [1usize, 2, 4, 8] {
+            if let Some(r) = base.checked_sub(l) {
+                if varint_len(r as u64) <= l {
+                    return r;
+                }
+            }
+        }
+        0
+    }
+
+    #[test]
+    fn data_room_bounds_equal_the_search() {
+        let mut bases: Vec<usize> = (0..20_000).collect();
+        for edge in [1usize << 6, 1 << 14, 1 << 30, 1 << 62] {
+            bases.extend(edge.saturating_sub(16)..edge + 16);
+        }
+        bases.extend([usize::MAX - 1, usize::MAX]);
+        for b in bases {
+            assert_eq!(data_room_after_header(b), searched(b), "base {b}");
+        }
     }
 }
