@@ -300,6 +300,29 @@ impl Ctrl {
     }
 }
 
+/// The flags of the paths that the steps of [`Connection::poll_transmit`] after its ACKs
+/// test, gathered in one pass (no path changes before a packet is sent).
+#[derive(Debug, Clone, Copy, Default)]
+struct PathScan {
+    /// Every path was seen (otherwise the rest is not to be used).
+    complete: bool,
+    /// Some path is active.
+    any_active: bool,
+    /// Some path owes a probe (`Path::probe_due`).
+    probe_due: bool,
+    /// No path has packets in flight.
+    idle: bool,
+}
+
+impl PathScan {
+    #[inline(always)]
+    fn note(&mut self, p: &Path) {
+        self.any_active |= p.state == PathState::Active;
+        self.probe_due |= p.probe_due;
+        self.idle &= p.packets_in_flight == 0;
+    }
+}
+
 /// Builds a [`SendCtx`] from the connection's fields (a macro so the borrow checker sees
 /// disjoint fields).
 macro_rules! send_ctx {
@@ -1956,18 +1979,23 @@ impl Connection {
 
     /// Writes the next datagram to send into `buf` (at least `max_datagram` bytes long).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        let t = self.transmit_control(now, buf);
-        let t = t.or_else(|| {
-            // No path changes state before a packet is sent: one look serves every step.
-            let any_active = self.any_active();
+        let mut scan = PathScan::default();
+        let mut t = self.transmit_control(now, buf, &mut scan);
+        if t.is_none() {
+            // No path changes before a packet is sent: the pass over the paths that looked
+            // for ACKs serves every later step.
+            if !scan.complete {
+                scan = self.scan_paths();
+            }
             // Probes of suspect paths while another path is active, before data.
-            self.transmit_probe(now, buf, true, any_active)
+            t = self
+                .transmit_probe(now, buf, true, scan)
                 .or_else(|| self.transmit_join_probe(now, buf))
-                .or_else(|| self.transmit_data(now, buf, any_active))
-                .or_else(|| self.transmit_probe(now, buf, false, any_active))
-        });
+                .or_else(|| self.transmit_data(now, buf, scan.any_active))
+                .or_else(|| self.transmit_probe(now, buf, false, scan));
+        }
         let Some(t) = t else {
-            self.arm_persist(now);
+            self.arm_persist(now, scan.idle);
             return None;
         };
         if let Some(tr) = &mut self.tracer {
@@ -1996,10 +2024,37 @@ impl Connection {
         self.max_datagram
     }
 
+    /// The paths' flags the steps of `poll_transmit` after its ACKs test, in one pass.
+    fn scan_paths(&self) -> PathScan {
+        let mut scan = PathScan {
+            complete: true,
+            any_active: false,
+            probe_due: false,
+            idle: true,
+        };
+        for p in &self.paths {
+            scan.note(p);
+        }
+        scan
+    }
+
     /// ACKs, CLOSE and a requested PING (the probes and data follow in `poll_transmit`).
-    fn transmit_control(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+    /// `scan` is filled (complete) if the pass for ACKs went over every path.
+    fn transmit_control(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        scan: &mut PathScan,
+    ) -> Option<Transmit> {
+        let mut seen = PathScan {
+            complete: false,
+            any_active: false,
+            probe_due: false,
+            idle: true,
+        };
         // ACKs, each on the path whose packets it acknowledges.
         for p in 0..self.paths.len() {
+            seen.note(&self.paths[p]);
             let due = self.paths[p].ack_now || (self.window_update && p == self.last_rx_path);
             if !due || self.paths[p].received.is_empty() {
                 continue;
@@ -2044,6 +2099,8 @@ impl Connection {
             self.window_update = false;
             return Some(Transmit { path: p, len });
         }
+        seen.complete = true;
+        *scan = seen;
         if let Some((code, p)) = self.close_due.take() {
             if p < self.paths.len() {
                 let pn = self.paths[p].take_pn();
@@ -2096,16 +2153,15 @@ impl Connection {
     /// Probes of suspect paths: one per retransmission timeout (the timer backs off). With
     /// `active`, only while some path is active (before data: the suspect path gets no
     /// data then); without, only while none is (after data: the scheme may use the suspect
-    /// paths then, and a path it left empty gets its probe). `any_active`: whether some
-    /// path is active.
+    /// paths then, and a path it left empty gets its probe). `scan`: the paths' flags.
     fn transmit_probe(
         &mut self,
         now: Instant,
         buf: &mut [u8],
         active: bool,
-        any_active: bool,
+        scan: PathScan,
     ) -> Option<Transmit> {
-        if any_active != active {
+        if scan.any_active != active || !scan.probe_due {
             return None;
         }
         for p in 0..self.paths.len() {
@@ -2535,8 +2591,8 @@ impl Connection {
 
     /// With data outstanding and nothing in flight on any path (flow control closed, or a
     /// window update lost), probe the peer after an RTO (the persist timer of RFC 9293).
-    fn arm_persist(&mut self, now: Instant) {
-        let idle = self.paths.iter().all(|p| p.packets_in_flight == 0);
+    /// `idle`: no path has packets in flight.
+    fn arm_persist(&mut self, now: Instant, idle: bool) {
         let pending = self.peer_data_ack < self.send_buf.end()
             || self.stream_end == StreamEnd::Pending
             || !self.ctrl_pending.is_empty();
