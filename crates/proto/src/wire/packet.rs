@@ -200,20 +200,28 @@ impl<'a> PacketWriter<'a> {
         trailer: Trailer,
     ) -> Result<Self, WireError> {
         let limit = max_len.min(buf.len());
-        check_varint(header.pn)?;
-        let need = header.len() + trailer.len() + 1;
+        let pn = check_varint(header.pn)?;
+        let pn_len = varint_len(pn);
+        let need = FIXED_HEADER_LEN + pn_len + trailer.len() + 1;
         if limit < need {
             return Err(WireError::NoSpace {
                 needed: need,
                 available: limit,
             });
         }
-        let mut w = Writer { buf, pos: 0 };
-        w.u8(MAGIC);
-        w.u8(VERSION);
-        w.u64(header.conn_id);
-        w.u8(header.path);
-        w.varint(header.pn);
+        // The fixed part as one store (`limit <= buf.len()`: the whole header fits), then
+        // the packet number's varint.
+        let mut fixed = [0u8; FIXED_HEADER_LEN];
+        fixed[0] = MAGIC;
+        fixed[1] = VERSION;
+        fixed[2..10].copy_from_slice(&header.conn_id.to_be_bytes());
+        fixed[10] = header.path;
+        buf[..FIXED_HEADER_LEN].copy_from_slice(&fixed);
+        let mut w = Writer {
+            buf,
+            pos: FIXED_HEADER_LEN,
+        };
+        w.varint(pn);
         Ok(PacketWriter {
             header,
             w,
