@@ -300,6 +300,29 @@ impl Ctrl {
     }
 }
 
+/// The flags of the paths that the steps of [`Connection::poll_transmit`] after its ACKs
+/// test, gathered in one pass (no path changes before a packet is sent).
+#[derive(Debug, Clone, Copy, Default)]
+struct PathScan {
+    /// Every path was seen (otherwise the rest is not to be used).
+    complete: bool,
+    /// Some path is active.
+    any_active: bool,
+    /// Some path owes a probe (`Path::probe_due`).
+    probe_due: bool,
+    /// No path has packets in flight.
+    idle: bool,
+}
+
+impl PathScan {
+    #[inline(always)]
+    fn note(&mut self, p: &Path) {
+        self.any_active |= p.state == PathState::Active;
+        self.probe_due |= p.probe_due;
+        self.idle &= p.packets_in_flight == 0;
+    }
+}
+
 /// Builds a [`SendCtx`] from the connection's fields (a macro so the borrow checker sees
 /// disjoint fields).
 macro_rules! send_ctx {
@@ -1956,11 +1979,23 @@ impl Connection {
 
     /// Writes the next datagram to send into `buf` (at least `max_datagram` bytes long).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        let t = self.transmit_control(now, buf);
-        let t = t.or_else(|| self.transmit_data(now, buf));
-        let t = t.or_else(|| self.transmit_probe(now, buf, false));
+        let mut scan = PathScan::default();
+        let mut t = self.transmit_control(now, buf, &mut scan);
+        if t.is_none() {
+            // No path changes before a packet is sent: the pass over the paths that looked
+            // for ACKs serves every later step.
+            if !scan.complete {
+                scan = self.scan_paths();
+            }
+            // Probes of suspect paths while another path is active, before data.
+            t = self
+                .transmit_probe(now, buf, true, scan)
+                .or_else(|| self.transmit_join_probe(now, buf))
+                .or_else(|| self.transmit_data(now, buf, scan.any_active))
+                .or_else(|| self.transmit_probe(now, buf, false, scan));
+        }
         let Some(t) = t else {
-            self.arm_persist(now);
+            self.arm_persist(now, scan.idle);
             return None;
         };
         if let Some(tr) = &mut self.tracer {
@@ -1989,9 +2024,37 @@ impl Connection {
         self.max_datagram
     }
 
-    fn transmit_control(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+    /// The paths' flags the steps of `poll_transmit` after its ACKs test, in one pass.
+    fn scan_paths(&self) -> PathScan {
+        let mut scan = PathScan {
+            complete: true,
+            any_active: false,
+            probe_due: false,
+            idle: true,
+        };
+        for p in &self.paths {
+            scan.note(p);
+        }
+        scan
+    }
+
+    /// ACKs, CLOSE and a requested PING (the probes and data follow in `poll_transmit`).
+    /// `scan` is filled (complete) if the pass for ACKs went over every path.
+    fn transmit_control(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        scan: &mut PathScan,
+    ) -> Option<Transmit> {
+        let mut seen = PathScan {
+            complete: false,
+            any_active: false,
+            probe_due: false,
+            idle: true,
+        };
         // ACKs, each on the path whose packets it acknowledges.
         for p in 0..self.paths.len() {
+            seen.note(&self.paths[p]);
             let due = self.paths[p].ack_now || (self.window_update && p == self.last_rx_path);
             if !due || self.paths[p].received.is_empty() {
                 continue;
@@ -2036,6 +2099,8 @@ impl Connection {
             self.window_update = false;
             return Some(Transmit { path: p, len });
         }
+        seen.complete = true;
+        *scan = seen;
         if let Some((code, p)) = self.close_due.take() {
             if p < self.paths.len() {
                 let pn = self.paths[p].take_pn();
@@ -2056,11 +2121,7 @@ impl Connection {
             let p = self.best_path()?;
             return self.send_ping(now, p, buf);
         }
-        // Probes of suspect paths while another path is active, before data.
-        if let Some(t) = self.transmit_probe(now, buf, true) {
-            return Some(t);
-        }
-        self.transmit_join_probe(now, buf)
+        None
     }
 
     /// `probe_new_paths`: the path that carries data before any is measured (as Linux
@@ -2092,9 +2153,15 @@ impl Connection {
     /// Probes of suspect paths: one per retransmission timeout (the timer backs off). With
     /// `active`, only while some path is active (before data: the suspect path gets no
     /// data then); without, only while none is (after data: the scheme may use the suspect
-    /// paths then, and a path it left empty gets its probe).
-    fn transmit_probe(&mut self, now: Instant, buf: &mut [u8], active: bool) -> Option<Transmit> {
-        if self.any_active() != active {
+    /// paths then, and a path it left empty gets its probe). `scan`: the paths' flags.
+    fn transmit_probe(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        active: bool,
+        scan: PathScan,
+    ) -> Option<Transmit> {
+        if scan.any_active != active || !scan.probe_due {
             return None;
         }
         for p in 0..self.paths.len() {
@@ -2158,7 +2225,14 @@ impl Connection {
         Some(Transmit { path: p, len })
     }
 
-    fn transmit_data(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+    /// Data (or a tail-loss probe) on the best candidate path; `any_active`: whether some
+    /// path is active.
+    fn transmit_data(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        any_active: bool,
+    ) -> Option<Transmit> {
         // New data goes on active paths; only when none is left does the scheme use the
         // suspect ones (a single path after a timeout: its retransmission is its probe).
         self.candidates.clear();
@@ -2166,7 +2240,8 @@ impl Connection {
         // The measured path with the lowest smoothed RTT among those whose window has room
         // but whose pacer holds them until a later slot.
         let mut held: Option<(usize, Duration)> = None;
-        let any_active = self.any_active();
+        // Some path, usable or not, owes a tail-loss probe.
+        let mut tlp_any = false;
         // `probe_new_paths`: while a path is active, unmeasured paths wait for their probe;
         // before any active path is measured, the initial one carries the data.
         let join_gate = self.cfg.probe_new_paths && any_active;
@@ -2182,6 +2257,7 @@ impl Connection {
         };
         for i in 0..self.paths.len() {
             let p = &self.paths[i];
+            tlp_any |= p.tlp_due;
             let usable = match p.state {
                 PathState::Active => true,
                 PathState::Closed => false,
@@ -2218,8 +2294,7 @@ impl Connection {
         if self.candidates.is_empty() {
             return None;
         }
-        let mut cands = std::mem::take(&mut self.candidates);
-        self.sched.rank(&self.views, &mut cands);
+        self.sched.rank(&self.views, &mut self.candidates);
         let unsent = {
             let sent_to = self
                 .first_sent
@@ -2232,19 +2307,18 @@ impl Connection {
                 self.send_buf.end().saturating_sub(sent_to),
                 self.peer_max_data.saturating_sub(self.peer_data_ack),
             );
-            self.sched.hold_back(&ctx, &mut cands);
+            self.sched.hold_back(&ctx, &mut self.candidates);
             ctx.unsent_bytes
         };
         if let Some((h, _)) = held {
-            if self.waits_for_paced(now, h, cands.first().copied(), unsent) {
+            if self.waits_for_paced(now, h, self.candidates.first().copied(), unsent) {
                 // The due paths stay idle by the sender's choice: their rate samples are
                 // application-limited (delivery-rate estimation §3.4), so a controller
                 // that measures bandwidth does not read the wait as a slower path.
-                for &c in &cands {
+                for &c in &self.candidates {
                     let path = &mut self.paths[c];
                     path.rate.mark_app_limited(path.bytes_in_flight);
                 }
-                self.candidates = cands;
                 return None;
             }
         }
@@ -2256,7 +2330,9 @@ impl Connection {
             && self.stream_end != StreamEnd::Pending
             && self.ctrl_pending.is_empty();
         let mut result = None;
-        for &p in &cands {
+        // By index: the loop calls `&mut self` methods; nothing in it changes the candidates.
+        for k in 0..self.candidates.len() {
+            let p = self.candidates[k];
             if idle {
                 let path = &mut self.paths[p];
                 path.floor_due = false;
@@ -2271,12 +2347,7 @@ impl Connection {
             };
             if self.paths[p].floor_due {
                 let floor = self.paths[p].sent_base;
-                if w.push(&Frame::AckFloor {
-                    path: p as u8,
-                    floor,
-                })
-                .is_ok()
-                {
+                if w.push_ack_floor(p as u8, floor).is_ok() {
                     self.paths[p].floor_due = false;
                 }
             }
@@ -2363,13 +2434,15 @@ impl Connection {
             result = Some(Transmit { path: p, len });
             break;
         }
-        self.candidates = cands;
         if result.is_some() {
             self.persist = None;
             return result;
         }
         // A tail-loss probe with no data to carry: a PING, whose acknowledgement lets the
-        // time threshold declare the tail lost.
+        // time threshold declare the tail lost. (No path's flag changed since the scan.)
+        if !tlp_any {
+            return None;
+        }
         let probe = self.paths.iter().position(|p| p.tlp_due)?;
         self.paths[probe].tlp_due = false;
         let t = self.send_ping(now, probe, buf);
@@ -2518,8 +2591,8 @@ impl Connection {
 
     /// With data outstanding and nothing in flight on any path (flow control closed, or a
     /// window update lost), probe the peer after an RTO (the persist timer of RFC 9293).
-    fn arm_persist(&mut self, now: Instant) {
-        let idle = self.paths.iter().all(|p| p.packets_in_flight == 0);
+    /// `idle`: no path has packets in flight.
+    fn arm_persist(&mut self, now: Instant, idle: bool) {
         let pending = self.peer_data_ack < self.send_buf.end()
             || self.stream_end == StreamEnd::Pending
             || !self.ctrl_pending.is_empty();

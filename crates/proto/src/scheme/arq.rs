@@ -357,7 +357,9 @@ impl ArqSender {
         None
     }
 
-    #[inline]
+    /// The first segment of `queue` still needed, written into `pkt` (what does not fit
+    /// stays queued). Empty queues, the usual case, are told apart inline.
+    #[inline(always)]
     fn serve_queue(
         queue: &mut VecDeque<(u64, u32)>,
         ctx: &mut SendCtx<'_>,
@@ -366,6 +368,15 @@ impl ArqSender {
         if queue.is_empty() {
             return None;
         }
+        Self::serve_nonempty(queue, ctx, pkt)
+    }
+
+    #[inline(never)]
+    fn serve_nonempty(
+        queue: &mut VecDeque<(u64, u32)>,
+        ctx: &mut SendCtx<'_>,
+        pkt: &mut PacketWriter<'_>,
+    ) -> Option<PacketTag> {
         while let Some((off, len)) = queue.pop_front() {
             if off + u64::from(len) <= ctx.data_ack || ctx.is_abandoned(off) {
                 continue;

@@ -257,7 +257,7 @@ impl Frame<'_> {
             Frame::Data { offset, data } => data_header_len(*offset, data.len())? + data.len(),
             Frame::StreamEnd { final_size } => 1 + varint_len(check_varint(*final_size)?),
             Frame::Close { code } => 1 + varint_len(check_varint(*code)?),
-            Frame::AckFloor { floor, .. } => 2 + varint_len(check_varint(*floor)?),
+            Frame::AckFloor { floor, .. } => ack_floor_len(*floor)?,
             Frame::Message(m) | Frame::Abandon(m) => {
                 1 + varint_len(check_varint(m.id)?)
                     + varint_len(check_varint(m.offset)?)
@@ -318,11 +318,7 @@ impl Frame<'_> {
                 w.varint(m.len);
                 w.u8(u8::from(m.abandonable));
             }
-            Frame::AckFloor { path, floor } => {
-                w.u8(ACK_FLOOR);
-                w.u8(*path);
-                w.varint(*floor);
-            }
+            Frame::AckFloor { path, floor } => emit_ack_floor(w, *path, *floor),
             Frame::Symbol(s) => {
                 emit_symbol_header(w, s.block, s.id, s.coding, s.data.len());
                 w.bytes(s.data);
@@ -334,6 +330,19 @@ impl Frame<'_> {
             }
         }
     }
+}
+
+/// Bytes an ACK_FLOOR frame takes.
+pub(crate) fn ack_floor_len(floor: u64) -> Result<usize, WireError> {
+    Ok(2 + varint_len(check_varint(floor)?))
+}
+
+/// Writes an ACK_FLOOR frame; the caller has checked [`ack_floor_len`] against the space
+/// left.
+pub(crate) fn emit_ack_floor(w: &mut Writer<'_>, path: u8, floor: u64) {
+    w.u8(ACK_FLOOR);
+    w.u8(path);
+    w.varint(floor);
 }
 
 /// Bytes a FEEDBACK frame takes.

@@ -204,9 +204,6 @@ impl Writer<'_> {
     pub(crate) fn u32(&mut self, v: u32) {
         self.bytes(&v.to_be_bytes());
     }
-    pub(crate) fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_be_bytes());
-    }
     // Always inlined: several per packet (header, DATA offset and length, ACK fields), and
     // the call cost as much as the write.
     #[inline(always)]

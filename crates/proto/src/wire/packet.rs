@@ -26,6 +26,25 @@ pub const MAX_HEADER_LEN: usize = FIXED_HEADER_LEN + 8;
 pub const FIXED_HEADER_LEN: usize = 2 + 8 + 1;
 const MIN_LEN: usize = FIXED_HEADER_LEN + 1 + CHECKSUM_LEN;
 
+/// Largest DATA payload `r` when `base` bytes remain after the frame's type and offset:
+/// `base - l` for the smallest length-field size `l` of 1, 2, 4, 8 bytes whose varint
+/// holds `base - l` (0 if none). The bounds are where `varint_len(base - l) <= l` holds:
+/// below 2^6, 2^14, 2^30 for 1, 2, 4 bytes; 8 bytes hold any length.
+#[inline(always)]
+fn data_room_after_header(base: usize) -> usize {
+    if base == 0 {
+        0
+    } else if base <= 1 << 6 {
+        base - 1
+    } else if base <= (1 << 14) + 1 {
+        base - 2
+    } else if base <= (1 << 30) + 3 {
+        base - 4
+    } else {
+        base - 8
+    }
+}
+
 /// The fixed part of every packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
@@ -181,20 +200,28 @@ impl<'a> PacketWriter<'a> {
         trailer: Trailer,
     ) -> Result<Self, WireError> {
         let limit = max_len.min(buf.len());
-        check_varint(header.pn)?;
-        let need = header.len() + trailer.len() + 1;
+        let pn = check_varint(header.pn)?;
+        let pn_len = varint_len(pn);
+        let need = FIXED_HEADER_LEN + pn_len + trailer.len() + 1;
         if limit < need {
             return Err(WireError::NoSpace {
                 needed: need,
                 available: limit,
             });
         }
-        let mut w = Writer { buf, pos: 0 };
-        w.u8(MAGIC);
-        w.u8(VERSION);
-        w.u64(header.conn_id);
-        w.u8(header.path);
-        w.varint(header.pn);
+        // The fixed part as one store (`limit <= buf.len()`: the whole header fits), then
+        // the packet number's varint.
+        let mut fixed = [0u8; FIXED_HEADER_LEN];
+        fixed[0] = MAGIC;
+        fixed[1] = VERSION;
+        fixed[2..10].copy_from_slice(&header.conn_id.to_be_bytes());
+        fixed[10] = header.path;
+        buf[..FIXED_HEADER_LEN].copy_from_slice(&fixed);
+        let mut w = Writer {
+            buf,
+            pos: FIXED_HEADER_LEN,
+        };
+        w.varint(pn);
         Ok(PacketWriter {
             header,
             w,
@@ -258,6 +285,21 @@ impl<'a> PacketWriter<'a> {
         // The packet state `Frame::Feedback` itself says (no payload); a known variant, so
         // this folds to a constant.
         let frame = Frame::Feedback(f);
+        self.payload += frame.payload_len();
+        self.note(frame.is_ack_eliciting());
+        Ok(())
+    }
+
+    /// Appends an ACK_FLOOR frame: the bytes and packet state of
+    /// `push(&Frame::AckFloor { path, floor })`, without going through the general frame's
+    /// length and emit dispatch (a sender writes one in about every other data packet).
+    pub fn push_ack_floor(&mut self, path: u8, floor: u64) -> Result<(), WireError> {
+        let needed = frame::ack_floor_len(floor)?;
+        self.reserve(needed)?;
+        frame::emit_ack_floor(&mut self.w, path, floor);
+        // The packet state `Frame::AckFloor` itself says; a known variant, so this folds to
+        // a constant.
+        let frame = Frame::AckFloor { path, floor };
         self.payload += frame.payload_len();
         self.note(frame.is_ack_eliciting());
         Ok(())
@@ -343,14 +385,7 @@ impl<'a> PacketWriter<'a> {
         let Some(base) = self.remaining().checked_sub(fixed) else {
             return 0;
         };
-        for l in [1usize, 2, 4, 8] {
-            if let Some(r) = base.checked_sub(l) {
-                if varint_len(r as u64) <= l {
-                    return r;
-                }
-            }
-        }
-        0
+        data_room_after_header(base)
     }
 
     /// Appends an ACK frame for the highest `max_ranges` ranges of `ranges`, with
@@ -414,5 +449,35 @@ impl<'a> PacketWriter<'a> {
     fn note(&mut self, eliciting: bool) {
         self.frames += 1;
         self.ack_eliciting |= eliciting;
+    }
+}
+
+#[cfg(test)]
+mod data_room_tests {
+    use super::{data_room_after_header, varint_len};
+
+    /// The first form of [`PacketWriter::data_room`]'s search: the smallest length-field size
+    /// whose varint holds the rest.
+    fn searched(base: usize) -> usize {
+        for l in [1usize, 2, 4, 8] {
+            if let Some(r) = base.checked_sub(l) {
+                if varint_len(r as u64) <= l {
+                    return r;
+                }
+            }
+        }
+        0
+    }
+
+    #[test]
+    fn data_room_bounds_equal_the_search() {
+        let mut bases: Vec<usize> = (0..20_000).collect();
+        for edge in [1usize << 6, 1 << 14, 1 << 30, 1 << 62] {
+            bases.extend(edge.saturating_sub(16)..edge + 16);
+        }
+        bases.extend([usize::MAX - 1, usize::MAX]);
+        for b in bases {
+            assert_eq!(data_room_after_header(b), searched(b), "base {b}");
+        }
     }
 }

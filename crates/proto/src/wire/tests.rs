@@ -495,3 +495,48 @@ proptest! {
         }
     }
 }
+
+/// An ACK_FLOOR frame written by `push_ack_floor` is byte for byte the frame `push` writes,
+/// with the same packet state, and fails the same way when it does not fit or the floor is
+/// not a varint.
+#[test]
+fn ack_floor_written_directly_equals_push() {
+    let frames = [
+        (0u8, 0u64),
+        (1, 63),
+        (7, 64),
+        (255, 1 << 20),
+        (3, super::VARINT_MAX),
+    ];
+    // Room for every frame, for some, and for none.
+    for max in [64usize, 30, 24, 17] {
+        let mut a = [0u8; 64];
+        let mut b = [0u8; 64];
+        let mut wa = PacketWriter::new(&mut a, max, header()).unwrap();
+        let mut wb = PacketWriter::new(&mut b, max, header()).unwrap();
+        for &(path, floor) in &frames {
+            assert_eq!(
+                wa.push(&Frame::AckFloor { path, floor }),
+                wb.push_ack_floor(path, floor),
+                "max {max}"
+            );
+        }
+        assert_eq!(
+            (wa.frame_count(), wa.payload_len(), wa.is_ack_eliciting()),
+            (wb.frame_count(), wb.payload_len(), wb.is_ack_eliciting())
+        );
+        let (na, nb) = (wa.finish(), wb.finish());
+        assert_eq!(&a[..na], &b[..nb], "max {max}");
+    }
+    let mut c = [0u8; 64];
+    let mut wc = PacketWriter::new(&mut c, 64, header()).unwrap();
+    let bad = super::VARINT_MAX + 1;
+    assert_eq!(
+        wc.push(&Frame::AckFloor {
+            path: 0,
+            floor: bad
+        }),
+        wc.push_ack_floor(0, bad)
+    );
+    assert!(wc.push_ack_floor(0, bad).is_err());
+}
