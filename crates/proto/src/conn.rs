@@ -1256,7 +1256,7 @@ impl Connection {
         }
         // Path level: newly acknowledged packets.
         let mut cc_bytes = 0u64;
-        let lowest_reported = a.ranges().last().map_or(0, |r| r.start);
+        let lowest_reported = a.lowest();
         if lowest_reported < self.paths[p].sent_base {
             self.paths[p].floor_due = true;
         }
@@ -1341,7 +1341,11 @@ impl Connection {
             let tx = &self.tx;
             let mut tracer = self.tracer.as_mut();
             let path = &mut self.paths[p];
-            path.reo.expire(now, path.rtt.base_rto());
+            // With no loss records (most ACKs) there is nothing to expire: the timeout is
+            // not computed.
+            if !path.reo.lost.is_empty() {
+                path.reo.expire(now, path.rtt.base_rto());
+            }
             if !path.reo.lost.is_empty() {
                 let next_pn = path.next_pn;
                 let mut spurious = 0u64;
@@ -1398,9 +1402,15 @@ impl Connection {
         }
         if restart {
             path.rtt.reset_backoff();
-            path.rto_deadline = (path.packets_in_flight > 0).then(|| now + path.timer());
         }
         self.sync_view(p);
+        if restart {
+            // The view just taken holds the path's timer (`Path::timer`): nothing it
+            // depends on changes between the snapshot and here.
+            let path = &mut self.paths[p];
+            debug_assert_eq!(self.views[p].rto, path.timer());
+            path.rto_deadline = (path.packets_in_flight > 0).then(|| now + self.views[p].rto);
+        }
         if any && matches!(self.paths[p].state, PathState::Suspect | PathState::Failed) {
             self.set_path_state(now, p, PathState::Active);
         }
@@ -1511,7 +1521,12 @@ impl Connection {
         };
         let mut congestion = false;
         let mut any_lost = false;
-        path.trim_front();
+        // Both callers trimmed the settled packets off the front (`on_ack_frame` after its
+        // loop, the reordering timer just before the call).
+        debug_assert!(path
+            .sent
+            .front()
+            .is_none_or(|sp| sp.state == SentState::Outstanding));
         let mut pn = path.loss_scan.max(path.sent_base);
         loop {
             let path = &self.paths[p];
@@ -1543,7 +1558,10 @@ impl Connection {
         }
         let path = &mut self.paths[p];
         path.loss_scan = pn;
-        path.trim_front();
+        // The front was outstanding: only a packet declared lost can have settled it.
+        if any_lost {
+            path.trim_front();
+        }
         self.after_losses(now, p, any_lost, congestion);
     }
 
@@ -1879,6 +1897,7 @@ impl Connection {
             if self.paths[p].reo.deadline.is_some_and(|t| t <= now) {
                 // RACK's reordering timer (RFC 8985 §6.2 step 5).
                 self.paths[p].reo.deadline = None;
+                self.paths[p].trim_front();
                 self.detect_losses(now, p);
                 self.apply_actions(now);
             }

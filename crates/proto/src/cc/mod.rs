@@ -340,9 +340,21 @@ impl Accumulators {
         let a = &mut self.acc[path];
         *a += inc;
         // The epsilon absorbs representation error (0.75·1e6/3e4 evaluates to 24.999…).
-        let whole = (*a + 1e-9).floor();
+        let whole = floor(*a + 1e-9);
         *a -= whole;
         whole as u64
+    }
+}
+
+/// `x.floor()`, without the library call for the values the window arithmetic has: in
+/// [+0, 2⁵²) the truncation through `u64` is exact and equals the floor (without SSE4.1,
+/// `f64::floor` is a call into libm). Anything else (−0, negative, huge, NaN) takes `floor`.
+#[inline]
+fn floor(x: f64) -> f64 {
+    if x.is_sign_positive() && x < 4_503_599_627_370_496.0 {
+        x as u64 as f64
+    } else {
+        x.floor()
     }
 }
 
@@ -363,7 +375,7 @@ pub fn slow_start(p: &PathView, bytes_acked: u64) -> (u64, u64) {
 pub(crate) fn apply_fractional(carry: &mut f64, cwnd: u64, inc: f64) -> u64 {
     let total = (cwnd as f64 + *carry + inc).max(0.0);
     // The epsilon absorbs representation error, as in [`Accumulators::add`].
-    let whole = (total + 1e-9).floor();
+    let whole = floor(total + 1e-9);
     *carry = (total - whole).max(0.0);
     whole as u64
 }
