@@ -1193,11 +1193,17 @@ impl Connection {
     }
 
     /// Applies what the receiving half asked for: recovery marks (validated) and immediate
-    /// acknowledgements.
+    /// acknowledgements. (Inlined: after most packets there are none and only this check
+    /// is left; the work is not.)
+    #[inline]
     fn apply_receiver_requests(&mut self) {
-        if self.recovered.is_empty() && self.ack_requests.is_empty() {
-            return;
+        if !(self.recovered.is_empty() && self.ack_requests.is_empty()) {
+            self.apply_pending_receiver_requests();
         }
+    }
+
+    #[inline(never)]
+    fn apply_pending_receiver_requests(&mut self) {
         for (rp, pn) in std::mem::take(&mut self.recovered) {
             let ok = self
                 .paths
