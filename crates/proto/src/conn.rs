@@ -1237,9 +1237,11 @@ impl Connection {
                 .peer_window_max
                 .max(self.peer_max_data.saturating_sub(self.peer_data_ack));
         }
+        let mut data_acked = false;
         if a.data_ack > self.send_buf.end() {
             self.stats.data_acks_ignored += 1;
         } else if a.data_ack > self.peer_data_ack {
+            data_acked = true;
             self.peer_data_ack = a.data_ack;
             self.head_backoff = 0;
             self.send_buf.release_to(a.data_ack);
@@ -1254,11 +1256,7 @@ impl Connection {
             // The head moved; with nothing outstanding, the clock starts at the next send.
             self.head_since = (!self.first_sent.is_empty()).then_some(now);
             self.persist_backoff = 0;
-            let mut ctx = send_ctx!(self, now);
-            self.tx.on_data_ack(&mut ctx);
-            // After the scheme: it may still look at the abandoned bytes the ACK passed.
-            self.tx_msgs.on_data_ack(a.data_ack);
-            self.check_all_acked();
+            // The scheme hears of it below, through the context of this ACK's packets.
         }
         // Path level: newly acknowledged packets.
         let mut cc_bytes = 0u64;
@@ -1268,7 +1266,11 @@ impl Connection {
         }
         let mut newly_largest: Option<(u64, Instant)> = None;
         let mut any = false;
-        self.paths[p].trim_front();
+        // Settled packets never stay at the front: whatever settles one trims after it.
+        debug_assert!(self.paths[p]
+            .sent
+            .front()
+            .is_none_or(|sp| sp.state == SentState::Outstanding));
         // Classic: the packet holding ns-3's SND.UNA (see `Path::classic_head`).
         let head = if self.cfg.profile == TcpProfile::Classic {
             self.paths[p].classic_head()
@@ -1283,8 +1285,18 @@ impl Connection {
             self.stats.ack_ranges_ignored += 1;
         }
         let largest_before = self.paths[p].largest_acked;
-        // One scheme context for the ACK's packets: nothing it carries changes in this loop.
+        // One scheme context for the ACK: the cumulative acknowledgement's call and the
+        // packets' (nothing it carries changes in between, unless messages are held).
         let mut ctx = send_ctx!(self, now);
+        if data_acked {
+            self.tx.on_data_ack(&mut ctx);
+            if self.tx_msgs.holds_any() {
+                // After the scheme: it may still look at the abandoned bytes the ACK passed.
+                self.tx_msgs.on_data_ack(a.data_ack);
+                // The packets' calls see the messages as they are now.
+                ctx = send_ctx!(self, now);
+            }
+        }
         let mut stream_end_acked = false;
         for r in a.ranges() {
             let path = &self.paths[p];
@@ -1334,7 +1346,7 @@ impl Connection {
                 }
             }
         }
-        if stream_end_acked {
+        if data_acked || stream_end_acked {
             // After the loop: the check looks at nothing the loop changes but the stream
             // end's state, and the scheme's calls above push no events.
             self.check_all_acked();
