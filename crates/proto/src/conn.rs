@@ -1503,11 +1503,37 @@ impl Connection {
         self.trace_metrics(now, p);
     }
 
+    /// Declares the packets of path `p` lost that the largest acknowledgement (by count,
+    /// or by time with the tail-loss probe) or the reordering window shows lost. Inlined:
+    /// when the first packet the scan would look at is absent or outstanding and not lost
+    /// by count, and time plays no part (no probe), the scan's first step would end it, and
+    /// only its bookkeeping is done here; the scan is not.
+    #[inline]
     fn detect_losses(&mut self, now: Instant, p: usize) {
         let path = &mut self.paths[p];
         let Some(largest) = path.largest_acked else {
             return;
         };
+        if !self.cfg.tail_loss_probe {
+            let pn = path.loss_scan.max(path.sent_base);
+            let first = path.sent.get((pn - path.sent_base) as usize);
+            if first.is_none_or(|sp| {
+                sp.state == SentState::Outstanding && pn + path.loss_threshold > largest
+            }) {
+                if self.cfg.reorder_tolerance {
+                    path.reo.deadline = None;
+                }
+                path.loss_scan = pn;
+                self.after_losses(now, p, false, false);
+                return;
+            }
+        }
+        self.scan_losses(now, p, largest);
+    }
+
+    #[inline(never)]
+    fn scan_losses(&mut self, now: Instant, p: usize, largest: u64) {
+        let path = &mut self.paths[p];
         let thr = path.loss_threshold;
         let classic = self.cfg.profile == TcpProfile::Classic;
         // RACK-TLP's companion (RFC 9002 §6.1.2): with the probe on, a packet sent 9/8 of

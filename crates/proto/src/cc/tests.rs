@@ -385,7 +385,7 @@ fn mpveno_is_olia_gated_by_veno_backlog() {
 }
 
 #[test]
-fn floor_matches_the_library_floor_bit_for_bit() {
+fn floor_u64_matches_the_library_floor_bit_for_bit() {
     let two52 = 4_503_599_627_370_496.0_f64;
     let mut xs = vec![
         0.0,
@@ -416,11 +416,13 @@ fn floor_matches_the_library_floor_bit_for_bit() {
         xs.push((s % 1_000_000) as f64 / 997.0);
     }
     for x in xs {
-        let (a, b) = (floor(x), x.floor());
+        let ((a, n), b) = (floor_u64(x), x.floor());
         assert!(
             a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
             "{x:e}: {a:e} != {b:e}"
         );
+        assert_eq!(n, b as u64, "{x:e}");
     }
-    assert!(floor(f64::NAN).is_nan());
+    assert!(floor_u64(f64::NAN).0.is_nan());
+    assert_eq!(floor_u64(f64::NAN).1, 0);
 }
