@@ -1216,11 +1216,17 @@ impl Connection {
     }
 
     /// Applies what the receiving half asked for: recovery marks (validated) and immediate
-    /// acknowledgements.
+    /// acknowledgements. (Inlined: after most packets there are none and only this check
+    /// is left; the work is not.)
+    #[inline]
     fn apply_receiver_requests(&mut self) {
-        if self.recovered.is_empty() && self.ack_requests.is_empty() {
-            return;
+        if !(self.recovered.is_empty() && self.ack_requests.is_empty()) {
+            self.apply_pending_receiver_requests();
         }
+    }
+
+    #[inline(never)]
+    fn apply_pending_receiver_requests(&mut self) {
         for (rp, pn) in std::mem::take(&mut self.recovered) {
             let ok = self
                 .paths
@@ -1254,9 +1260,11 @@ impl Connection {
                 .peer_window_max
                 .max(self.peer_max_data.saturating_sub(self.peer_data_ack));
         }
+        let mut data_acked = false;
         if a.data_ack > self.send_buf.end() {
             self.stats.data_acks_ignored += 1;
         } else if a.data_ack > self.peer_data_ack {
+            data_acked = true;
             self.peer_data_ack = a.data_ack;
             self.head_backoff = 0;
             self.send_buf.release_to(a.data_ack);
@@ -1271,21 +1279,21 @@ impl Connection {
             // The head moved; with nothing outstanding, the clock starts at the next send.
             self.head_since = (!self.first_sent.is_empty()).then_some(now);
             self.persist_backoff = 0;
-            let mut ctx = send_ctx!(self, now);
-            self.tx.on_data_ack(&mut ctx);
-            // After the scheme: it may still look at the abandoned bytes the ACK passed.
-            self.tx_msgs.on_data_ack(a.data_ack);
-            self.check_all_acked();
+            // The scheme hears of it below, through the context of this ACK's packets.
         }
         // Path level: newly acknowledged packets.
         let mut cc_bytes = 0u64;
-        let lowest_reported = a.ranges().last().map_or(0, |r| r.start);
+        let lowest_reported = a.lowest();
         if lowest_reported < self.paths[p].sent_base {
             self.paths[p].floor_due = true;
         }
         let mut newly_largest: Option<(u64, Instant)> = None;
         let mut any = false;
-        self.paths[p].trim_front();
+        // Settled packets never stay at the front: whatever settles one trims after it.
+        debug_assert!(self.paths[p]
+            .sent
+            .front()
+            .is_none_or(|sp| sp.state == SentState::Outstanding));
         // Classic: the packet holding ns-3's SND.UNA (see `Path::classic_head`).
         let head = if self.cfg.profile == TcpProfile::Classic {
             self.paths[p].classic_head()
@@ -1300,8 +1308,18 @@ impl Connection {
             self.stats.ack_ranges_ignored += 1;
         }
         let largest_before = self.paths[p].largest_acked;
-        // One scheme context for the ACK's packets: nothing it carries changes in this loop.
+        // One scheme context for the ACK: the cumulative acknowledgement's call and the
+        // packets' (nothing it carries changes in between, unless messages are held).
         let mut ctx = send_ctx!(self, now);
+        if data_acked {
+            self.tx.on_data_ack(&mut ctx);
+            if self.tx_msgs.holds_any() {
+                // After the scheme: it may still look at the abandoned bytes the ACK passed.
+                self.tx_msgs.on_data_ack(a.data_ack);
+                // The packets' calls see the messages as they are now.
+                ctx = send_ctx!(self, now);
+            }
+        }
         let mut stream_end_acked = false;
         for r in a.ranges() {
             let path = &self.paths[p];
@@ -1351,7 +1369,7 @@ impl Connection {
                 }
             }
         }
-        if stream_end_acked {
+        if data_acked || stream_end_acked {
             // After the loop: the check looks at nothing the loop changes but the stream
             // end's state, and the scheme's calls above push no events.
             self.check_all_acked();
@@ -1364,7 +1382,11 @@ impl Connection {
             let tx = &self.tx;
             let mut tracer = self.tracer.as_mut();
             let path = &mut self.paths[p];
-            path.reo.expire(now, path.rtt.base_rto());
+            // With no loss records (most ACKs) there is nothing to expire: the timeout is
+            // not computed.
+            if !path.reo.lost.is_empty() {
+                path.reo.expire(now, path.rtt.base_rto());
+            }
             if !path.reo.lost.is_empty() {
                 let next_pn = path.next_pn;
                 let mut spurious = 0u64;
@@ -1421,9 +1443,15 @@ impl Connection {
         }
         if restart {
             path.rtt.reset_backoff();
-            path.rto_deadline = (path.packets_in_flight > 0).then(|| now + path.timer());
         }
         self.sync_view(p);
+        if restart {
+            // The view just taken holds the path's timer (`Path::timer`): nothing it
+            // depends on changes between the snapshot and here.
+            let path = &mut self.paths[p];
+            debug_assert_eq!(self.views[p].rto, path.timer());
+            path.rto_deadline = (path.packets_in_flight > 0).then(|| now + self.views[p].rto);
+        }
         if any && matches!(self.paths[p].state, PathState::Suspect | PathState::Failed) {
             self.set_path_state(now, p, PathState::Active);
         }
@@ -1498,11 +1526,37 @@ impl Connection {
         self.trace_metrics(now, p);
     }
 
+    /// Declares the packets of path `p` lost that the largest acknowledgement (by count,
+    /// or by time with the tail-loss probe) or the reordering window shows lost. Inlined:
+    /// when the first packet the scan would look at is absent or outstanding and not lost
+    /// by count, and time plays no part (no probe), the scan's first step would end it, and
+    /// only its bookkeeping is done here; the scan is not.
+    #[inline]
     fn detect_losses(&mut self, now: Instant, p: usize) {
         let path = &mut self.paths[p];
         let Some(largest) = path.largest_acked else {
             return;
         };
+        if !self.cfg.tail_loss_probe {
+            let pn = path.loss_scan.max(path.sent_base);
+            let first = path.sent.get((pn - path.sent_base) as usize);
+            if first.is_none_or(|sp| {
+                sp.state == SentState::Outstanding && pn + path.loss_threshold > largest
+            }) {
+                if self.cfg.reorder_tolerance {
+                    path.reo.deadline = None;
+                }
+                path.loss_scan = pn;
+                self.after_losses(now, p, false, false);
+                return;
+            }
+        }
+        self.scan_losses(now, p, largest);
+    }
+
+    #[inline(never)]
+    fn scan_losses(&mut self, now: Instant, p: usize, largest: u64) {
+        let path = &mut self.paths[p];
         let thr = path.loss_threshold;
         let classic = self.cfg.profile == TcpProfile::Classic;
         // RACK-TLP's companion (RFC 9002 §6.1.2): with the probe on, a packet sent 9/8 of
@@ -1534,7 +1588,12 @@ impl Connection {
         };
         let mut congestion = false;
         let mut any_lost = false;
-        path.trim_front();
+        // Both callers trimmed the settled packets off the front (`on_ack_frame` after its
+        // loop, the reordering timer just before the call).
+        debug_assert!(path
+            .sent
+            .front()
+            .is_none_or(|sp| sp.state == SentState::Outstanding));
         let mut pn = path.loss_scan.max(path.sent_base);
         loop {
             let path = &self.paths[p];
@@ -1566,7 +1625,10 @@ impl Connection {
         }
         let path = &mut self.paths[p];
         path.loss_scan = pn;
-        path.trim_front();
+        // The front was outstanding: only a packet declared lost can have settled it.
+        if any_lost {
+            path.trim_front();
+        }
         self.after_losses(now, p, any_lost, congestion);
     }
 
@@ -1902,6 +1964,7 @@ impl Connection {
             if self.paths[p].reo.deadline.is_some_and(|t| t <= now) {
                 // RACK's reordering timer (RFC 8985 §6.2 step 5).
                 self.paths[p].reo.deadline = None;
+                self.paths[p].trim_front();
                 self.detect_losses(now, p);
                 self.apply_actions(now);
             }

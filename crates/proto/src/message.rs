@@ -208,9 +208,16 @@ impl TxMessages {
     /// a stream without messages, is inlined.)
     #[inline]
     pub(crate) fn on_data_ack(&mut self, ack: u64) {
-        if !self.msgs.is_empty() || !self.abandoned.is_empty() {
+        if self.holds_any() {
             self.forget_acked(ack);
         }
+    }
+
+    /// Whether any message or abandoned range is held: without, [`Self::on_data_ack`]
+    /// changes nothing.
+    #[inline]
+    pub(crate) fn holds_any(&self) -> bool {
+        !self.msgs.is_empty() || !self.abandoned.is_empty()
     }
 
     fn forget_acked(&mut self, ack: u64) {

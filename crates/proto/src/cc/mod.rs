@@ -333,6 +333,7 @@ pub struct Accumulators {
 
 impl Accumulators {
     /// Adds `inc` bytes (possibly fractional) to path `path`; returns whole bytes to add now.
+    #[inline]
     pub fn add(&mut self, path: usize, inc: f64) -> u64 {
         if self.acc.len() <= path {
             self.acc.resize(path + 1, 0.0);
@@ -340,9 +341,24 @@ impl Accumulators {
         let a = &mut self.acc[path];
         *a += inc;
         // The epsilon absorbs representation error (0.75·1e6/3e4 evaluates to 24.999…).
-        let whole = (*a + 1e-9).floor();
+        let (whole, n) = floor_u64(*a + 1e-9);
         *a -= whole;
-        whole as u64
+        n
+    }
+}
+
+/// `(x.floor(), x.floor() as u64)`, without the library call for the values the window
+/// arithmetic has: in [+0, 2⁵²) the truncation through `i64` (one instruction each way,
+/// where `u64` takes several) is exact and equals the floor (without SSE4.1, `f64::floor`
+/// is a call into libm). Anything else (−0, negative, huge, NaN) takes `floor`.
+#[inline]
+fn floor_u64(x: f64) -> (f64, u64) {
+    if x.is_sign_positive() && x < 4_503_599_627_370_496.0 {
+        let i = x as i64;
+        (i as f64, i as u64)
+    } else {
+        let f = x.floor();
+        (f, f as u64)
     }
 }
 
@@ -363,9 +379,9 @@ pub fn slow_start(p: &PathView, bytes_acked: u64) -> (u64, u64) {
 pub(crate) fn apply_fractional(carry: &mut f64, cwnd: u64, inc: f64) -> u64 {
     let total = (cwnd as f64 + *carry + inc).max(0.0);
     // The epsilon absorbs representation error, as in [`Accumulators::add`].
-    let whole = (total + 1e-9).floor();
+    let (whole, n) = floor_u64(total + 1e-9);
     *carry = (total - whole).max(0.0);
-    whole as u64
+    n
 }
 
 /// Reno's congestion-avoidance increase for `bytes` acknowledged: `MSS · bytes / cwnd`

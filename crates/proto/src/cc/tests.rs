@@ -383,3 +383,46 @@ fn mpveno_is_olia_gated_by_veno_backlog() {
     cc.on_ack(0, &ack_at(0, 1000, Some(100)), &one);
     assert_eq!(cc.on_congestion_event(0, Instant::ZERO, &one).cwnd, 24_000);
 }
+
+#[test]
+fn floor_u64_matches_the_library_floor_bit_for_bit() {
+    let two52 = 4_503_599_627_370_496.0_f64;
+    let mut xs = vec![
+        0.0,
+        -0.0,
+        1e-9,
+        0.999_999_999,
+        1.0,
+        1.0 + 1e-9,
+        24.999_999_999_999_996,
+        25.0,
+        -1e-9,
+        -1.5,
+        two52 - 0.5,
+        two52,
+        two52 + 2.0,
+        1e300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::MIN_POSITIVE,
+        f64::MAX,
+    ];
+    let mut s = 0x9e37_79b9_7f4a_7c15_u64;
+    for _ in 0..10_000 {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        xs.push(f64::from_bits(s));
+        xs.push((s % 1_000_000) as f64 / 997.0);
+    }
+    for x in xs {
+        let ((a, n), b) = (floor_u64(x), x.floor());
+        assert!(
+            a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+            "{x:e}: {a:e} != {b:e}"
+        );
+        assert_eq!(n, b as u64, "{x:e}");
+    }
+    assert!(floor_u64(f64::NAN).0.is_nan());
+    assert_eq!(floor_u64(f64::NAN).1, 0);
+}

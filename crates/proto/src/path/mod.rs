@@ -414,9 +414,50 @@ impl Path {
         self.make_view()
     }
 
-    /// Writes the read-only view into `v` (built there, not copied in).
+    /// Writes the read-only view into `v` field by field (no snapshot built and copied
+    /// in); the same values as [`Self::view`]. Every field is named, so a new one must be
+    /// written here too.
     pub(crate) fn write_view(&self, v: &mut PathView) {
-        *v = self.make_view();
+        let PathView {
+            id,
+            active,
+            state,
+            mss,
+            cwnd,
+            ssthresh,
+            bytes_in_flight,
+            packets_in_flight,
+            srtt,
+            min_rtt,
+            latest_rtt,
+            rto,
+            loss_rate,
+            in_recovery,
+            oldest_unacked_sent,
+            loss_threshold,
+            cwnd_limited,
+            flight_decrease,
+        } = v;
+        let oldest = self.oldest_outstanding_sent();
+        *id = self.id;
+        *active = self.state == PathState::Active;
+        *state = self.state;
+        *mss = self.mss;
+        *cwnd = self.cwnd;
+        *ssthresh = self.ssthresh;
+        *bytes_in_flight = self.bytes_in_flight;
+        *packets_in_flight = self.packets_in_flight;
+        *srtt = self.rtt.srtt();
+        *min_rtt = self.rtt.min_rtt();
+        *latest_rtt = self.rtt.latest();
+        *rto = self.timer();
+        *loss_rate = self.loss.rate();
+        *in_recovery = matches!((self.recovery_start, oldest), (Some(r), Some(t)) if t <= r);
+        *oldest_unacked_sent = oldest;
+        *loss_threshold = self.loss_threshold;
+        *cwnd_limited = self.cwnd_limited();
+        *flight_decrease = self.decrease_from_flight.then_some(self.bytes_in_flight);
+        debug_assert_eq!(*v, self.make_view(), "path snapshot written wrong");
     }
 
     #[inline(always)]
@@ -596,6 +637,12 @@ impl Path {
     pub(crate) fn oldest_outstanding_sent(&self) -> Option<Instant> {
         if self.packets_in_flight == 0 {
             return None;
+        }
+        // Usually the front: settled packets are trimmed off it.
+        if let Some(p) = self.sent.front() {
+            if p.state == SentState::Outstanding {
+                return Some(p.time_sent);
+            }
         }
         self.sent
             .iter()

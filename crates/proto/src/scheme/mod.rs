@@ -428,7 +428,9 @@ pub trait SchemeSender: Send + std::fmt::Debug {
 
     /// The peer's cumulative acknowledgement (`ctx.data_ack`) advanced. Bytes of abandoned
     /// messages it passed are still seen as abandoned during this call
-    /// ([`SendCtx::touches_abandoned`]).
+    /// ([`SendCtx::touches_abandoned`]). Called before [`Self::on_acked`] for the packets
+    /// of the same ACK, which, when the connection holds no messages, get the same `ctx`
+    /// (a change to one of its public fields is still there for them).
     fn on_data_ack(&mut self, _ctx: &mut SendCtx<'_>) {}
 
     /// Packet `pn` of `path`, being newly acknowledged, was rebuilt by the receiver from

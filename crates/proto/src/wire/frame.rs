@@ -147,6 +147,17 @@ impl<'a> AckFrame<'a> {
             left: self.range_count,
         }
     }
+
+    /// The lowest acknowledged packet number: the start of the last of
+    /// [`ranges`](Self::ranges) (read without walking them when there is one range).
+    #[inline]
+    pub fn lowest(&self) -> u64 {
+        if self.range_count == 0 {
+            self.largest - self.first_range
+        } else {
+            self.ranges().last().map_or(0, |r| r.start)
+        }
+    }
 }
 
 /// Iterator over the ranges of an [`AckFrame`], highest first.
@@ -159,17 +170,27 @@ pub struct AckRanges<'a> {
 
 impl Iterator for AckRanges<'_> {
     type Item = Range<u64>;
+    // Inline: most ACKs hold one range, whose two calls read nothing.
+    #[inline]
     fn next(&mut self) -> Option<Range<u64>> {
         let cur = self.next.take()?;
         if self.left > 0 {
-            self.left -= 1;
-            // Validated at parse time: neither read can fail nor underflow.
-            let gap = self.r.varint("ack gap").unwrap_or(0);
-            let len = self.r.varint("ack range").unwrap_or(0);
-            let hi = cur.start.saturating_sub(gap + 2);
-            self.next = Some(hi.saturating_sub(len)..hi + 1);
+            self.read_next(&cur);
         }
         Some(cur)
+    }
+}
+
+impl AckRanges<'_> {
+    /// Decodes the range below `cur` (one is left).
+    #[inline(never)]
+    fn read_next(&mut self, cur: &Range<u64>) {
+        self.left -= 1;
+        // Validated at parse time: neither read can fail nor underflow.
+        let gap = self.r.varint("ack gap").unwrap_or(0);
+        let len = self.r.varint("ack range").unwrap_or(0);
+        let hi = cur.start.saturating_sub(gap + 2);
+        self.next = Some(hi.saturating_sub(len)..hi + 1);
     }
 }
 
