@@ -556,6 +556,13 @@ impl Connection {
         self.send_buf.set_source(source)
     }
 
+    /// Checks the peer's in-order stream bytes against `check` as they arrive, storing none
+    /// of those that match (see [`crate::buffer::StreamCheck`]); read them with
+    /// [`Connection::read_pieces`] (the other reads produce them again from `check`).
+    pub fn set_stream_check(&mut self, check: std::sync::Arc<dyn crate::buffer::StreamCheck>) {
+        self.recv_buf.set_check(check);
+    }
+
     /// Appends the stream source's next bytes, up to `n` (at most
     /// [`Connection::write_capacity`]); returns how many were appended (0 after `close`, or
     /// without a source).
@@ -736,6 +743,18 @@ impl Connection {
     /// leave gaps).
     pub fn read_at(&mut self, max: u64, f: impl FnMut(u64, &[u8])) -> u64 {
         let n = self.recv_buf.read_at(max, f);
+        self.after_read(n);
+        n
+    }
+
+    /// Like [`Connection::read_at`], passing the bytes that were checked as they arrived
+    /// ([`Connection::set_stream_check`]) as [`crate::buffer::ReadPiece::Checked`].
+    pub fn read_pieces(
+        &mut self,
+        max: u64,
+        f: impl FnMut(u64, crate::buffer::ReadPiece<'_>),
+    ) -> u64 {
+        let n = self.recv_buf.read_pieces(max, f);
         self.after_read(n);
         n
     }

@@ -646,15 +646,19 @@ impl Simulator {
             // as they send them instead of storing what the applications wrote (debug builds
             // store them too and check every copy against the stream).
             let (ssrc, rsrc) = (Source::new(ss), Source::new(rs));
-            for (conn, src) in [(&mut sconn, &ssrc), (&mut rconn, &rsrc)] {
+            let (ssink, rsink) = (Sink::new(rs), Sink::new(ss));
+            for (conn, src, sink) in [(&mut sconn, &ssrc, &ssink), (&mut rconn, &rsrc, &rsink)] {
                 conn.set_stream_source(std::sync::Arc::new(src.stream()))
                     .expect("a connection just built has written nothing");
+                // And each end checks the peer's bytes as they arrive, storing none that
+                // arrive in order and match: its sink counts those unchecked.
+                conn.set_stream_check(std::sync::Arc::new(sink.stream()));
             }
             let s = self.alloc_ep(Endpoint {
                 conn: sconn,
                 app: sapp,
                 src: ssrc,
-                sink: Sink::new(rs),
+                sink: ssink,
                 sender: true,
                 occupancy: Occupancy::default(),
                 raw_seq: 0,
@@ -669,7 +673,7 @@ impl Simulator {
                 conn: rconn,
                 app: rapp,
                 src: rsrc,
-                sink: Sink::new(ss),
+                sink: rsink,
                 sender: false,
                 occupancy: Occupancy::default(),
                 raw_seq: 0,
