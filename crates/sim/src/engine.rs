@@ -184,7 +184,12 @@ impl Occupancy {
     /// Accounts for the occupancy `held` since the previous sample, up to `now`.
     fn sample(&mut self, now: Instant, held: u64) {
         match self.last {
-            Some(last) => self.integral += held as f64 * (now - last).as_nanos() as f64,
+            // Nothing held adds nothing (`+ 0.0` leaves the sum as it is): the common case
+            // of a reader that reads all it gets, and of every sender, spared the product.
+            Some(last) if held > 0 => {
+                self.integral += held as f64 * (now - last).as_nanos() as f64;
+            }
+            Some(_) => {}
             None => self.since = Some(now),
         }
         self.last = Some(now);
