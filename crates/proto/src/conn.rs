@@ -974,7 +974,9 @@ impl Connection {
         // packet or an ACK has one to three), so most packets are parsed once.
         let mut eliciting = false;
         // Each frame is parsed into its slot (the spare past the kept ones), not copied there.
-        let mut kept = [const { Ok(Frame::Ping) }; KEPT_FRAMES];
+        // (Built element by element: an array of the constant was copied whole from a
+        // template, every byte of all four slots, on every packet.)
+        let mut kept: [_; KEPT_FRAMES] = std::array::from_fn(|_| Ok(Frame::Ping));
         let mut spare = Ok(Frame::Ping);
         let mut count = 0;
         let mut frames = FrameIter::new(payload);
