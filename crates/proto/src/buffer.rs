@@ -627,13 +627,15 @@ impl RecvBuffer {
         let end = self.contiguous_end();
         // The common case, a reader that takes all there is of a stream whose bytes were all
         // checked as they arrived, nothing skipped: one piece (what the loop below passes).
-        if self.checked_end == end && end > self.read && end - self.read <= max {
-            if self.skipped.is_empty() {
-                let n = end - self.read;
-                f(self.read, ReadPiece::Checked(n));
-                self.consume(n);
-                return n;
-            }
+        if self.checked_end == end
+            && end > self.read
+            && end - self.read <= max
+            && self.skipped.is_empty()
+        {
+            let n = end - self.read;
+            f(self.read, ReadPiece::Checked(n));
+            self.consume(n);
+            return n;
         }
         while self.read < end {
             let skip = self.skipped.first();
