@@ -590,7 +590,8 @@ impl RecvBuffer {
         });
         n
     }
-    /// Passes up to `max` in-order bytes to `f` without copying, skipping abandoned ranges;
+    /// Passes up to `max` in-order bytes to `f` without copying (bytes checked as they
+    /// arrived are produced again, see [`RecvBuffer::read_at`]), skipping abandoned ranges;
     /// returns how many were passed.
     pub fn read_with(&mut self, max: u64, mut f: impl FnMut(&[u8])) -> u64 {
         self.read_at(max, |_, s| f(s))

@@ -731,8 +731,9 @@ impl Connection {
         n
     }
 
-    /// Passes up to `max` in-order bytes to `f` without copying; returns how many. Bytes of
-    /// abandoned messages are skipped.
+    /// Passes up to `max` in-order bytes to `f` without copying (but for bytes checked as
+    /// they arrived, produced again: [`Connection::set_stream_check`]); returns how many.
+    /// Bytes of abandoned messages are skipped.
     pub fn read_with(&mut self, max: u64, f: impl FnMut(&[u8])) -> u64 {
         let n = self.recv_buf.read_with(max, f);
         self.after_read(n);
