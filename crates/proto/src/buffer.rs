@@ -60,6 +60,35 @@ pub enum SourceError {
     },
 }
 
+/// The stream a receiver expects, as a function of the offset (a generated test stream):
+/// given to a connection ([`crate::Connection::set_stream_check`]), it lets the receive buffer
+/// check in-order bytes as they arrive and store none of those that match. Reading passes
+/// such bytes as [`ReadPiece::Checked`] ([`RecvBuffer::read_pieces`]), or produces them again
+/// with [`StreamSource::fill`] for the readers that take bytes ([`RecvBuffer::read_at`]).
+/// Bytes that do not match, and bytes that arrive out of order, are stored as without a check.
+pub trait StreamCheck: StreamSource {
+    /// Whether `data` is the stream's bytes at `[offset, offset + data.len())`; by default
+    /// [`StreamSource::fill`] and a comparison.
+    fn matches(&self, offset: u64, data: &[u8]) -> bool {
+        let mut buf = [0u8; 1024];
+        data.chunks(buf.len()).enumerate().all(|(i, piece)| {
+            let want = &mut buf[..piece.len()];
+            self.fill(offset + (i * 1024) as u64, want);
+            *want == *piece
+        })
+    }
+}
+
+/// A piece of in-order bytes passed by [`RecvBuffer::read_pieces`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadPiece<'a> {
+    /// Stored bytes.
+    Bytes(&'a [u8]),
+    /// This many bytes that arrived in order and matched the buffer's [`StreamCheck`]: they
+    /// are the stream's bytes, not stored.
+    Checked(u64),
+}
+
 /// Bytes written by the application, from the cumulative acknowledgement to the end.
 ///
 /// With a [`StreamSource`] the bytes are not stored: [`SendBuffer::copy_out`] produces them
@@ -311,6 +340,12 @@ pub struct RecvBuffer {
     /// Chunks allocated in `chunks` now, and the most at once.
     live: usize,
     peak: usize,
+    /// The stream expected, if known: in-order bytes that match it are not stored.
+    check: Option<std::sync::Arc<dyn StreamCheck>>,
+    /// The bytes of `[read, checked_end)` arrived in order, matched `check` and are not
+    /// stored (none when `checked_end <= read`). They are received, so `checked_end` never
+    /// passes the contiguous end.
+    checked_end: u64,
 }
 
 impl RecvBuffer {
@@ -334,7 +369,14 @@ impl RecvBuffer {
             spare: Vec::new(),
             live: 0,
             peak: 0,
+            check: None,
+            checked_end: 0,
         }
+    }
+    /// Checks in-order bytes against `check` as they arrive from now on, storing none of those
+    /// that match (see [`StreamCheck`]).
+    pub fn set_check(&mut self, check: std::sync::Arc<dyn StreamCheck>) {
+        self.check = Some(check);
     }
     /// Capacity in bytes.
     pub fn capacity(&self) -> u64 {
@@ -453,7 +495,16 @@ impl RecvBuffer {
                 return Insert::TooFragmented;
             }
         };
-        self.store(lo, &data[(lo - offset) as usize..(hi - offset) as usize]);
+        let src = &data[(lo - offset) as usize..(hi - offset) as usize];
+        // Bytes that extend the checked in-order bytes (`lo` is then the contiguous end, as
+        // `checked_end` never passes it and `lo` is at or above it) and are the stream's
+        // need no storage: reading passes them as checked.
+        match &self.check {
+            Some(c) if lo == self.checked_end.max(self.read) && c.matches(lo, src) => {
+                self.checked_end = hi;
+            }
+            _ => self.store(lo, src),
+        }
         self.held += new_bytes;
         if new_bytes > 0 {
             self.touch(lo);
@@ -539,20 +590,54 @@ impl RecvBuffer {
         });
         n
     }
-    /// Passes up to `max` in-order bytes to `f` without copying, skipping abandoned ranges;
+    /// Passes up to `max` in-order bytes to `f` without copying (bytes checked as they
+    /// arrived are produced again, see [`RecvBuffer::read_at`]), skipping abandoned ranges;
     /// returns how many were passed.
     pub fn read_with(&mut self, max: u64, mut f: impl FnMut(&[u8])) -> u64 {
         self.read_at(max, |_, s| f(s))
     }
     /// Passes up to `max` in-order bytes to `f` with their stream offsets, without copying
-    /// (one call per storage chunk); abandoned ranges are skipped (the read point passes
-    /// them, `f` never sees them). Returns the data bytes passed.
+    /// (one call per storage chunk; bytes checked as they arrived, which are not stored, are
+    /// produced again by the [`StreamCheck`]); abandoned ranges are skipped (the read point
+    /// passes them, `f` never sees them). Returns the data bytes passed.
     pub fn read_at(&mut self, max: u64, mut f: impl FnMut(u64, &[u8])) -> u64 {
+        let check = self.check.clone();
+        self.read_pieces(max, |at, piece| match piece {
+            ReadPiece::Bytes(s) => f(at, s),
+            ReadPiece::Checked(n) => {
+                // Checked bytes are the stream's: produced again for a reader of bytes.
+                let c = check.as_ref().expect("checked bytes have a check");
+                let mut buf = [0u8; 1024];
+                let mut done = 0;
+                while done < n {
+                    let m = (n - done).min(buf.len() as u64) as usize;
+                    c.fill(at + done, &mut buf[..m]);
+                    f(at + done, &buf[..m]);
+                    done += m as u64;
+                }
+            }
+        })
+    }
+    /// Like [`RecvBuffer::read_at`], passing bytes checked as they arrived (see
+    /// [`StreamCheck`]) as [`ReadPiece::Checked`] instead of producing them again.
+    pub fn read_pieces(&mut self, max: u64, mut f: impl FnMut(u64, ReadPiece<'_>)) -> u64 {
         let mut passed = 0u64;
         // Reading never passes the contiguous end, so it stays where it is: the range that
         // ends there is dropped only once the read point reaches it, and no range starts at
         // its end (ranges are merged).
         let end = self.contiguous_end();
+        // The common case, a reader that takes all there is of a stream whose bytes were all
+        // checked as they arrived, nothing skipped: one piece (what the loop below passes).
+        if self.checked_end == end
+            && end > self.read
+            && end - self.read <= max
+            && self.skipped.is_empty()
+        {
+            let n = end - self.read;
+            f(self.read, ReadPiece::Checked(n));
+            self.consume(n);
+            return n;
+        }
         while self.read < end {
             let skip = self.skipped.first();
             // A skipped range at the read point is consumed without being passed.
@@ -569,13 +654,20 @@ impl RecvBuffer {
                 break;
             }
             let data_end = skip.map_or(end, |r| r.start.min(end));
+            if self.read < self.checked_end {
+                let n = (data_end.min(self.checked_end) - self.read).min(max - passed);
+                f(self.read, ReadPiece::Checked(n));
+                self.consume(n);
+                passed += n;
+                continue;
+            }
             let pos = self.read - self.chunk_base;
             let (idx, off) = ((pos / CHUNK64) as usize, (pos % CHUNK64) as usize);
             let n = (data_end - self.read)
                 .min(max - passed)
                 .min((CHUNK - off) as u64) as usize;
             match self.chunks.get(idx).and_then(Option::as_ref) {
-                Some(c) => f(self.read, &c[off..off + n]),
+                Some(c) => f(self.read, ReadPiece::Bytes(&c[off..off + n])),
                 None => debug_assert!(false, "held bytes without storage"),
             }
             self.consume(n as u64);
@@ -861,7 +953,117 @@ mod tests {
         );
     }
 
+    /// The default check: [`StreamSource::fill`] and a comparison.
+    impl StreamCheck for Affine {}
+
+    /// Reads everything with `read_pieces`: (offset, bytes or checked length) per piece.
+    fn pieces(r: &mut RecvBuffer, max: u64) -> Vec<(u64, Result<Vec<u8>, u64>)> {
+        let mut v = Vec::new();
+        r.read_pieces(max, |at, p| {
+            v.push((
+                at,
+                match p {
+                    ReadPiece::Bytes(s) => Ok(s.to_vec()),
+                    ReadPiece::Checked(n) => Err(n),
+                },
+            ))
+        });
+        v
+    }
+
+    /// With a check, in-order bytes that are the stream's are not stored and are read as
+    /// checked; bytes out of order, and in-order bytes that differ, are stored and read as
+    /// bytes; `read_at` produces the checked bytes again.
+    #[test]
+    fn in_order_bytes_that_match_the_check_are_not_stored() {
+        let mut r = RecvBuffer::new(1 << 20);
+        r.set_check(std::sync::Arc::new(Affine));
+        assert!(matches!(
+            r.insert(0, &affine(0, 3000)),
+            Insert::Stored {
+                new_bytes: 3000,
+                ..
+            }
+        ));
+        assert!(matches!(
+            r.insert(3000, &affine(3000, 2000)),
+            Insert::Stored {
+                new_bytes: 2000,
+                ..
+            }
+        ));
+        assert_eq!((r.allocated(), r.held(), r.readable()), (0, 5000, 5000));
+        assert_eq!(pieces(&mut r, 1200), vec![(0, Err(1200))]);
+        // Out of order: stored; then the hole filled in order (checked), the stored bytes
+        // after it read as bytes.
+        r.insert(6000, &affine(6000, 1000));
+        assert_eq!(r.allocated(), CHUNK);
+        r.insert(5000, &affine(5000, 1000));
+        assert_eq!((r.held(), r.readable()), (5800, 5800));
+        assert_eq!(
+            pieces(&mut r, u64::MAX),
+            vec![(1200, Err(4800)), (6000, Ok(affine(6000, 1000)))]
+        );
+        // In order but not the stream's: stored, read as the bytes that arrived.
+        let mut bad = affine(7000, 100);
+        bad[50] ^= 1;
+        r.insert(7000, &bad);
+        // In order after it: not checked (the stored bytes come first), stored.
+        r.insert(7100, &affine(7100, 100));
+        let mut out = Vec::new();
+        assert_eq!(r.read_at(u64::MAX, |_, s| out.extend_from_slice(s)), 200);
+        assert_eq!(out[..100], bad[..]);
+        assert_eq!(out[100..], affine(7100, 100)[..]);
+        // Everything read: in-order bytes are checked again, and `read_at` produces them.
+        r.insert(7200, &affine(7200, 2500));
+        let mut out = Vec::new();
+        r.read_at(u64::MAX, |at, s| {
+            assert_eq!(at, 7200 + out.len() as u64);
+            out.extend_from_slice(s);
+        });
+        assert_eq!(out, affine(7200, 2500));
+    }
+
     proptest! {
+        /// A check changes nothing a reader or the connection sees: any arrival order of
+        /// overlapping segments, some of them altered, some ranges skipped, read in pieces of
+        /// any size, gives the same results, counts and bytes with and without a check.
+        #[test]
+        fn a_check_changes_nothing_a_reader_sees(
+            ops in proptest::collection::vec((0u64..3000, 1usize..700, 0u8..10, 1u64..900), 1..80),
+            cap in 200usize..4000,
+        ) {
+            let mut plain = RecvBuffer::new(cap);
+            let mut checked = RecvBuffer::new(cap);
+            checked.set_check(std::sync::Arc::new(Affine));
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for (at, len, kind, max) in ops {
+                // Mostly in order (at the contiguous end), else anywhere.
+                let at = if kind < 6 { plain.contiguous_end() } else { at };
+                let mut data = affine(at, len);
+                if kind == 7 {
+                    data[len / 2] ^= 0x40;
+                }
+                if kind == 8 {
+                    prop_assert_eq!(plain.skip(at, len as u64), checked.skip(at, len as u64));
+                } else {
+                    prop_assert_eq!(plain.insert(at, &data), checked.insert(at, &data));
+                }
+                prop_assert_eq!(
+                    (plain.held(), plain.readable(), plain.contiguous_end(), plain.max_data()),
+                    (checked.held(), checked.readable(), checked.contiguous_end(), checked.max_data())
+                );
+                let na = plain.read_at(max, |o, s| a.push((o, s.to_vec())));
+                let nb = checked.read_at(max, |o, s| b.push((o, s.to_vec())));
+                prop_assert_eq!(na, nb);
+                prop_assert_eq!(plain.read_offset(), checked.read_offset());
+            }
+            let flat = |v: &[(u64, Vec<u8>)]| {
+                v.iter().flat_map(|(o, s)| (0..s.len()).map(move |k| (o + k as u64, s[k]))).collect::<Vec<_>>()
+            };
+            prop_assert_eq!(flat(&a), flat(&b));
+        }
+
         /// Any arrival order of any overlapping segments reassembles the original stream.
         #[test]
         fn reassembles(stream in proptest::collection::vec(any::<u8>(), 1..400),

@@ -579,6 +579,13 @@ impl Connection {
         self.send_buf.set_source(source)
     }
 
+    /// Checks the peer's in-order stream bytes against `check` as they arrive, storing none
+    /// of those that match (see [`crate::buffer::StreamCheck`]); read them with
+    /// [`Connection::read_pieces`] (the other reads produce them again from `check`).
+    pub fn set_stream_check(&mut self, check: std::sync::Arc<dyn crate::buffer::StreamCheck>) {
+        self.recv_buf.set_check(check);
+    }
+
     /// Appends the stream source's next bytes, up to `n` (at most
     /// [`Connection::write_capacity`]); returns how many were appended (0 after `close`, or
     /// without a source).
@@ -747,8 +754,9 @@ impl Connection {
         n
     }
 
-    /// Passes up to `max` in-order bytes to `f` without copying; returns how many. Bytes of
-    /// abandoned messages are skipped.
+    /// Passes up to `max` in-order bytes to `f` without copying (but for bytes checked as
+    /// they arrived, produced again: [`Connection::set_stream_check`]); returns how many.
+    /// Bytes of abandoned messages are skipped.
     pub fn read_with(&mut self, max: u64, f: impl FnMut(&[u8])) -> u64 {
         let n = self.recv_buf.read_with(max, f);
         self.after_read(n);
@@ -759,6 +767,18 @@ impl Connection {
     /// leave gaps).
     pub fn read_at(&mut self, max: u64, f: impl FnMut(u64, &[u8])) -> u64 {
         let n = self.recv_buf.read_at(max, f);
+        self.after_read(n);
+        n
+    }
+
+    /// Like [`Connection::read_at`], passing the bytes that were checked as they arrived
+    /// ([`Connection::set_stream_check`]) as [`crate::buffer::ReadPiece::Checked`].
+    pub fn read_pieces(
+        &mut self,
+        max: u64,
+        f: impl FnMut(u64, crate::buffer::ReadPiece<'_>),
+    ) -> u64 {
+        let n = self.recv_buf.read_pieces(max, f);
         self.after_read(n);
         n
     }
@@ -978,7 +998,9 @@ impl Connection {
         // packet or an ACK has one to three), so most packets are parsed once.
         let mut eliciting = false;
         // Each frame is parsed into its slot (the spare past the kept ones), not copied there.
-        let mut kept = [const { Ok(Frame::Ping) }; KEPT_FRAMES];
+        // (Built element by element: an array of the constant was copied whole from a
+        // template, every byte of all four slots, on every packet.)
+        let mut kept: [_; KEPT_FRAMES] = std::array::from_fn(|_| Ok(Frame::Ping));
         let mut spare = Ok(Frame::Ping);
         let mut count = 0;
         let mut frames = FrameIter::new(payload);

@@ -5,9 +5,11 @@
 //! compares them. That is stronger than comparing digests at the end (the first wrong byte is
 //! found where it happens, with its offset) and needs O(1) memory whatever the bytes moved.
 //! The sending connection needs no stored copy either: it produces each byte as it sends it
-//! ([`Stream`], a `StreamSource`).
+//! ([`Stream`], a `StreamSource`), and the receiving connection stores no in-order bytes that
+//! are the stream's: it checks them as they arrive ([`Stream`] as a `StreamCheck`) and the sink
+//! counts them without checking them again.
 
-use tributary_proto::buffer::StreamSource;
+use tributary_proto::buffer::{StreamCheck, StreamSource};
 
 /// The word at 8-byte index `i` of stream `seed`.
 #[inline]
@@ -374,6 +376,14 @@ impl StreamSource for Stream {
     }
 }
 
+/// The receiving connection checks in-order bytes against the stream as they arrive and
+/// stores none of those that match; the [`Sink`] of the same seed then counts them unchecked.
+impl StreamCheck for Stream {
+    fn matches(&self, offset: u64, data: &[u8]) -> bool {
+        matches(self.0, offset, data)
+    }
+}
+
 /// Counts the stream's bytes written, in order (the connection produces them from its
 /// [`Stream`]).
 #[derive(Debug, Clone)]
@@ -440,6 +450,19 @@ impl Sink {
         }
         self.read = self.read.max(offset + data.len() as u64);
         self.bytes += data.len() as u64;
+    }
+
+    /// Counts `len` bytes at stream offset `offset` as read without checking them: the
+    /// receiving connection checked them as they arrived, against this sink's
+    /// [`Sink::stream`].
+    pub fn consume_checked(&mut self, offset: u64, len: u64) {
+        self.read = self.read.max(offset + len);
+        self.bytes += len;
+    }
+
+    /// The stream this sink expects, as a connection's [`StreamCheck`].
+    pub fn stream(&self) -> Stream {
+        Stream(self.seed)
     }
 
     /// End of the highest slice delivered: the stream offset reading has reached (skipped

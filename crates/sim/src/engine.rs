@@ -27,7 +27,6 @@ use crate::result::{
 use crate::stats::Distribution;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
-use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use tributary_proto::conn::SchemeCounters;
 use tributary_proto::time::{Duration, Instant};
@@ -78,7 +77,7 @@ pub enum SimError {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ev {
     /// The head of a link direction's FIFO arrives.
     LinkHead(u32),
@@ -94,6 +93,49 @@ enum Ev {
     Change(u32),
     /// Time-series sampling.
     Sample,
+}
+
+/// An event in a heap, with its time and push sequence number in one key, `time · 2⁶⁴ + seq`:
+/// ordered by the key alone, so that the earliest `(time, seq)` is the heap's top (the
+/// sequence numbers are unique, so two entries never tie and the event itself is never
+/// compared; one 128-bit comparison instead of a tuple's).
+#[derive(Debug, Clone, Copy)]
+struct Queued {
+    key: u128,
+    ev: Ev,
+}
+
+impl Queued {
+    fn new(at: Instant, seq: u64, ev: Ev) -> Self {
+        Queued {
+            key: u128::from(at.as_nanos()) << 64 | u128::from(seq),
+            ev,
+        }
+    }
+    fn at(&self) -> Instant {
+        Instant::from_nanos((self.key >> 64) as u64)
+    }
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        self.key == o.key
+    }
+}
+
+impl Eq for Queued {}
+
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for Queued {
+    /// Reversed: `BinaryHeap` keeps the greatest on top, the heaps want the earliest.
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        o.key.cmp(&self.key)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -142,7 +184,12 @@ impl Occupancy {
     /// Accounts for the occupancy `held` since the previous sample, up to `now`.
     fn sample(&mut self, now: Instant, held: u64) {
         match self.last {
-            Some(last) => self.integral += held as f64 * (now - last).as_nanos() as f64,
+            // Nothing held adds nothing (`+ 0.0` leaves the sum as it is): the common case
+            // of a reader that reads all it gets, and of every sender, spared the product.
+            Some(last) if held > 0 => {
+                self.integral += held as f64 * (now - last).as_nanos() as f64;
+            }
+            Some(_) => {}
             None => self.since = Some(now),
         }
         self.last = Some(now);
@@ -251,9 +298,9 @@ pub struct Simulator {
     now: Instant,
     end: Instant,
     /// Packet events (`LinkHead`, `Loose`).
-    packets: BinaryHeap<Reverse<(Instant, u64, Ev)>>,
+    packets: BinaryHeap<Queued>,
     /// Every other event (timers, starts, arrivals, changes, samples).
-    others: BinaryHeap<Reverse<(Instant, u64, Ev)>>,
+    others: BinaryHeap<Queued>,
     seq: u64,
     links: Vec<Link>,
     fifos: Vec<VecDeque<InFlight>>,
@@ -405,20 +452,18 @@ impl Simulator {
             Ev::LinkHead(_) | Ev::Loose { .. } => &mut self.packets,
             _ => &mut self.others,
         };
-        heap.push(Reverse((at, self.seq, ev)));
+        heap.push(Queued::new(at, self.seq, ev));
     }
 
     /// The event with the smallest `(time, sequence)` of both heaps.
     fn pop(&mut self) -> Option<(Instant, Ev)> {
-        let key = |h: &BinaryHeap<Reverse<(Instant, u64, Ev)>>| {
-            h.peek().map(|Reverse((t, q, _))| (*t, *q))
-        };
+        let key = |h: &BinaryHeap<Queued>| h.peek().map(|q| q.key);
         let heap = match (key(&self.packets), key(&self.others)) {
             (Some(a), Some(b)) if b < a => &mut self.others,
             (Some(_), _) => &mut self.packets,
             (None, _) => &mut self.others,
         };
-        heap.pop().map(|Reverse((t, _, ev))| (t, ev))
+        heap.pop().map(|q| (q.at(), q.ev))
     }
 
     /// Every flow that ends is done and none lasts forever (a run of background traffic only
@@ -646,15 +691,19 @@ impl Simulator {
             // as they send them instead of storing what the applications wrote (debug builds
             // store them too and check every copy against the stream).
             let (ssrc, rsrc) = (Source::new(ss), Source::new(rs));
-            for (conn, src) in [(&mut sconn, &ssrc), (&mut rconn, &rsrc)] {
+            let (ssink, rsink) = (Sink::new(rs), Sink::new(ss));
+            for (conn, src, sink) in [(&mut sconn, &ssrc, &ssink), (&mut rconn, &rsrc, &rsink)] {
                 conn.set_stream_source(std::sync::Arc::new(src.stream()))
                     .expect("a connection just built has written nothing");
+                // And each end checks the peer's bytes as they arrive, storing none that
+                // arrive in order and match: its sink counts those unchecked.
+                conn.set_stream_check(std::sync::Arc::new(sink.stream()));
             }
             let s = self.alloc_ep(Endpoint {
                 conn: sconn,
                 app: sapp,
                 src: ssrc,
-                sink: Sink::new(rs),
+                sink: ssink,
                 sender: true,
                 occupancy: Occupancy::default(),
                 raw_seq: 0,
@@ -669,7 +718,7 @@ impl Simulator {
                 conn: rconn,
                 app: rapp,
                 src: rsrc,
-                sink: Sink::new(ss),
+                sink: rsink,
                 sender: false,
                 occupancy: Occupancy::default(),
                 raw_seq: 0,

@@ -540,6 +540,22 @@ impl<'a> FrameIter<'a> {
         if self.failed || self.r.is_empty() {
             return false;
         }
+        // DATA, the frame of every data packet, parsed here, in line and into `slot`: the
+        // same reads and checks as `parse_one`'s, which parses (and reports) any other frame,
+        // and a DATA frame that fails them, from the same position.
+        if self.r.buf.get(self.r.pos) == Some(&DATA) {
+            let mut r = self.r.clone();
+            r.pos += 1;
+            if let Ok(offset) = r.varint("data offset") {
+                if let Ok(data) = r.length_prefixed("data payload") {
+                    if offset.checked_add(data.len() as u64).is_some() {
+                        *slot = Ok(Frame::Data { offset, data });
+                        self.r = r;
+                        return true;
+                    }
+                }
+            }
+        }
         *slot = self.parse_one();
         self.failed = slot.is_err();
         true

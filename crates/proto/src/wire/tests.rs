@@ -438,7 +438,45 @@ fn build<'a>(k: u8, a: u64, b: u64, data: &'a [u8], id: u32) -> Frame<'a> {
     }
 }
 
+/// Every frame of `body` as `next_into` (the receiver's parse) gives them, until it stops.
+fn frames_into(body: &[u8]) -> Vec<Result<Frame<'_>, WireError>> {
+    let mut it = FrameIter::new(body);
+    let mut out = Vec::new();
+    let mut slot = Ok(Frame::Ping);
+    while it.next_into(&mut slot) {
+        out.push(slot.clone());
+    }
+    out
+}
+
 proptest! {
+    /// `next_into` (with DATA frames parsed in line) gives what `next` gives, frame for
+    /// frame and error for error: on arbitrary bytes, and on bytes that start as a DATA frame
+    /// with any offset and length prefix (cut, overlong, overflowing) followed by anything.
+    #[test]
+    fn next_into_is_next(
+        bytes in proptest::collection::vec(any::<u8>(), 0..64),
+        offset in prop_oneof![0u64..64, 0u64..=VARINT_MAX, (VARINT_MAX - 300)..=VARINT_MAX],
+        len in 0u64..400,
+        data_first: bool,
+    ) {
+        let mut body = Vec::new();
+        if data_first {
+            let mut head = [0u8; 32];
+            let n = {
+                let mut w = Writer { buf: &mut head, pos: 0 };
+                w.u8(0x03); // DATA
+                w.varint(offset);
+                w.varint(len);
+                w.pos
+            };
+            body.extend_from_slice(&head[..n]);
+        }
+        body.extend_from_slice(&bytes);
+        let want: Vec<_> = FrameIter::new(&body).collect();
+        prop_assert_eq!(frames_into(&body), want);
+    }
+
     #[test]
     fn frames_round_trip(frames in proptest::collection::vec(arb_frame(), 1..5), pn in 0u64..=VARINT_MAX, path: u8) {
         let built: Vec<Frame<'_>> = frames.iter().map(|(k, a, b, d, id)| build(*k, *a, *b, d, *id)).collect();

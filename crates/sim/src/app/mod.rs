@@ -21,6 +21,7 @@ mod web;
 
 use crate::data::{Sink, Source};
 use std::fmt;
+use tributary_proto::buffer::ReadPiece;
 use tributary_proto::message::{MessageId, MessageOptions, WriteError};
 use tributary_proto::registry::{Choice, Entry, Factory, Family};
 use tributary_proto::time::Instant;
@@ -225,7 +226,11 @@ impl AppIo<'_> {
     /// checked against what the peer wrote, at its offset); returns how many.
     pub fn read(&mut self, max: u64) -> u64 {
         let sink = &mut *self.sink;
-        self.conn.read_at(max, |off, s| sink.consume_at(off, s))
+        self.conn.read_pieces(max, |off, piece| match piece {
+            ReadPiece::Bytes(s) => sink.consume_at(off, s),
+            // Checked by the connection as they arrived, against this sink's stream.
+            ReadPiece::Checked(n) => sink.consume_checked(off, n),
+        })
     }
 
     /// Stream bytes read so far (skipped ranges not counted).
