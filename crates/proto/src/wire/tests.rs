@@ -151,6 +151,22 @@ fn scheme_frame_written_in_place_equals_push() {
     ));
 }
 
+/// Two packets of at most `max` bytes, written by `write` (the general `push` into the
+/// first, a direct writer into the second), end with the same state and the same bytes.
+fn same_packets(max: usize, write: impl FnOnce(&mut PacketWriter<'_>, &mut PacketWriter<'_>)) {
+    let mut a = [0u8; 64];
+    let mut b = [0u8; 64];
+    let mut wa = PacketWriter::new(&mut a, max, header()).unwrap();
+    let mut wb = PacketWriter::new(&mut b, max, header()).unwrap();
+    write(&mut wa, &mut wb);
+    assert_eq!(
+        (wa.frame_count(), wa.payload_len(), wa.is_ack_eliciting()),
+        (wb.frame_count(), wb.payload_len(), wb.is_ack_eliciting())
+    );
+    let (na, nb) = (wa.finish(), wb.finish());
+    assert_eq!(&a[..na], &b[..nb], "max {max}");
+}
+
 /// A FEEDBACK frame written by `push_feedback` is byte for byte the frame `push` writes,
 /// with the same packet state, and fails the same way when it does not fit or a value is
 /// not a varint.
@@ -164,28 +180,20 @@ fn feedback_frame_written_directly_equals_push() {
     ];
     // Room for every frame, for the first two only, and for none.
     for max in [64usize, 26, 17] {
-        let mut a = [0u8; 64];
-        let mut b = [0u8; 64];
-        let mut wa = PacketWriter::new(&mut a, max, header()).unwrap();
-        let mut wb = PacketWriter::new(&mut b, max, header()).unwrap();
-        for &(block, count, decoded) in &frames {
-            let f = FeedbackFrame {
-                block,
-                count,
-                decoded,
-            };
-            assert_eq!(
-                wa.push(&Frame::Feedback(f)),
-                wb.push_feedback(f),
-                "max {max}"
-            );
-        }
-        assert_eq!(
-            (wa.frame_count(), wa.payload_len(), wa.is_ack_eliciting()),
-            (wb.frame_count(), wb.payload_len(), wb.is_ack_eliciting())
-        );
-        let (na, nb) = (wa.finish(), wb.finish());
-        assert_eq!(&a[..na], &b[..nb], "max {max}");
+        same_packets(max, |wa, wb| {
+            for &(block, count, decoded) in &frames {
+                let f = FeedbackFrame {
+                    block,
+                    count,
+                    decoded,
+                };
+                assert_eq!(
+                    wa.push(&Frame::Feedback(f)),
+                    wb.push_feedback(f),
+                    "max {max}"
+                );
+            }
+        });
     }
     let mut c = [0u8; 64];
     let mut wc = PacketWriter::new(&mut c, 64, header()).unwrap();
@@ -548,23 +556,15 @@ fn ack_floor_written_directly_equals_push() {
     ];
     // Room for every frame, for some, and for none.
     for max in [64usize, 30, 24, 17] {
-        let mut a = [0u8; 64];
-        let mut b = [0u8; 64];
-        let mut wa = PacketWriter::new(&mut a, max, header()).unwrap();
-        let mut wb = PacketWriter::new(&mut b, max, header()).unwrap();
-        for &(path, floor) in &frames {
-            assert_eq!(
-                wa.push(&Frame::AckFloor { path, floor }),
-                wb.push_ack_floor(path, floor),
-                "max {max}"
-            );
-        }
-        assert_eq!(
-            (wa.frame_count(), wa.payload_len(), wa.is_ack_eliciting()),
-            (wb.frame_count(), wb.payload_len(), wb.is_ack_eliciting())
-        );
-        let (na, nb) = (wa.finish(), wb.finish());
-        assert_eq!(&a[..na], &b[..nb], "max {max}");
+        same_packets(max, |wa, wb| {
+            for &(path, floor) in &frames {
+                assert_eq!(
+                    wa.push(&Frame::AckFloor { path, floor }),
+                    wb.push_ack_floor(path, floor),
+                    "max {max}"
+                );
+            }
+        });
     }
     let mut c = [0u8; 64];
     let mut wc = PacketWriter::new(&mut c, 64, header()).unwrap();
