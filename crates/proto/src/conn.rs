@@ -302,7 +302,7 @@ impl Ctrl {
 
 /// The flags of the paths that the steps of [`Connection::poll_transmit`] after its ACKs
 /// test, gathered in one pass (no path changes before a packet is sent).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct PathScan {
     /// Every path was seen (otherwise the rest is not to be used).
     complete: bool,
@@ -315,6 +315,14 @@ struct PathScan {
 }
 
 impl PathScan {
+    /// Before the first path is noted.
+    const START: PathScan = PathScan {
+        complete: false,
+        any_active: false,
+        probe_due: false,
+        idle: true,
+    };
+
     #[inline(always)]
     fn note(&mut self, p: &Path) {
         self.any_active |= p.state == PathState::Active;
@@ -2064,7 +2072,7 @@ impl Connection {
 
     /// Writes the next datagram to send into `buf` (at least `max_datagram` bytes long).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        let mut scan = PathScan::default();
+        let mut scan = PathScan::START;
         let mut t = self.transmit_control(now, buf, &mut scan);
         if t.is_none() {
             // No path changes before a packet is sent: the pass over the paths that looked
@@ -2111,15 +2119,11 @@ impl Connection {
 
     /// The paths' flags the steps of `poll_transmit` after its ACKs test, in one pass.
     fn scan_paths(&self) -> PathScan {
-        let mut scan = PathScan {
-            complete: true,
-            any_active: false,
-            probe_due: false,
-            idle: true,
-        };
+        let mut scan = PathScan::START;
         for p in &self.paths {
             scan.note(p);
         }
+        scan.complete = true;
         scan
     }
 
@@ -2131,12 +2135,7 @@ impl Connection {
         buf: &mut [u8],
         scan: &mut PathScan,
     ) -> Option<Transmit> {
-        let mut seen = PathScan {
-            complete: false,
-            any_active: false,
-            probe_due: false,
-            idle: true,
-        };
+        let mut seen = PathScan::START;
         // ACKs, each on the path whose packets it acknowledges.
         for p in 0..self.paths.len() {
             seen.note(&self.paths[p]);
