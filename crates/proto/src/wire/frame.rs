@@ -353,6 +353,21 @@ impl Frame<'_> {
     }
 }
 
+/// A DATA frame's body (after its type byte): offset, length-prefixed payload, and the
+/// check that their sum does not overflow. Inlined into both of `FrameIter`'s parsers.
+#[inline(always)]
+fn parse_data<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, WireError> {
+    let offset = r.varint("data offset")?;
+    let data = r.length_prefixed("data payload")?;
+    if offset.checked_add(data.len() as u64).is_none() {
+        return Err(WireError::Invalid {
+            field: "data offset",
+            reason: "offset + length overflows",
+        });
+    }
+    Ok(Frame::Data { offset, data })
+}
+
 /// Bytes an ACK_FLOOR frame takes.
 pub(crate) fn ack_floor_len(floor: u64) -> Result<usize, WireError> {
     Ok(2 + varint_len(check_varint(floor)?))
@@ -540,20 +555,16 @@ impl<'a> FrameIter<'a> {
         if self.failed || self.r.is_empty() {
             return false;
         }
-        // DATA, the frame of every data packet, parsed here, in line and into `slot`: the
-        // same reads and checks as `parse_one`'s, which parses (and reports) any other frame,
-        // and a DATA frame that fails them, from the same position.
+        // DATA, the frame of every data packet, parsed here, in line and into `slot`, by the
+        // same `parse_data` as `parse_one`'s, which parses (and reports) any other frame,
+        // and a DATA frame that fails it, from the same position.
         if self.r.buf.get(self.r.pos) == Some(&DATA) {
             let mut r = self.r.clone();
             r.pos += 1;
-            if let Ok(offset) = r.varint("data offset") {
-                if let Ok(data) = r.length_prefixed("data payload") {
-                    if offset.checked_add(data.len() as u64).is_some() {
-                        *slot = Ok(Frame::Data { offset, data });
-                        self.r = r;
-                        return true;
-                    }
-                }
+            if let Ok(f) = parse_data(&mut r) {
+                *slot = Ok(f);
+                self.r = r;
+                return true;
             }
         }
         *slot = self.parse_one();
@@ -629,17 +640,7 @@ impl<'a> FrameIter<'a> {
                     encoded_ranges,
                 })
             }
-            DATA => {
-                let offset = r.varint("data offset")?;
-                let data = r.length_prefixed("data payload")?;
-                if offset.checked_add(data.len() as u64).is_none() {
-                    return Err(WireError::Invalid {
-                        field: "data offset",
-                        reason: "offset + length overflows",
-                    });
-                }
-                Frame::Data { offset, data }
-            }
+            DATA => parse_data(r)?,
             STREAM_END => Frame::StreamEnd {
                 final_size: r.varint("final size")?,
             },
