@@ -1149,11 +1149,10 @@ impl Simulator {
     /// Pairs the send and in-order delivery times of the blocks the receiving endpoint `r`
     /// newly delivered, then lets both connections forget them.
     fn pair_blocks(&mut self, r: u32) {
-        let (li, ci) = {
+        let (li, ci, got) = {
             let e = self.ep(r);
-            (e.flow, e.ci as usize)
+            (e.flow, e.ci as usize, e.conn.block_delivered_times().len())
         };
-        let got = self.ep(r).conn.block_delivered_times().len();
         let f = self.live[li as usize].as_ref().expect("live flow");
         let c = f.conns[ci];
         if got <= c.paired {
