@@ -263,6 +263,9 @@ impl Link {
         u < p
     }
 
+    // Always inlined: with `offer` inlined into a driver, LLVM otherwise kept this out of
+    // line, a call per packet for the common `LossModel::None`.
+    #[inline(always)]
     fn lose(&mut self) -> bool {
         match self.params.loss {
             LossModel::None => false,
@@ -285,7 +288,9 @@ impl Link {
 
     /// Offers a packet of `wire` bytes (its size on the wire) at `now`; `datagram_len` is the
     /// size of the bytes a corruption may flip a bit of. Times never go backwards between
-    /// calls.
+    /// calls. (Inlined: the simulator calls it once per packet per hop, and inlined into its
+    /// `send` together with `lose` it costs about 20 instructions less a packet.)
+    #[inline]
     pub fn offer(&mut self, now: Instant, wire: u64, datagram_len: usize) -> Fate {
         let dropped = Fate {
             arrival: None,

@@ -1045,7 +1045,14 @@ impl Connection {
             let mut urgent = false;
             if count <= KEPT_FRAMES {
                 for f in kept[..count].iter().flatten() {
-                    urgent |= self.handle_frame(now, p, hdr.pn, f)?;
+                    // DATA, most packets' frame, straight to the scheme: what `handle_frame`
+                    // does with it, without entering that large function.
+                    urgent |= if let Frame::Data { .. } = f {
+                        self.scheme_frame(now, p, hdr.pn, f);
+                        false
+                    } else {
+                        self.handle_frame(now, p, hdr.pn, f)?
+                    };
                 }
             } else {
                 // More frames than were kept: parse again (every one is valid).
@@ -1132,22 +1139,28 @@ impl Connection {
             Frame::Feedback(_) => self.feedback(now, f).map(|_| false),
             Frame::Scheme { .. } if f.is_scheme_feedback() => self.feedback(now, f).map(|_| false),
             Frame::Data { .. } | Frame::Symbol(_) | Frame::Scheme { .. } => {
-                let mut ctx = RecvCtx {
-                    now,
-                    recv_buf: &mut self.recv_buf,
-                    recovered: &mut self.recovered,
-                    ack_requests: &mut self.ack_requests,
-                };
-                // A scheme rejection drops that frame only.
-                if self
-                    .rx
-                    .on_frame(&mut ctx, FrameSource { path: p, pn }, f)
-                    .is_err()
-                {
-                    self.stats.frames_rejected += 1;
-                }
+                self.scheme_frame(now, p, pn, f);
                 Ok(false)
             }
+        }
+    }
+
+    /// Hands a data-carrying frame (DATA, SYMBOL, or a SCHEME frame that is not feedback) to
+    /// the receiving half of the scheme; a rejection drops that frame only.
+    #[inline]
+    fn scheme_frame(&mut self, now: Instant, p: usize, pn: u64, f: &Frame<'_>) {
+        let mut ctx = RecvCtx {
+            now,
+            recv_buf: &mut self.recv_buf,
+            recovered: &mut self.recovered,
+            ack_requests: &mut self.ack_requests,
+        };
+        if self
+            .rx
+            .on_frame(&mut ctx, FrameSource { path: p, pn }, f)
+            .is_err()
+        {
+            self.stats.frames_rejected += 1;
         }
     }
 

@@ -27,6 +27,7 @@ use crate::result::{
 use crate::stats::Distribution;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 use tributary_proto::conn::SchemeCounters;
 use tributary_proto::time::{Duration, Instant};
@@ -81,6 +82,9 @@ pub enum SimError {
 enum Ev {
     /// The head of a link direction's FIFO arrives.
     LinkHead(u32),
+    /// The same, its heap entry already rewritten as the next packet's `LinkHead` (see
+    /// [`Simulator::pop`]); never in a heap.
+    LinkHeadRearmed(u32),
     /// A packet travelling outside its link's FIFO (reordered) arrives at the end of `link`.
     Loose { slot: u32, link: u32, epoch: u32 },
     /// An endpoint's wake-up (stale unless it is the endpoint's earliest scheduled one).
@@ -449,18 +453,38 @@ impl Simulator {
     fn push(&mut self, at: Instant, ev: Ev) {
         self.seq += 1;
         let heap = match ev {
-            Ev::LinkHead(_) | Ev::Loose { .. } => &mut self.packets,
+            Ev::LinkHead(_) | Ev::LinkHeadRearmed(_) | Ev::Loose { .. } => &mut self.packets,
             _ => &mut self.others,
         };
         heap.push(Queued::new(at, self.seq, ev));
     }
 
     /// The event with the smallest `(time, sequence)` of both heaps.
+    ///
+    /// A link head (not past the end) whose FIFO holds a next packet stays in its heap: its
+    /// entry is rewritten in place as that packet's `LinkHead`, with the sequence number the
+    /// push in [`Simulator::dispatch`] would have given it (nothing else is pushed between
+    /// the pop and that push), and it is returned as [`Ev::LinkHeadRearmed`]. The heap then
+    /// holds what it would have held after the pop and the push, for one sift instead of
+    /// the pop's and the push's.
     fn pop(&mut self) -> Option<(Instant, Ev)> {
         let key = |h: &BinaryHeap<Queued>| h.peek().map(|q| q.key);
         let heap = match (key(&self.packets), key(&self.others)) {
             (Some(a), Some(b)) if b < a => &mut self.others,
-            (Some(_), _) => &mut self.packets,
+            (Some(_), _) => {
+                let mut top = self.packets.peek_mut()?;
+                let at = top.at();
+                if let Ev::LinkHead(l) = top.ev {
+                    if at <= self.end {
+                        if let Some(next) = self.fifos[l as usize].get(1) {
+                            self.seq += 1;
+                            *top = Queued::new(next.arrival, self.seq, Ev::LinkHead(l));
+                            return Some((at, Ev::LinkHeadRearmed(l)));
+                        }
+                    }
+                }
+                return Some((at, PeekMut::pop(top).ev));
+            }
             (None, _) => &mut self.others,
         };
         heap.pop().map(|q| (q.at(), q.ev))
@@ -535,6 +559,12 @@ impl Simulator {
                     let at = next.arrival;
                     self.push(at, Ev::LinkHead(l));
                 }
+                self.link_exit(l, p.slot, p.epoch);
+            }
+            Ev::LinkHeadRearmed(l) => {
+                let p = self.fifos[l as usize]
+                    .pop_front()
+                    .expect("a rearmed link head has a next packet");
                 self.link_exit(l, p.slot, p.epoch);
             }
             Ev::Loose { slot, link, epoch } => self.link_exit(link, slot, epoch),
@@ -963,6 +993,7 @@ impl Simulator {
         (self.slab.len() - 1) as u32
     }
 
+    #[inline]
     fn release(&mut self, slot: u32) {
         let m = &mut self.meta[slot as usize];
         let r = std::mem::replace(&mut m.route, NO_ROUTE);
@@ -1031,6 +1062,7 @@ impl Simulator {
         self.enqueue(l, arrival, slot);
     }
 
+    #[inline(always)]
     fn enqueue(&mut self, l: usize, arrival: Instant, slot: u32) {
         let arrival = self.links[l].fifo_arrival(arrival);
         let epoch = self.links[l].epoch;
@@ -1117,11 +1149,10 @@ impl Simulator {
     /// Pairs the send and in-order delivery times of the blocks the receiving endpoint `r`
     /// newly delivered, then lets both connections forget them.
     fn pair_blocks(&mut self, r: u32) {
-        let (li, ci) = {
+        let (li, ci, got) = {
             let e = self.ep(r);
-            (e.flow, e.ci as usize)
+            (e.flow, e.ci as usize, e.conn.block_delivered_times().len())
         };
-        let got = self.ep(r).conn.block_delivered_times().len();
         let f = self.live[li as usize].as_ref().expect("live flow");
         let c = f.conns[ci];
         if got <= c.paired {
