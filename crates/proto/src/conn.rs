@@ -1475,15 +1475,16 @@ impl Connection {
         if restart {
             path.rtt.reset_backoff();
         }
-        self.sync_view(p);
+        // The view (`sync_view`), through the same borrow of the path.
+        let view = &mut self.views[p];
+        path.write_view(view);
         if restart {
             // The view just taken holds the path's timer (`Path::timer`): nothing it
             // depends on changes between the snapshot and here.
-            let path = &mut self.paths[p];
-            debug_assert_eq!(self.views[p].rto, path.timer());
-            path.rto_deadline = (path.packets_in_flight > 0).then(|| now + self.views[p].rto);
+            debug_assert_eq!(view.rto, path.timer());
+            path.rto_deadline = (path.packets_in_flight > 0).then(|| now + view.rto);
         }
-        if any && matches!(self.paths[p].state, PathState::Suspect | PathState::Failed) {
+        if any && matches!(path.state, PathState::Suspect | PathState::Failed) {
             self.set_path_state(now, p, PathState::Active);
         }
         if let Some(prior) = undo {
@@ -1491,8 +1492,8 @@ impl Connection {
         }
         // Window growth, then loss detection (RFC 9002 order).
         if cc_bytes > 0 {
-            let old = self.views[p].cwnd;
-            let limited = self.views[p].cwnd_limited;
+            let view = &self.views[p];
+            let (old, limited) = (view.cwnd, view.cwnd_limited);
             // Classic: at most one MSS per ACK counts (RFC 3465 with L = 1 SMSS): ns-3
             // NewReno's per-ACK growth.
             let bytes_acked = if classic {
