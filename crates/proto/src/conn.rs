@@ -1326,31 +1326,32 @@ impl Connection {
         }
         // Path level: newly acknowledged packets.
         let mut cc_bytes = 0u64;
-        let lowest_reported = a.lowest();
-        if lowest_reported < self.paths[p].sent_base {
-            self.paths[p].floor_due = true;
-        }
         let mut newly_largest: Option<(u64, Instant)> = None;
         let mut any = false;
+        let mut head_acked = false;
+        // The path's state before the ACK, read through one borrow.
+        let path = &mut self.paths[p];
+        if a.lowest() < path.sent_base {
+            path.floor_due = true;
+        }
         // Settled packets never stay at the front: whatever settles one trims after it.
-        debug_assert!(self.paths[p]
+        debug_assert!(path
             .sent
             .front()
             .is_none_or(|sp| sp.state == SentState::Outstanding));
         // Classic: the packet holding ns-3's SND.UNA (see `Path::classic_head`).
         let head = if self.cfg.profile == TcpProfile::Classic {
-            self.paths[p].classic_head()
+            path.classic_head()
         } else {
             None
         };
-        let mut head_acked = false;
-        let prior_in_flight = self.paths[p].bytes_in_flight;
-        let lost_before = (self.paths[p].bytes_lost, self.paths[p].stats.packets_lost);
-        if a.largest >= self.paths[p].next_pn {
+        let prior_in_flight = path.bytes_in_flight;
+        let lost_before = (path.bytes_lost, path.stats.packets_lost);
+        let largest_before = path.largest_acked;
+        if a.largest >= path.next_pn {
             // Numbers never sent: only the part below what was sent counts.
             self.stats.ack_ranges_ignored += 1;
         }
-        let largest_before = self.paths[p].largest_acked;
         // One scheme context for the ACK: the cumulative acknowledgement's call and the
         // packets' (nothing it carries changes in between, unless messages are held).
         let mut ctx = send_ctx!(self, now);
@@ -1364,15 +1365,15 @@ impl Connection {
             }
         }
         let mut stream_end_acked = false;
+        // One borrow of the path for every packet (the scheme's calls reach no path).
+        let path = &mut self.paths[p];
         for r in a.ranges() {
-            let path = &self.paths[p];
             let lo = r.start.max(path.sent_base);
             let hi = r.end.min(path.next_pn);
             if hi <= path.sent_base {
                 break;
             }
             for pn in (lo..hi).rev() {
-                let path = &mut self.paths[p];
                 let Some(sp) = path.settle(pn, SentState::Acked) else {
                     continue;
                 };
@@ -1487,15 +1488,16 @@ impl Connection {
         if restart {
             path.rtt.reset_backoff();
         }
-        self.sync_view(p);
+        // The view (`sync_view`), through the same borrow of the path.
+        let view = &mut self.views[p];
+        path.write_view(view);
         if restart {
             // The view just taken holds the path's timer (`Path::timer`): nothing it
             // depends on changes between the snapshot and here.
-            let path = &mut self.paths[p];
-            debug_assert_eq!(self.views[p].rto, path.timer());
-            path.rto_deadline = (path.packets_in_flight > 0).then(|| now + self.views[p].rto);
+            debug_assert_eq!(view.rto, path.timer());
+            path.rto_deadline = (path.packets_in_flight > 0).then(|| now + view.rto);
         }
-        if any && matches!(self.paths[p].state, PathState::Suspect | PathState::Failed) {
+        if any && matches!(path.state, PathState::Suspect | PathState::Failed) {
             self.set_path_state(now, p, PathState::Active);
         }
         if let Some(prior) = undo {
@@ -1503,8 +1505,8 @@ impl Connection {
         }
         // Window growth, then loss detection (RFC 9002 order).
         if cc_bytes > 0 {
-            let old = self.views[p].cwnd;
-            let limited = self.views[p].cwnd_limited;
+            let view = &self.views[p];
+            let (old, limited) = (view.cwnd, view.cwnd_limited);
             // Classic: at most one MSS per ACK counts (RFC 3465 with L = 1 SMSS): ns-3
             // NewReno's per-ACK growth.
             let bytes_acked = if classic {

@@ -415,7 +415,34 @@ impl RangeSet {
     }
 
     /// Removes every value below `v`.
+    ///
+    /// Inlined for the common case, one range (an in-order receiver's packet numbers, a
+    /// sender's stream sent in order): only the highest range is looked at. Every other
+    /// case is `remove_below_other`, out of line.
+    #[inline]
     pub fn remove_below(&mut self, v: u64) {
+        if matches!(&self.below, Below::Small(b) if b.is_empty()) {
+            self.trim_last_below(v);
+        } else {
+            self.remove_below_other(v);
+        }
+    }
+
+    /// Removes the values below `v` from the highest range.
+    #[inline]
+    fn trim_last_below(&mut self, v: u64) {
+        if let Some((s, e)) = self.last {
+            if e <= v {
+                self.last = None;
+            } else if s < v {
+                self.last = Some((v, e));
+            }
+        }
+    }
+
+    /// [`RangeSet::remove_below`] with ranges below the highest one.
+    #[inline(never)]
+    fn remove_below_other(&mut self, v: u64) {
         while let Some((s, e)) = self.below.first() {
             if e <= v {
                 self.below.pop_first();
@@ -427,13 +454,7 @@ impl RangeSet {
                 return;
             }
         }
-        if let Some((s, e)) = self.last {
-            if e <= v {
-                self.last = None;
-            } else if s < v {
-                self.last = Some((v, e));
-            }
-        }
+        self.trim_last_below(v);
     }
 
     /// Removes the ranges that lie wholly below `v`; a range that straddles `v` stays whole

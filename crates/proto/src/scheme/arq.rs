@@ -501,10 +501,10 @@ impl SchemeSender for ArqSender {
         Some(tag)
     }
 
-    fn on_acked(&mut self, ctx: &mut SendCtx<'_>, pkt: &SentInfo) {
-        let tag = pkt.tag;
-        self.ensure_paths(ctx.paths.len());
-        if let Some(i) = self.seg_index(tag.a) {
+    fn on_acked(&mut self, _ctx: &mut SendCtx<'_>, pkt: &SentInfo) {
+        // Only the segment's mark: nothing here reads the per-path state (every method that
+        // does sizes it first, `ensure_paths`).
+        if let Some(i) = self.seg_index(pkt.tag.a) {
             self.segs[i].acked = true;
         }
     }
