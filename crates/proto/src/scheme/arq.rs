@@ -299,6 +299,7 @@ impl ArqSender {
 
     /// Writes `[offset, offset+len)` (trimmed to what the peer lacks and what fits); returns
     /// the tag, or `None` if nothing of it is still needed.
+    #[inline(always)]
     fn emit(
         ctx: &mut SendCtx<'_>,
         pkt: &mut PacketWriter<'_>,
