@@ -2294,6 +2294,7 @@ impl Connection {
     /// When the head of the stream counts as stalled: data sent and not cumulatively
     /// acknowledged for twice the largest base retransmission timeout of the active paths
     /// (doubled per stall that followed, up to 64×), since the acknowledgement last moved.
+    #[inline]
     fn head_deadline(&self) -> Option<Instant> {
         let since = self.head_since?;
         if self

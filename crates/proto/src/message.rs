@@ -333,7 +333,35 @@ impl TxMessages {
     /// abandoned, most urgent first. With `reach` (when bytes sent now on the path asked for
     /// would reach the peer), bytes of messages whose deadline at the peer comes before it
     /// are left for a faster path (module docs, "Deadlines at the peer").
+    #[inline]
     pub(crate) fn next_unsent(
+        &self,
+        first_sent: &RangeSet,
+        from: u64,
+        limit: u64,
+        reach: Option<Instant>,
+    ) -> Option<Range<u64>> {
+        // A plain stream (no message with a priority or a deadline at the peer, nothing
+        // abandoned, the bytes sent so far in one range), told apart inline: everything
+        // after the bytes sent so far. The same answer as `next_unsent_any`'s.
+        if self.prioritized == 0
+            && (reach.is_none() || self.at_peer == 0)
+            && self.abandoned.is_empty()
+            && first_sent.len() <= 1
+        {
+            let start = match first_sent.first() {
+                Some(r) if r.start <= from => r.end.max(from),
+                Some(r) if r.start < limit => return Some(from..r.start),
+                _ => from,
+            };
+            return (start < limit).then_some(start..limit);
+        }
+        self.next_unsent_any(first_sent, from, limit, reach)
+    }
+
+    /// [`Self::next_unsent`] in every case.
+    #[inline(never)]
+    fn next_unsent_any(
         &self,
         first_sent: &RangeSet,
         from: u64,

@@ -571,6 +571,7 @@ impl Path {
     }
 
     /// Records a sent packet (after `take_pn`).
+    #[inline(always)]
     pub(crate) fn on_sent(
         &mut self,
         pn: u64,

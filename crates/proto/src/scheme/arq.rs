@@ -268,12 +268,20 @@ impl ArqSender {
         self
     }
 
+    /// Per-path state for `n` paths (grown once; the test is inline).
+    #[inline(always)]
     fn ensure_paths(&mut self, n: usize) {
         if self.retx.len() < n {
-            self.retx.resize_with(n, VecDeque::new);
-            self.last_penalty.resize(n, None);
-            self.copy_cursor.resize(n, 0);
+            self.grow_paths(n);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_paths(&mut self, n: usize) {
+        self.retx.resize_with(n, VecDeque::new);
+        self.last_penalty.resize(n, None);
+        self.copy_cursor.resize(n, 0);
     }
 
     fn seg_index(&self, offset: u64) -> Option<usize> {
@@ -291,6 +299,7 @@ impl ArqSender {
 
     /// Writes `[offset, offset+len)` (trimmed to what the peer lacks and what fits); returns
     /// the tag, or `None` if nothing of it is still needed.
+    #[inline(always)]
     fn emit(
         ctx: &mut SendCtx<'_>,
         pkt: &mut PacketWriter<'_>,

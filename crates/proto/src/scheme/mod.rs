@@ -346,13 +346,20 @@ impl BlockClock {
     }
     /// Sets the time of every block intersecting `[start, end)` that has none yet (blocks
     /// already forgotten are left alone).
+    #[inline]
     pub fn mark(&mut self, start: u64, end: u64, now: Instant) {
         // Common case: inside the block the last mark found or left marked (packets are much
         // smaller than blocks; a block stays marked until forgotten, and marks below the
-        // forgotten ones change nothing either).
+        // forgotten ones change nothing either). Told apart inline, the rest out of line.
         if end <= start || (start >= self.marked.0 && end <= self.marked.1) {
             return;
         }
+        self.mark_outside(start, end, now);
+    }
+
+    /// [`Self::mark`] of a range not inside the block known marked.
+    #[inline(never)]
+    fn mark_outside(&mut self, start: u64, end: u64, now: Instant) {
         let first = ((start / self.block) as usize).max(self.base);
         let last = ((end - 1) / self.block) as usize;
         if last < first {

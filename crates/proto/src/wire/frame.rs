@@ -453,6 +453,7 @@ pub(crate) fn emit_symbol_header(
     w.varint(len as u64);
 }
 
+#[inline(always)]
 pub(crate) fn emit_data_header(w: &mut Writer<'_>, offset: u64, len: usize) {
     w.u8(DATA);
     w.varint(offset);

@@ -427,6 +427,7 @@ impl<'a> PacketWriter<'a> {
     }
 
     /// Appends the checksum (or reserves the tag's room) and returns the datagram length.
+    #[inline]
     pub fn finish(mut self) -> usize {
         match self.trailer {
             Trailer::Crc32 => {
