@@ -342,24 +342,18 @@ impl TxMessages {
         reach: Option<Instant>,
     ) -> Option<Range<u64>> {
         // A plain stream (no message with a priority or a deadline at the peer, nothing
-        // abandoned, the bytes sent so far in one range), told apart inline: everything
-        // after the bytes sent so far. The same answer as `next_unsent_any`'s.
+        // abandoned, the bytes sent so far in one range), told apart inline.
         if self.prioritized == 0
             && (reach.is_none() || self.at_peer == 0)
             && self.abandoned.is_empty()
             && first_sent.len() <= 1
         {
-            let start = match first_sent.first() {
-                Some(r) if r.start <= from => r.end.max(from),
-                Some(r) if r.start < limit => return Some(from..r.start),
-                _ => from,
-            };
-            return (start < limit).then_some(start..limit);
+            return plain_unsent(first_sent, from, limit);
         }
         self.next_unsent_any(first_sent, from, limit, reach)
     }
 
-    /// [`Self::next_unsent`] in every case.
+    /// [`Self::next_unsent`] in every case but the plain stream's.
     #[inline(never)]
     fn next_unsent_any(
         &self,
@@ -370,15 +364,6 @@ impl TxMessages {
     ) -> Option<Range<u64>> {
         let reach = reach.filter(|_| self.at_peer > 0);
         if self.prioritized == 0 && reach.is_none() {
-            if self.abandoned.is_empty() && first_sent.len() <= 1 {
-                // A plain stream: everything after the bytes sent so far.
-                let start = match first_sent.first() {
-                    Some(r) if r.start <= from => r.end.max(from),
-                    Some(r) if r.start < limit => return Some(from..r.start),
-                    _ => from,
-                };
-                return (start < limit).then_some(start..limit);
-            }
             return unsent_in(first_sent, &self.abandoned, from, limit);
         }
         // Segments: every message at its priority, the bytes between messages at the default.
@@ -401,6 +386,19 @@ impl TxMessages {
         segs.into_iter()
             .find_map(|(_, s, e)| unsent_in(first_sent, &self.abandoned, s.max(from), e.min(limit)))
     }
+}
+
+/// The unsent bytes of a plain stream in `[from, limit)`, the bytes sent at least once being
+/// `first_sent`, at most one range: everything after them (or before them, if they start
+/// above `from`).
+#[inline(always)]
+fn plain_unsent(first_sent: &RangeSet, from: u64, limit: u64) -> Option<Range<u64>> {
+    let start = match first_sent.first() {
+        Some(r) if r.start <= from => r.end.max(from),
+        Some(r) if r.start < limit => return Some(from..r.start),
+        _ => from,
+    };
+    (start < limit).then_some(start..limit)
 }
 
 /// What the sender knows of how long a message takes to reach the peer (module docs,
@@ -582,6 +580,28 @@ impl RxMessages {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The plain stream's inline answer (`plain_unsent`, taken by `next_unsent` when no
+        /// message has a priority or a deadline at the peer, nothing is abandoned and the
+        /// bytes sent form at most one range) is the general scan's (`unsent_in`).
+        #[test]
+        fn the_plain_streams_unsent_bytes_are_the_general_scans(
+            sent in proptest::option::of((0u64..64, 0u64..64)),
+            from in 0u64..64,
+            limit in 0u64..64,
+        ) {
+            let mut first_sent = RangeSet::new();
+            if let Some((a, b)) = sent {
+                first_sent.insert(a.min(b)..a.max(b));
+            }
+            prop_assert_eq!(
+                plain_unsent(&first_sent, from, limit),
+                unsent_in(&first_sent, &RangeSet::new(), from, limit)
+            );
+        }
+    }
 
     /// A path that would bring a message's bytes after its deadline at the peer is not
     /// offered them (module docs, "Deadlines at the peer"); a faster path is, and so is any
