@@ -70,13 +70,33 @@ pub trait StreamCheck: StreamSource {
     /// Whether `data` is the stream's bytes at `[offset, offset + data.len())`; by default
     /// [`StreamSource::fill`] and a comparison.
     fn matches(&self, offset: u64, data: &[u8]) -> bool {
-        let mut buf = [0u8; 1024];
-        data.chunks(buf.len()).enumerate().all(|(i, piece)| {
-            let want = &mut buf[..piece.len()];
-            self.fill(offset + (i * 1024) as u64, want);
-            *want == *piece
+        produce(self, offset, data.len() as u64, |at, want| {
+            let from = (at - offset) as usize;
+            *want == data[from..from + want.len()]
         })
     }
+}
+
+/// Produces the `n` bytes of `src` from `offset` in pieces of at most 1 KiB (on the stack),
+/// passing each to `f` with its offset; stops at the first piece `f` answers `false` for and
+/// returns whether none was.
+fn produce<S: StreamSource + ?Sized>(
+    src: &S,
+    offset: u64,
+    n: u64,
+    mut f: impl FnMut(u64, &[u8]) -> bool,
+) -> bool {
+    let mut buf = [0u8; 1024];
+    let mut done = 0;
+    while done < n {
+        let m = (n - done).min(buf.len() as u64) as usize;
+        src.fill(offset + done, &mut buf[..m]);
+        if !f(offset + done, &buf[..m]) {
+            return false;
+        }
+        done += m as u64;
+    }
+    true
 }
 
 /// A piece of in-order bytes passed by [`RecvBuffer::read_pieces`].
@@ -607,14 +627,10 @@ impl RecvBuffer {
             ReadPiece::Checked(n) => {
                 // Checked bytes are the stream's: produced again for a reader of bytes.
                 let c = check.as_ref().expect("checked bytes have a check");
-                let mut buf = [0u8; 1024];
-                let mut done = 0;
-                while done < n {
-                    let m = (n - done).min(buf.len() as u64) as usize;
-                    c.fill(at + done, &mut buf[..m]);
-                    f(at + done, &buf[..m]);
-                    done += m as u64;
-                }
+                produce(c.as_ref(), at, n, |o, s| {
+                    f(o, s);
+                    true
+                });
             }
         })
     }
